@@ -1,0 +1,155 @@
+"""The gateway: `/`, `/health`, a merged OpenAPI document, and the `/api/v1/<module>` proxy.
+
+Proxied paths never enter Litestar: a thin ASGI dispatcher sends them straight to the streaming proxy,
+so the gateway adds as little latency as it can; everything else is a small Litestar app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import aiohttp
+from litestar import Litestar, MediaType, Request, Response, get
+from litestar.middleware import DefineMiddleware
+from lore_common import __version__
+from lore_common.errors import exception_handlers
+from lore_common.logging import RequestIdMiddleware, configure_logging
+from lore_common.settings import GatewayConfig, Settings, load_settings
+
+from lore_gateway.proxy import Proxy, Receive, Scope, Send
+
+NAME = "lore"
+OPENAPI_PATH = "/schema/openapi.json"
+
+
+class Gateway:
+    """ASGI entry: proxied modules go to `Proxy`, the rest to the Litestar app."""
+
+    def __init__(self, config: GatewayConfig) -> None:
+        self.config = config
+        self.proxy = Proxy(
+            {"docdb": config.docdb_url, "gen": config.gen_url, "mem": config.mem_url}, config.connect_timeout
+        )
+        self.app = self._build_litestar()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            module = self.proxy.module_of(scope["path"])
+            if module is not None:
+                if scope["type"] == "http":
+                    await self.proxy.http(module, scope, receive, send)
+                else:
+                    await self.proxy.websocket(module, scope, receive, send)
+                return
+        await self.app(scope, receive, send)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------ own routes
+
+    async def downstream_health(self) -> dict[str, dict[str, Any]]:
+        timeout = aiohttp.ClientTimeout(total=self.config.health_timeout)
+
+        async def one(name: str, base: str) -> tuple[str, dict[str, Any]]:
+            started = time.perf_counter()
+            try:
+                async with self.proxy.session.get(f"{base}/health", timeout=timeout) as response:
+                    body = await response.json(content_type=None)
+                    status = "up" if response.status == 200 else "down"
+            except Exception as exc:
+                return name, {"status": "down", "url": base, "error": f"{type(exc).__name__}: {exc}"}
+            latency = round((time.perf_counter() - started) * 1000, 2)
+            result: dict[str, Any] = {"status": status, "url": base, "latency_ms": latency}
+            if isinstance(body, dict) and "checks" in body:
+                result["checks"] = body["checks"]
+            return name, result
+
+        pairs = await asyncio.gather(*(one(n, u) for n, u in self.proxy.downstreams.items()))
+        return dict(pairs)
+
+    async def merged_openapi(self) -> dict[str, Any]:
+        """The three services' OpenAPI documents as one; a service that is down is listed as missing."""
+        merged: dict[str, Any] = {
+            "openapi": "3.1.0",
+            "info": {"title": "Lore API", "version": __version__},
+            "paths": {
+                "/": {
+                    "get": {
+                        "summary": "Service name and version",
+                        "responses": {"200": {"description": "ok"}},
+                    }
+                },
+                "/health": {
+                    "get": {
+                        "summary": "Gateway and downstream health",
+                        "responses": {
+                            "200": {"description": "all up"},
+                            "503": {"description": "one is down"},
+                        },
+                    }
+                },
+            },
+            "components": {"schemas": {}},
+        }
+        missing: list[str] = []
+        timeout = aiohttp.ClientTimeout(total=self.config.health_timeout * 2)
+        for name, base in self.proxy.downstreams.items():
+            try:
+                async with self.proxy.session.get(f"{base}{OPENAPI_PATH}", timeout=timeout) as response:
+                    response.raise_for_status()
+                    document = await response.json(content_type=None)
+            except Exception:
+                missing.append(name)
+                continue
+            for path, item in document.get("paths", {}).items():
+                if path.startswith("/api/"):
+                    merged["paths"][path] = item
+            for schema_name, schema in document.get("components", {}).get("schemas", {}).items():
+                merged["components"]["schemas"].setdefault(schema_name, schema)
+        if missing:
+            merged["info"]["x-missing-services"] = missing
+        return merged
+
+    def _build_litestar(self) -> Litestar:
+        gateway = self
+
+        @get("/", summary="Service name and version")
+        async def index() -> dict[str, str]:
+            return {"name": NAME, "version": __version__}
+
+        @get("/health", summary="Gateway and downstream health")
+        async def health() -> Response[dict[str, Any]]:
+            services = await gateway.downstream_health()
+            failing = sorted(name for name, item in services.items() if item["status"] != "up")
+            body: dict[str, Any] = {
+                "status": "ok" if not failing else "degraded",
+                "version": __version__,
+                "gateway": {"status": "up"},
+                "services": services,
+            }
+            if failing:
+                body["failing"] = failing
+                body["detail"] = f"downstream down: {', '.join(failing)}"
+            return Response(body, status_code=503 if failing else 200, media_type=MediaType.JSON)
+
+        @get(OPENAPI_PATH, summary="OpenAPI document of the whole API", include_in_schema=False)
+        async def openapi(request: Request[Any, Any, Any]) -> dict[str, Any]:
+            return await gateway.merged_openapi()
+
+        return Litestar(
+            route_handlers=[index, health, openapi],
+            middleware=[DefineMiddleware(RequestIdMiddleware)],
+            exception_handlers=exception_handlers("detail"),
+            on_shutdown=[gateway.proxy.close],
+            openapi_config=None,
+        )
+
+
+def create_app(settings: Settings) -> Gateway:
+    return Gateway(settings.gateway)
+
+
+def build_app() -> Gateway:
+    settings = load_settings()
+    configure_logging(settings.logging, service="gateway")
+    return create_app(settings)

@@ -1,0 +1,125 @@
+"""`lore-up`: run gateway, docdb, gen and mem together in the foreground until Ctrl-C.
+
+Each service is its own granian process (as in production); this launcher only starts them, waits
+for their health, and on Ctrl-C/SIGTERM or the death of any one of them stops all the others,
+process group by process group, so nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+
+from lore_common.settings import load_settings
+
+STOP_GRACE_S = 15.0
+START_TIMEOUT_S = 240.0
+
+
+@dataclass
+class Child:
+    name: str
+    module: str
+    health_url: str
+    process: subprocess.Popen[bytes] | None = None
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - our own loopback URL
+            return bool(response.status == 200)
+    except Exception:
+        return False
+
+
+def _stop(children: list[Child]) -> None:
+    # The gateway first, so no new requests arrive; then the services, each given time to close stores.
+    for child in reversed(children):
+        if child.process and child.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_S
+    for child in reversed(children):
+        if child.process is None:
+            continue
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.process.wait(max(0.1, deadline - time.monotonic()))
+        # Whatever is left in the group (workers, embedded store servers) goes too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.process.wait(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config-dir", default=None, help="folder holding lore.yaml and pipeline.yaml")
+    args = parser.parse_args(argv)
+    if args.config_dir:
+        os.environ["LORE_CONFIG_DIR"] = args.config_dir
+    settings = load_settings()
+    g = settings.gateway
+    children = [
+        Child(
+            "docdb", "lore_docdb", f"http://{settings.docdb.server.host}:{settings.docdb.server.port}/health"
+        ),
+        Child("gen", "lore_gen", f"http://{settings.gen.server.host}:{settings.gen.server.port}/health"),
+        Child("mem", "lore_mem", f"http://{settings.mem.server.host}:{settings.mem.server.port}/health"),
+        Child("gateway", "lore_gateway", f"http://{g.host}:{g.port}/health"),
+    ]
+    stopping = False
+
+    def on_signal(signum: int, _: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    exit_code = 0
+    try:
+        for child in children:
+            child.process = subprocess.Popen(  # noqa: S603 - fixed argv
+                [sys.executable, "-m", child.module], start_new_session=True
+            )
+        print("lore: starting docdb, gen, mem and the gateway …", file=sys.stderr, flush=True)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        pending = {child.name for child in children}
+        while pending and not stopping and time.monotonic() < deadline:
+            for child in children:
+                if child.process and child.process.poll() is not None:
+                    raise SystemExit(f"lore: {child.name} exited with code {child.process.returncode}")
+                if child.name in pending and _healthy(child.health_url):
+                    pending.discard(child.name)
+            time.sleep(0.25)
+        if pending and not stopping:
+            raise SystemExit(f"lore: not healthy after {START_TIMEOUT_S:.0f} s: {', '.join(sorted(pending))}")
+        if not stopping:
+            print(
+                f"lore: up at http://{g.host}:{g.port} (Ctrl-C stops everything)", file=sys.stderr, flush=True
+            )
+        while not stopping:
+            for child in children:
+                if child.process and child.process.poll() is not None:
+                    print(f"lore: {child.name} exited with code {child.process.returncode}", file=sys.stderr)
+                    exit_code = 1
+                    stopping = True
+            time.sleep(0.5)
+    except SystemExit as exc:
+        print(exc, file=sys.stderr)
+        exit_code = 1
+    finally:
+        print("lore: stopping …", file=sys.stderr, flush=True)
+        _stop(children)
+        print("lore: stopped", file=sys.stderr, flush=True)
+    return exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

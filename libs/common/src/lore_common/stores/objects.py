@@ -1,0 +1,81 @@
+"""Optional S3-compatible object storage through aioboto3 (absent when no bucket is configured)."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import aioboto3
+
+from lore_common.settings import ObjectStorageConfig
+
+_DELETE_BATCH = 1000
+
+
+class ObjectStore:
+    def __init__(self, config: ObjectStorageConfig, client: Any) -> None:
+        self.config = config
+        self.bucket = config.bucket or ""
+        self.client = client
+
+    async def ensure_bucket(self) -> None:
+        try:
+            await self.client.head_bucket(Bucket=self.bucket)
+        except Exception:
+            await self.client.create_bucket(Bucket=self.bucket)
+
+    async def put_file(self, key: str, path: Path) -> None:
+        await self.client.upload_file(str(path), self.bucket, key)
+
+    async def get_bytes(self, key: str) -> bytes:
+        response = await self.client.get_object(Bucket=self.bucket, Key=key)
+        async with response["Body"] as body:
+            data: bytes = await body.read()
+        return data
+
+    async def delete(self, key: str) -> None:
+        await self.client.delete_object(Bucket=self.bucket, Key=key)
+
+    async def delete_prefix(self, prefix: str) -> int:
+        """Delete every object under `prefix`, page by page; returns how many went."""
+        deleted = 0
+        paginator = self.client.get_paginator("list_objects_v2")
+        batch: list[dict[str, str]] = []
+        async for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                batch.append({"Key": item["Key"]})
+                if len(batch) == _DELETE_BATCH:
+                    await self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch})
+                    deleted += len(batch)
+                    batch = []
+        if batch:
+            await self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch})
+            deleted += len(batch)
+        return deleted
+
+    async def presigned_get(self, key: str) -> str:
+        url: str = await self.client.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=self.config.presign_expiry
+        )
+        return url
+
+    async def ping(self) -> None:
+        await self.client.head_bucket(Bucket=self.bucket)
+
+
+@contextlib.asynccontextmanager
+async def open_object_store(config: ObjectStorageConfig) -> Any:
+    """Yields an `ObjectStore`, or None when object storage is not configured."""
+    if not config.bucket:
+        yield None
+        return
+    session = aioboto3.Session(
+        aws_access_key_id=config.access_key,
+        aws_secret_access_key=config.secret_key,
+        region_name=config.region,
+    )
+    async with session.client("s3", endpoint_url=config.endpoint_url) as client:
+        store = ObjectStore(config, client)
+        await store.ensure_bucket()
+        yield store

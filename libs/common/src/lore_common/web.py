@@ -1,0 +1,123 @@
+"""The common shape of a Lore service app: health, OpenAPI, request ids, errors, and honest 501s."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, cast
+
+import msgspec
+from litestar import Litestar, MediaType, Request, Response, get, route
+from litestar.config.app import AppConfig
+from litestar.handlers import BaseRouteHandler
+from litestar.middleware import DefineMiddleware
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin
+from litestar.types import ControllerRouterHandler
+
+from lore_common import __version__
+from lore_common.errors import ErrorStyle, error_body, exception_handlers
+from lore_common.logging import RequestIdMiddleware
+
+HealthCheck = Callable[[], Awaitable[None]]
+
+
+class HealthReport(msgspec.Struct):
+    status: str
+    service: str
+    version: str
+    checks: dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class PlannedRoute:
+    """A contract route whose module is not built yet; it answers 501 naming what is missing."""
+
+    methods: tuple[str, ...]
+    path: str
+    feature: str
+
+
+def planned_route_handlers(routes: Sequence[PlannedRoute], style: ErrorStyle) -> list[BaseRouteHandler]:
+    handlers: list[BaseRouteHandler] = []
+    for planned in routes:
+        message = f"{planned.feature} is not built yet in this version of Lore"
+
+        def make(text: str) -> Callable[..., Awaitable[Response[Any]]]:
+            async def not_built(request: Request[Any, Any, Any]) -> Response[Any]:
+                return Response(error_body(style, 501, text), status_code=501, media_type=MediaType.JSON)
+
+            return not_built
+
+        handler = route(
+            planned.path,
+            http_method=cast(Any, list(planned.methods)),
+            name=f"planned:{','.join(planned.methods)}:{planned.path}",
+            summary=f"Not built yet: {planned.feature}",
+            description="Answers 501 until this module lands.",
+            request_max_body_size=None,
+            status_code=501,
+        )(make(message))
+        handlers.append(handler)
+    return handlers
+
+
+async def run_health_checks(
+    checks: dict[str, HealthCheck], limit_s: float = 2.0
+) -> dict[str, dict[str, Any]]:
+    async def one(name: str, check: HealthCheck) -> tuple[str, dict[str, Any]]:
+        started = time.perf_counter()
+        try:
+            await asyncio.wait_for(check(), limit_s)
+        except Exception as exc:  # a failing store is reported, never raised
+            return name, {"status": "down", "error": f"{type(exc).__name__}: {exc}"}
+        return name, {"status": "up", "latency_ms": round((time.perf_counter() - started) * 1000, 2)}
+
+    results = await asyncio.gather(*(one(name, check) for name, check in checks.items()))
+    return dict(results)
+
+
+def create_service_app(
+    *,
+    service: str,
+    route_handlers: Sequence[ControllerRouterHandler],
+    planned: Sequence[PlannedRoute] = (),
+    error_style: ErrorStyle = "detail",
+    lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
+    health_checks: Callable[[Litestar], dict[str, HealthCheck]] | None = None,
+    state: dict[str, Any] | None = None,
+    description: str = "",
+) -> Litestar:
+    """Build a service: its own routes plus `/health`, `/schema`, request ids and one error shape."""
+
+    @get("/health", summary="Service health")
+    async def health(request: Request[Any, Any, Any]) -> Response[HealthReport]:
+        checks = health_checks(request.app) if health_checks else {}
+        results = await run_health_checks(checks)
+        ok = all(item["status"] == "up" for item in results.values())
+        report = HealthReport(
+            status="ok" if ok else "degraded", service=service, version=__version__, checks=results
+        )
+        return Response(report, status_code=200 if ok else 503)
+
+    config = AppConfig(
+        route_handlers=[health, *route_handlers, *planned_route_handlers(planned, error_style)],
+        middleware=[DefineMiddleware(RequestIdMiddleware)],
+        exception_handlers=exception_handlers(error_style),
+        lifespan=list(lifespan),
+        openapi_config=OpenAPIConfig(
+            title=f"Lore {service}",
+            version=__version__,
+            description=description or None,
+            path="/schema",
+            render_plugins=[ScalarRenderPlugin()],
+        ),
+        debug=False,
+    )
+    app = Litestar.from_config(config)
+    for key, value in (state or {}).items():
+        app.state[key] = value
+    return app
