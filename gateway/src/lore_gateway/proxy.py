@@ -243,17 +243,18 @@ class Proxy:
                     await send({"type": "websocket.send", "bytes": message.data})
                 elif message.type in (aiohttp.WSMsgType.ERROR, aiohttp.WSMsgType.CLOSE):
                     break
-            code = upstream.close_code or 1000
-            with contextlib.suppress(Exception):
-                await send({"type": "websocket.close", "code": code})
 
-        tasks = [asyncio.create_task(client_to_upstream()), asyncio.create_task(upstream_to_client())]
+        from_client = asyncio.create_task(client_to_upstream())
+        from_upstream = asyncio.create_task(upstream_to_client())
         try:
-            _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for task in pending:
+            done, _ = await asyncio.wait((from_client, from_upstream), return_when=asyncio.FIRST_COMPLETED)
+            for task in (from_client, from_upstream):
                 task.cancel()
-            for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            if from_upstream in done:
+                # The service ended the conversation: pass its close code on to the client.
+                with contextlib.suppress(Exception):
+                    await send({"type": "websocket.close", "code": upstream.close_code or 1000, "reason": ""})
         finally:
             await upstream.close()

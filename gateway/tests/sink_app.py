@@ -1,0 +1,47 @@
+"""A stand-in downstream for gateway tests: counts streamed bodies, echoes headers and WebSocket text."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from litestar import Litestar, Request, WebSocket, get, post, websocket
+
+
+@get("/health")
+async def health() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@post("/api/v1/docdb/sink", request_max_body_size=None, status_code=200)
+async def sink(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        digest.update(chunk)
+    return {"size": size, "sha256": digest.hexdigest()}
+
+
+@get("/api/v1/docdb/echo-headers")
+async def echo_headers(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    return {"headers": dict(request.headers), "query": dict(request.query_params)}
+
+
+@get("/api/v1/gen/big")
+async def big(size: int) -> bytes:
+    return b"x" * size
+
+
+@websocket("/api/v1/gen/pipeline/stream")
+async def echo(socket: WebSocket[Any, Any, Any]) -> None:
+    await socket.accept()
+    while True:
+        text = await socket.receive_text()
+        if text == "bye":
+            await socket.close(code=1000)
+            return
+        await socket.send_text(f"echo:{text}")
+
+
+app = Litestar(route_handlers=[health, sink, echo_headers, big, echo])

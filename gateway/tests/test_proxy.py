@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import httpx
+import pytest
+
+from lore_common.testing.processes import ServerProcess, free_port
+
+HERE = Path(__file__).parent
+MIB = 1024 * 1024
+
+
+@dataclass
+class Running:
+    gateway: ServerProcess
+    sink: ServerProcess
+    url: str
+    dead_port: int
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """A sink downstream for docdb and gen, a closed port for mem, and a real gateway in front."""
+    tmp = tmp_path_factory.mktemp("gw")
+    sink_port, gateway_port, dead_port = free_port(), free_port(), free_port()
+    sink = ServerProcess(
+        [sys.executable, "-m", "granian", "--interface", "asgi", "--port", str(sink_port), "sink_app:app"],
+        env={"PYTHONPATH": str(HERE)},
+        log_path=tmp / "sink.log",
+    )
+    sink_url = f"http://127.0.0.1:{sink_port}"
+    gateway = ServerProcess(
+        [sys.executable, "-m", "lore_gateway"],
+        env={
+            "LORE_CONFIG_DIR": str(tmp),
+            "LORE__GATEWAY__PORT": str(gateway_port),
+            "LORE__GATEWAY__DOCDB_URL": sink_url,
+            "LORE__GATEWAY__GEN_URL": sink_url,
+            "LORE__GATEWAY__MEM_URL": f"http://127.0.0.1:{dead_port}",
+        },
+        log_path=tmp / "gateway.log",
+    )
+    try:
+        sink.wait_healthy(f"{sink_url}/health")
+        gateway.wait_healthy(f"http://127.0.0.1:{gateway_port}/")
+        yield Running(gateway, sink, f"http://127.0.0.1:{gateway_port}", dead_port)
+    finally:
+        gateway.stop()
+        sink.stop()
+
+
+def test_root_names_the_service_and_version(running: Running) -> None:
+    response = httpx.get(f"{running.url}/")
+    assert response.status_code == 200
+    assert response.json()["name"] == "lore"
+    assert response.json()["version"]
+
+
+def test_health_is_503_naming_the_downstream_that_is_down(running: Running) -> None:
+    response = httpx.get(f"{running.url}/health", timeout=10)
+    assert response.status_code == 503
+    body = response.json()
+    assert body["failing"] == ["mem"]
+    assert body["services"]["docdb"]["status"] == "up"
+    assert body["services"]["docdb"]["latency_ms"] >= 0
+    assert body["services"]["mem"]["status"] == "down"
+
+
+def test_stopped_downstream_answers_502_naming_it_within_two_seconds(running: Running) -> None:
+    started = time.perf_counter()
+    response = httpx.get(f"{running.url}/api/v1/mem/vg?user_id=u1", timeout=10)
+    elapsed = time.perf_counter() - started
+    assert response.status_code == 502
+    assert "mem" in response.json()["detail"]
+    assert response.json()["service"] == "mem"
+    assert elapsed < 2.0
+
+
+def test_request_id_travels_gateway_to_service_and_back(running: Running) -> None:
+    response = httpx.get(
+        f"{running.url}/api/v1/docdb/echo-headers", headers={"x-request-id": "req-abc-123"}, timeout=10
+    )
+    assert response.headers["x-request-id"] == "req-abc-123"
+    assert response.json()["headers"]["x-request-id"] == "req-abc-123"
+    assert response.json()["headers"]["x-forwarded-proto"] == "http"
+
+
+def test_path_query_and_headers_reach_the_service(running: Running) -> None:
+    response = httpx.get(
+        f"{running.url}/api/v1/gen/big", params={"size": "5"}, headers={"x-request-id": "rid-7"}, timeout=10
+    )
+    assert response.status_code == 200
+    assert response.content == b"xxxxx"
+    assert response.headers["x-request-id"] == "rid-7"
+
+
+def test_generated_request_id_is_returned(running: Running) -> None:
+    response = httpx.get(f"{running.url}/api/v1/gen/big", params={"size": "1"}, timeout=10)
+    assert len(response.headers["x-request-id"]) == 36
+
+
+def test_large_download_streams_through(running: Running) -> None:
+    size = 50 * MIB
+    with httpx.stream("GET", f"{running.url}/api/v1/gen/big", params={"size": str(size)}, timeout=60) as r:
+        assert r.status_code == 200
+        received = sum(len(chunk) for chunk in r.iter_raw())
+    assert received == size
+
+
+def _chunks(total: int, seed: bytes) -> Iterator[bytes]:
+    block = hashlib.sha256(seed).digest() * (MIB // 32)
+    sent = 0
+    while sent < total:
+        piece = block[: min(MIB, total - sent)]
+        sent += len(piece)
+        yield piece
+
+
+def test_200_mb_upload_streams_through_with_small_gateway_memory(running: Running) -> None:
+    total = 200 * MIB
+    expected = hashlib.sha256()
+    for piece in _chunks(total, b"seed"):
+        expected.update(piece)
+    baseline = running.gateway.rss_bytes()
+    peak = baseline
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, running.gateway.rss_bytes())
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        response = httpx.post(
+            f"{running.url}/api/v1/docdb/sink",
+            content=_chunks(total, b"seed"),
+            headers={"content-type": "application/octet-stream"},
+            timeout=120,
+        )
+    finally:
+        done.set()
+        sampler.join()
+    assert response.status_code == 200, response.text
+    assert response.json() == {"size": total, "sha256": expected.hexdigest()}
+    growth_mb = (peak - baseline) / MIB
+    assert growth_mb < 50, f"gateway RSS grew {growth_mb:.1f} MB during a 200 MB upload"
+
+
+async def test_websocket_round_trip_through_the_gateway(running: Running) -> None:
+    ws_url = running.url.replace("http", "ws") + "/api/v1/gen/pipeline/stream"
+    async with aiohttp.ClientSession() as session, session.ws_connect(ws_url) as ws:
+        await ws.send_str("hello")
+        reply = await ws.receive(timeout=5)
+        assert reply.data == "echo:hello"
+        await ws.send_str("again")
+        assert (await ws.receive(timeout=5)).data == "echo:again"
+        await ws.send_str("bye")
+        closing = await ws.receive(timeout=5)
+        assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+
+
+async def test_websocket_to_a_stopped_downstream_closes_with_a_reason(running: Running) -> None:
+    ws_url = running.url.replace("http", "ws") + "/api/v1/mem/anything"
+    async with aiohttp.ClientSession() as session, session.ws_connect(ws_url) as ws:
+        message = await ws.receive(timeout=5)
+        assert message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+        assert ws.close_code == 1011
+
+
+def test_unknown_module_is_404_from_the_gateway(running: Running) -> None:
+    response = httpx.get(f"{running.url}/api/v1/nothing/here", timeout=10)
+    assert response.status_code == 404
+    assert "detail" in response.json()
+    assert os.environ.get("LORE__GATEWAY__PORT") is None  # the fixture never leaks into this process

@@ -1,0 +1,1 @@
+"""Helpers for tests and benchmarks: loopback processes and the fake model server."""

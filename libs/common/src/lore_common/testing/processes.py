@@ -1,0 +1,122 @@
+"""Start real server processes on free loopback ports, wait for health, stop them without leftovers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_http(url: str, timeout: float = 60.0, process: subprocess.Popen[bytes] | None = None) -> None:
+    """Poll `url` until it answers 200, the process dies, or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode} before {url} answered")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - loopback only
+                if response.status == 200:
+                    return
+                last = f"HTTP {response.status}"
+        except Exception as exc:
+            last = str(exc)
+        time.sleep(0.1)
+    raise TimeoutError(f"{url} not healthy after {timeout} s: {last}")
+
+
+class ServerProcess:
+    """A child process in its own process group; `stop()` ends the whole group."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        merged = dict(os.environ)
+        merged.update(env or {})
+        self.log_path = log_path
+        self._log: IO[bytes] | None = log_path.open("ab") if log_path else None
+        self.process = subprocess.Popen(  # noqa: S603 - argv built by the caller's code
+            list(argv),
+            env=merged,
+            cwd=cwd,
+            stdout=self._log or subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def wait_healthy(self, url: str, timeout: float = 60.0) -> None:
+        try:
+            wait_http(url, timeout, self.process)
+        except Exception as exc:
+            raise RuntimeError(f"{exc}\n--- log ---\n{self.log_tail()}") from exc
+
+    def log_tail(self, lines: int = 40) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def tree_pids(self) -> list[int]:
+        import psutil
+
+        try:
+            parent = psutil.Process(self.pid)
+            return [self.pid, *(child.pid for child in parent.children(recursive=True))]
+        except psutil.NoSuchProcess:
+            return []
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the process and all its descendants."""
+        import psutil
+
+        total = 0
+        for pid in self.tree_pids():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                total += psutil.Process(pid).memory_info().rss
+        return total
+
+    def signal(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signum)
+
+    def stop(self, grace: float = 10.0) -> int | None:
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(grace)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(5)
+        if self._log:
+            self._log.close()
+            self._log = None
+        return self.process.returncode
+
+
+def python_module(module: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", module, *args]
