@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 import uuid
 from collections.abc import MutableMapping
 from typing import Any
@@ -46,7 +47,8 @@ def configure_logging(config: LoggingConfig | None = None, service: str = "lore"
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # Look stderr up at each logger's creation, so a redirected stream (tests, daemons) is honoured.
+        logger_factory=lambda *_: structlog.PrintLogger(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
     structlog.contextvars.bind_contextvars(service=service)
@@ -67,10 +69,11 @@ def request_id_from(headers: list[tuple[bytes, bytes]] | Any) -> str:
 
 
 class RequestIdMiddleware:
-    """ASGI middleware: binds the request id to every log line of the request and returns it."""
+    """ASGI middleware: binds the request id to every log line of the request, returns it, logs the request."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self.log = structlog.get_logger("lore.access")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -79,16 +82,30 @@ class RequestIdMiddleware:
         request_id = request_id_from(scope.get("headers", []))
         scope.setdefault("state", {})["request_id"] = request_id
         header = (REQUEST_ID_HEADER.encode(), request_id.encode())
+        status = 0
 
         async def send_with_id(message: Message) -> None:
+            nonlocal status
             if message["type"] == "http.response.start":
+                status = message["status"]
                 headers = [h for h in message.get("headers", []) if h[0].lower() != header[0]]
                 headers.append(header)
                 message["headers"] = headers
             await send(message)
 
+        started = time.perf_counter()
         with structlog.contextvars.bound_contextvars(request_id=request_id):
-            await self.app(scope, receive, send_with_id)
+            try:
+                await self.app(scope, receive, send_with_id)
+            finally:
+                if scope["path"] != "/health":
+                    self.log.info(
+                        "request",
+                        method=scope.get("method", "WS"),
+                        path=scope["path"],
+                        status=status,
+                        duration_ms=round((time.perf_counter() - started) * 1000, 2),
+                    )
 
 
 def current_request_id(scope: Scope | Any) -> str:

@@ -41,6 +41,11 @@ class PlannedRoute:
     feature: str
 
 
+def _operation_id(handler: Any, method: Any, components: list[str | Any]) -> str:
+    parts = [str(getattr(c, "name", c)) for c in components]
+    return f"{method.lower()}_" + "_".join(p.replace("-", "_") for p in parts if p) + "_not_built"
+
+
 def planned_route_handlers(routes: Sequence[PlannedRoute], style: ErrorStyle) -> list[BaseRouteHandler]:
     handlers: list[BaseRouteHandler] = []
     for planned in routes:
@@ -60,6 +65,7 @@ def planned_route_handlers(routes: Sequence[PlannedRoute], style: ErrorStyle) ->
             description="Answers 501 until this module lands.",
             request_max_body_size=None,
             status_code=501,
+            operation_id=_operation_id,
         )(make(message))
         handlers.append(handler)
     return handlers

@@ -1,0 +1,140 @@
+"""The whole product as a user starts it: `lore-up` on embedded stores, driven through the gateway."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import httpx
+import psutil
+import pytest
+
+from lore_common.testing.processes import ServerProcess, free_port, wait_http
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "sk-e2e-secret-value"
+
+
+@dataclass
+class Lore:
+    launcher: ServerProcess
+    url: str
+    log: Path
+    data: Path
+
+
+@pytest.fixture(scope="module")
+def lore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lore]:
+    work = tmp_path_factory.mktemp("lore")
+    ports = {name: free_port() for name in ("gateway", "docdb", "gen", "mem")}
+    env = {
+        "LORE_CONFIG_DIR": str(ROOT / "config"),
+        "LORE__LOGGING__FORMAT": "json",
+        "LORE__GATEWAY__PORT": str(ports["gateway"]),
+        "LORE__DOCDB__LLM__API_KEY": SECRET,
+        "LORE__DOCDB__DATABASE__URL": "postgresql://lore:hunter2@127.0.0.1:1/lore",
+    }
+    for name in ("docdb", "gen", "mem"):
+        env[f"LORE__{name.upper()}__SERVER__PORT"] = str(ports[name])
+        env[f"LORE__{name.upper()}__SERVER__DATA_DIR"] = str(work / "data" / name)
+        env[f"LORE__GATEWAY__{name.upper()}_URL"] = f"http://127.0.0.1:{ports[name]}"
+    # docdb must not try the fake PostgreSQL URL above for real: it only proves redaction.
+    env.pop("LORE__DOCDB__DATABASE__URL")
+    env["LORE__DOCDB__OBJECT_STORAGE__SECRET_KEY"] = "s3-secret-e2e"
+    log = work / "lore.log"
+    launcher = ServerProcess([sys.executable, "-m", "lore_gateway.launch"], env=env, cwd=work, log_path=log)
+    url = f"http://127.0.0.1:{ports['gateway']}"
+    try:
+        launcher.wait_healthy(f"{url}/health", timeout=120)
+        yield Lore(launcher, url, log, work / "data")
+    finally:
+        launcher.stop()
+
+
+def test_health_reports_every_service_and_its_stores(lore: Lore) -> None:
+    body = httpx.get(f"{lore.url}/health", timeout=10).json()
+    assert body["status"] == "ok"
+    assert {name: item["status"] for name, item in body["services"].items()} == {
+        "docdb": "up",
+        "gen": "up",
+        "mem": "up",
+    }
+    assert set(body["services"]["docdb"]["checks"]) == {"relational", "vector", "graph"}
+    assert (lore.data / "docdb" / "docdb.db").exists()
+    assert (lore.data / "docdb" / "falkordb").is_dir()
+
+
+def test_unbuilt_contract_routes_say_so_with_501(lore: Lore) -> None:
+    r = httpx.get(f"{lore.url}/api/v1/docdb/files/knowledge-bases", timeout=10)
+    assert r.status_code == 501
+    assert r.json()["success"] is False and "not built yet" in r.json()["message"]
+    r = httpx.post(f"{lore.url}/api/v1/mem/vg/search", json={"query": "x", "user_id": "u"}, timeout=10)
+    assert r.status_code == 501 and "not built yet" in r.json()["detail"]
+    r = httpx.post(f"{lore.url}/api/v1/gen/pipeline/submit", json={"question": "q"}, timeout=10)
+    assert r.status_code == 501
+
+
+def test_config_through_the_gateway_never_shows_secrets(lore: Lore) -> None:
+    r = httpx.get(f"{lore.url}/api/v1/docdb/config", timeout=10)
+    assert r.status_code == 200
+    assert SECRET not in r.text and "s3-secret-e2e" not in r.text
+    assert r.json()["data"]["docdb"]["llm"]["api_key"] == "***"
+    r = httpx.get(f"{lore.url}/api/v1/docdb/config/chunk_config", timeout=10)
+    assert r.json()["data"] == {"chunk_size": 1024, "overlap": 50, "max_workers": 16}
+    r = httpx.get(f"{lore.url}/api/v1/docdb/config/nope", timeout=10)
+    assert r.status_code == 404 and "nope" in r.json()["message"]
+
+
+def test_request_id_reaches_the_service_log_and_comes_back(lore: Lore) -> None:
+    r = httpx.get(f"{lore.url}/api/v1/docdb/config/llm", headers={"x-request-id": "e2e-rid-1"}, timeout=10)
+    assert r.headers["x-request-id"] == "e2e-rid-1"
+    deadline = time.monotonic() + 5
+    found = []
+    while time.monotonic() < deadline and not found:
+        lines = [json.loads(x) for x in lore.log.read_text().splitlines() if x.startswith("{")]
+        found = [x for x in lines if x.get("request_id") == "e2e-rid-1" and x.get("service") == "docdb"]
+        time.sleep(0.1)
+    assert found and found[0]["path"] == "/api/v1/docdb/config/llm"
+
+
+def test_openapi_document_merges_the_three_services(lore: Lore) -> None:
+    paths = httpx.get(f"{lore.url}/schema/openapi.json", timeout=10).json()["paths"]
+    assert "/api/v1/docdb/chat" in paths
+    assert "/api/v1/gen/pipeline/submit" in paths
+    assert "/api/v1/mem/vg/add" in paths
+
+
+async def test_gen_stream_through_the_gateway_answers_with_an_error_message(lore: Lore) -> None:
+    ws_url = lore.url.replace("http", "ws") + "/api/v1/gen/pipeline/stream"
+    async with aiohttp.ClientSession() as session, session.ws_connect(ws_url) as ws:
+        await ws.send_json({"question": "GDP by country"})
+        message = await ws.receive_json(timeout=10)
+        assert message["type"] == "error" and "not built yet" in message["message"]
+
+
+def test_secrets_never_reach_the_logs(lore: Lore) -> None:
+    text = lore.log.read_text()
+    assert SECRET not in text and "s3-secret-e2e" not in text
+
+
+def test_ctrl_c_stops_every_process(lore: Lore) -> None:
+    tree = [psutil.Process(pid) for pid in lore.launcher.tree_pids()]
+    names = " ".join(" ".join(p.cmdline()) for p in tree)
+    assert "redis-server" in names  # the embedded FalkorDB is part of the tree
+    started = time.monotonic()
+    lore.launcher.signal(signal.SIGINT)
+    lore.launcher.process.wait(30)
+    assert lore.launcher.process.returncode == 0
+    gone, alive = psutil.wait_procs(tree, timeout=5)
+    assert not alive, f"left behind: {[p.pid for p in alive]}"
+    assert time.monotonic() - started < 30
+    with pytest.raises(Exception):
+        wait_http(f"{lore.url}/", timeout=0.5)
+    assert os.environ.get("LORE__GATEWAY__PORT") is None
