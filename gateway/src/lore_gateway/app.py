@@ -13,11 +13,11 @@ from typing import Any
 import aiohttp
 from litestar import Litestar, MediaType, Request, Response, get
 from litestar.middleware import DefineMiddleware
+
 from lore_common import __version__
 from lore_common.errors import exception_handlers
 from lore_common.logging import RequestIdMiddleware, configure_logging
 from lore_common.settings import GatewayConfig, Settings, load_settings
-
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
 NAME = "lore"

@@ -15,8 +15,9 @@ from typing import Any
 import aiohttp
 import msgspec
 import structlog
-from lore_common.logging import REQUEST_ID_HEADER, request_id_from
 from yarl import URL
+
+from lore_common.logging import REQUEST_ID_HEADER, request_id_from
 
 log = structlog.get_logger("lore.gateway")
 

@@ -101,7 +101,7 @@ def test_unknown_provider_is_reported(tmp_path: Path) -> None:
 
 def test_broken_yaml_names_the_file(tmp_path: Path) -> None:
     write(tmp_path, "pipeline.yaml", "parameter: [unclosed\n")
-    with pytest.raises(ConfigError, match="pipeline.yaml"):
+    with pytest.raises(ConfigError, match=r"pipeline\.yaml"):
         load_settings(tmp_path, environ={})
 
 

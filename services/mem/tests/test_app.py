@@ -4,8 +4,8 @@ from pathlib import Path
 
 from litestar.testing import TestClient
 
-from lore_mem.app import PLANNED, create_app
 from lore_common.settings import Settings, load_settings
+from lore_mem.app import PLANNED, create_app
 
 
 def settings_in(tmp_path: Path) -> Settings:

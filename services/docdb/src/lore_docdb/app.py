@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from litestar import Litestar
+
 from lore_common.logging import configure_logging
 from lore_common.settings import Settings, load_settings
 from lore_common.stores import open_stores
 from lore_common.web import PlannedRoute, create_service_app
-
 from lore_docdb.config.routes import ConfigController
 from lore_docdb.config.service import ConfigService
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from litestar import Litestar, WebSocket, websocket
+
 from lore_common.logging import configure_logging
 from lore_common.settings import Settings, load_settings
 from lore_common.stores import open_stores

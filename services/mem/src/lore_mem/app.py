@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from litestar import Litestar
+
 from lore_common.logging import configure_logging
 from lore_common.settings import Settings, load_settings
 from lore_common.stores import open_stores
