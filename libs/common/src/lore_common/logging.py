@@ -69,7 +69,7 @@ def request_id_from(headers: list[tuple[bytes, bytes]] | Any) -> str:
 
 
 class RequestIdMiddleware:
-    """ASGI middleware: binds the request id to every log line of the request, returns it, logs the request."""
+    """ASGI middleware: binds the request id to every log line, returns it, and logs each request."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
