@@ -41,6 +41,8 @@ class LLMConfig(Section):
     max_concurrent_requests: int = 10
     max_retries: int = 3
     timeout: float = 120.0
+    # First wait between retries, in seconds; doubles on each retry (capped at 30 s).
+    retry_backoff: float = 1.0
     temperature: float = 0.0
     max_tokens: int = 2048
 

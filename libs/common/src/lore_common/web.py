@@ -30,6 +30,7 @@ class HealthReport(msgspec.Struct):
     service: str
     version: str
     checks: dict[str, dict[str, Any]]
+    models: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 from litestar import Litestar
 
 from lore_common.logging import configure_logging
+from lore_common.providers.container import open_providers
 from lore_common.settings import Settings, load_settings
 from lore_common.stores import open_stores
 from lore_common.web import PlannedRoute, create_service_app
@@ -55,15 +56,19 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
     @contextlib.asynccontextmanager
     async def stores_lifespan(app: Litestar) -> AsyncIterator[None]:
         cfg = config_service.settings.docdb
-        async with open_stores(
-            data_dir,
-            name="docdb",
-            database=cfg.database,
-            vector_store=cfg.vector_store,
-            graph_store=cfg.graph_store,
-            object_storage=cfg.object_storage,
-        ) as stores:
+        async with (
+            open_stores(
+                data_dir,
+                name="docdb",
+                database=cfg.database,
+                vector_store=cfg.vector_store,
+                graph_store=cfg.graph_store,
+                object_storage=cfg.object_storage,
+            ) as stores,
+            open_providers(cfg.llm, cfg.embedding_api, cfg.query_defaults.reranker_url) as providers,
+        ):
             app.state.stores = stores
+            app.state.providers = providers
             yield
 
     return create_service_app(

@@ -10,6 +10,7 @@ from typing import Any
 from litestar import Litestar, WebSocket, websocket
 
 from lore_common.logging import configure_logging
+from lore_common.providers.container import open_providers
 from lore_common.settings import Settings, load_settings
 from lore_common.stores import open_stores
 from lore_common.web import PlannedRoute, create_service_app
@@ -42,8 +43,12 @@ def create_app(settings: Settings) -> Litestar:
 
     @contextlib.asynccontextmanager
     async def stores_lifespan(app: Litestar) -> AsyncIterator[None]:
-        async with open_stores(data_dir, name="gen", database=settings.gen.database) as stores:
+        async with (
+            open_stores(data_dir, name="gen", database=settings.gen.database) as stores,
+            open_providers(settings.gen.llm, settings.gen.embedding_api) as providers,
+        ):
             app.state.stores = stores
+            app.state.providers = providers
             yield
 
     return create_service_app(

@@ -9,6 +9,7 @@ from pathlib import Path
 from litestar import Litestar
 
 from lore_common.logging import configure_logging
+from lore_common.providers.container import open_providers
 from lore_common.settings import Settings, load_settings
 from lore_common.stores import open_stores
 from lore_common.web import PlannedRoute, create_service_app
@@ -32,14 +33,18 @@ def create_app(settings: Settings) -> Litestar:
     @contextlib.asynccontextmanager
     async def stores_lifespan(app: Litestar) -> AsyncIterator[None]:
         vg = settings.mem.memoryvg
-        async with open_stores(
-            data_dir,
-            name="mem",
-            database=settings.mem.database,
-            vector_store=settings.mem.vector_store,
-            graph_store=vg.graph_store if vg.graph_store.enabled else None,
-        ) as stores:
+        async with (
+            open_stores(
+                data_dir,
+                name="mem",
+                database=settings.mem.database,
+                vector_store=settings.mem.vector_store,
+                graph_store=vg.graph_store if vg.graph_store.enabled else None,
+            ) as stores,
+            open_providers(vg.llm, settings.mem.embedding_api) as providers,
+        ):
             app.state.stores = stores
+            app.state.providers = providers
             yield
 
     return create_service_app(

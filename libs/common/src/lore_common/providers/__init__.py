@@ -1,0 +1,1 @@
+"""Model providers: chat models, embedders and rerankers behind small protocols."""

@@ -1,0 +1,253 @@
+"""Chat models behind one protocol: OpenAI-compatible (openai SDK), Anthropic (anthropic SDK), offline.
+
+A request carries the chat messages a real model reads, plus a `task` name and structured `inputs` that
+the offline model answers from (it cannot read free prose; it runs the named extractive skill).
+Every model has a concurrency limit, a timeout, and retries with exponential back-off on 429, 5xx,
+time-outs and connection errors; after the last retry a `ModelError` names the model and the cause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any, Literal, Protocol, TypeVar
+
+import anthropic
+import httpx
+import msgspec
+import openai
+import structlog
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from lore_common.settings import LLMConfig
+
+log = structlog.get_logger("lore.models")
+
+Role = Literal["system", "user", "assistant"]
+T = TypeVar("T")
+
+
+class ChatMessage(msgspec.Struct, frozen=True):
+    role: Role
+    content: str
+
+
+class ChatRequest(msgspec.Struct, kw_only=True):
+    messages: list[ChatMessage]
+    # The offline skill that answers this request (see providers.offline) and its structured inputs.
+    task: str = "chat"
+    inputs: dict[str, Any] = msgspec.field(default_factory=dict)
+    json_output: bool = False
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+class ModelError(RuntimeError):
+    """A model call failed for good: the message names the model and says what went wrong."""
+
+
+class StructuredOutputError(ModelError):
+    """The model's reply could not be decoded into the expected structure, even after retries."""
+
+
+class ChatModel(Protocol):
+    name: str
+
+    async def complete(self, request: ChatRequest) -> str: ...
+
+    async def aclose(self) -> None: ...
+
+
+def _status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """429, 5xx, time-outs and dropped connections are worth another try; 4xx client errors are not."""
+    if isinstance(exc, openai.APITimeoutError | anthropic.APITimeoutError | httpx.TimeoutException):
+        return True
+    if isinstance(exc, openai.APIConnectionError | anthropic.APIConnectionError | httpx.TransportError):
+        return True
+    status = _status_of(exc)
+    return status is not None and (status == 429 or status >= 500)
+
+
+def describe_failure(exc: BaseException) -> str:
+    if isinstance(exc, openai.APITimeoutError | anthropic.APITimeoutError | httpx.TimeoutException):
+        return "timed out"
+    status = _status_of(exc)
+    if status is not None:
+        return f"HTTP {status}: {getattr(exc, 'message', str(exc))[:300]}"
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+class _RemoteChat:
+    """Shared behaviour of the SDK-backed models: slots, retries, one error shape."""
+
+    def __init__(self, config: LLMConfig, kind: str) -> None:
+        self.config = config
+        self.name = f"{kind}:{config.model}"
+        self._slots = asyncio.Semaphore(max(1, config.max_concurrent_requests))
+        self.retry_backoff = config.retry_backoff
+        self.in_flight = 0
+
+    async def _call(self, request: ChatRequest) -> str:
+        raise NotImplementedError
+
+    async def complete(self, request: ChatRequest) -> str:
+        attempts = self.config.max_retries + 1
+        async with self._slots:
+            self.in_flight += 1
+            try:
+                async for attempt in AsyncRetrying(
+                    stop=stop_after_attempt(attempts),
+                    wait=wait_exponential(multiplier=self.retry_backoff, min=self.retry_backoff, max=30),
+                    retry=retry_if_exception(is_retryable),
+                    reraise=True,
+                ):
+                    with attempt:
+                        if attempt.retry_state.attempt_number > 1:
+                            log.warning(
+                                "model_retry", model=self.name, attempt=attempt.retry_state.attempt_number
+                            )
+                        return await self._call(request)
+            except Exception as exc:
+                where = f" at {self.config.base_url}" if self.config.base_url else ""
+                tries = f" after {attempts} attempts" if is_retryable(exc) else ""
+                raise ModelError(f"model {self.name}{where} failed{tries}: {describe_failure(exc)}") from exc
+            finally:
+                self.in_flight -= 1
+        raise ModelError(f"model {self.name}: no attempt was made")  # pragma: no cover
+
+
+class OpenAIChat(_RemoteChat):
+    """Any OpenAI-compatible server: OpenAI, vLLM, Ollama, DeepSeek, Qwen."""
+
+    def __init__(self, config: LLMConfig, http_client: httpx.AsyncClient | None = None) -> None:
+        super().__init__(config, "openai")
+        self.client = openai.AsyncOpenAI(
+            api_key=config.api_key or "not-needed",
+            base_url=config.base_url,
+            timeout=config.timeout,
+            max_retries=0,  # tenacity retries, so the count and the back-off are ours
+            http_client=http_client,
+        )
+
+    async def _call(self, request: ChatRequest) -> str:
+        kwargs: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "temperature": self.config.temperature if request.temperature is None else request.temperature,
+            "max_tokens": request.max_tokens or self.config.max_tokens,
+        }
+        if request.json_output:
+            kwargs["response_format"] = {"type": "json_object"}
+        response = await self.client.chat.completions.create(**kwargs)
+        if not response.choices:
+            raise ModelError(f"model {self.name} returned no choices")
+        return response.choices[0].message.content or ""
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+class AnthropicChat(_RemoteChat):
+    def __init__(self, config: LLMConfig, http_client: httpx.AsyncClient | None = None) -> None:
+        super().__init__(config, "anthropic")
+        self.client = anthropic.AsyncAnthropic(
+            api_key=config.api_key or "not-needed",
+            base_url=config.base_url,
+            timeout=config.timeout,
+            max_retries=0,
+            http_client=http_client,
+        )
+
+    async def _call(self, request: ChatRequest) -> str:
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        if request.json_output:
+            system = (system + "\n\nAnswer with one JSON object only.").strip()
+        kwargs: dict[str, Any] = {
+            "model": self.config.model,
+            "max_tokens": request.max_tokens or self.config.max_tokens,
+            "temperature": self.config.temperature if request.temperature is None else request.temperature,
+            "messages": [
+                {"role": m.role, "content": m.content} for m in request.messages if m.role != "system"
+            ],
+        }
+        if system:
+            kwargs["system"] = system
+        response = await self.client.messages.create(**kwargs)
+        return "".join(block.text for block in response.content if getattr(block, "type", "") == "text")
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def create_chat_model(config: LLMConfig) -> ChatModel:
+    """The chat model a config names; `offline` needs no key and no network."""
+    if config.provider == "openai":
+        return OpenAIChat(config)
+    if config.provider == "anthropic":
+        return AnthropicChat(config)
+    from lore_common.providers.offline import OfflineChat
+
+    return OfflineChat(config)
+
+
+# ------------------------------------------------------------------ structured outputs
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.S)
+
+
+def extract_json(text: str) -> str:
+    """The JSON object or array inside a reply: code fences and chatter around it are dropped."""
+    stripped = _FENCE.sub("", text.strip())
+    starts = [i for i in (stripped.find("{"), stripped.find("[")) if i >= 0]
+    if not starts:
+        return stripped
+    start = min(starts)
+    closer = "}" if stripped[start] == "{" else "]"
+    end = stripped.rfind(closer)
+    return stripped[start : end + 1] if end > start else stripped[start:]
+
+
+async def complete_structured(
+    model: ChatModel,
+    request: ChatRequest,
+    into: type[T],
+    *,
+    attempts: int = 3,
+) -> T:
+    """Ask for JSON and decode it into `into`; a malformed reply is retried with the error shown to the
+    model, and after `attempts` a `StructuredOutputError` names the model and what was wrong."""
+    current = msgspec.structs.replace(request, json_output=True)
+    problem = ""
+    for _ in range(max(1, attempts)):
+        reply = await model.complete(current)
+        try:
+            return msgspec.json.decode(extract_json(reply), type=into, strict=False)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            problem = str(exc)
+            log.warning("model_malformed_reply", model=model.name, error=problem, reply=reply[:200])
+            current = msgspec.structs.replace(
+                current,
+                messages=[
+                    *request.messages,
+                    ChatMessage("assistant", reply[:4000]),
+                    ChatMessage(
+                        "user",
+                        f"Your reply was not valid: {problem}. Answer again with only the JSON object, "
+                        "exactly in the requested format.",
+                    ),
+                ],
+            )
+    raise StructuredOutputError(
+        f"model {model.name} returned malformed {getattr(into, '__name__', 'JSON')} "
+        f"after {attempts} attempts: "
+        f"{problem}"
+    )
+
+
+def messages(system: str, user: str) -> list[ChatMessage]:
+    return [ChatMessage("system", system), ChatMessage("user", user)]

@@ -1,0 +1,46 @@
+"""The models one service holds, created in its lifespan and closed with it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from lore_common.providers.chat import ChatModel, create_chat_model
+from lore_common.providers.embedders import Embedder, create_embedder
+from lore_common.providers.rerank import HTTPReranker
+from lore_common.settings import EmbeddingConfig, LLMConfig
+
+
+@dataclass
+class Providers:
+    llm: ChatModel
+    embedder: Embedder
+    reranker: HTTPReranker | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "llm": self.llm.name,
+            "embedder": self.embedder.name,
+            "embedding_dim": self.embedder.dim,
+            "reranker": self.reranker.url if self.reranker else None,
+        }
+
+
+@contextlib.asynccontextmanager
+async def open_providers(
+    llm: LLMConfig, embedding: EmbeddingConfig, reranker_url: str | None = None
+) -> AsyncIterator[Providers]:
+    providers = Providers(
+        llm=create_chat_model(llm),
+        embedder=create_embedder(embedding),
+        reranker=HTTPReranker(reranker_url) if reranker_url else None,
+    )
+    try:
+        yield providers
+    finally:
+        await providers.llm.aclose()
+        await providers.embedder.aclose()
+        if providers.reranker:
+            await providers.reranker.aclose()

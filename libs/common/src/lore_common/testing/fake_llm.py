@@ -1,0 +1,250 @@
+"""A fake OpenAI-compatible model server for tests and benchmarks, on loopback.
+
+    python -m lore_common.testing.fake_llm --port 9100 --latency-ms 200 [--responder pkg.mod:func]
+
+Serves `POST /v1/chat/completions` (plain and `stream: true`), `POST /v1/embeddings` (deterministic
+hashing vectors of `--embedding-dim`, or the request's `dimensions`), `GET /v1/models`, plus:
+- `POST /_script {"replies": [...]}`: replies returned in order to the next chat calls (then the responder);
+- `GET /_stats`: calls, peak and time-averaged requests in flight; `POST /_reset` clears both.
+
+A responder is `def respond(body: dict) -> str` (the assistant text) imported from `--responder`; the
+default one answers deterministically from the last user message (JSON `{}` when JSON was asked for).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import importlib
+import os
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import msgspec
+from litestar import Litestar, Request, Response, get, post
+from litestar.response import Stream
+
+from lore_common.providers.embedders import hashing_features
+
+Responder = Callable[[dict[str, Any]], str]
+
+
+def default_responder(body: dict[str, Any]) -> str:
+    messages = body.get("messages") or []
+    last = next((m for m in reversed(messages) if m.get("role") == "user"), {"content": ""})
+    content = last.get("content", "")
+    text = content if isinstance(content, str) else str(content)
+    if (body.get("response_format") or {}).get("type") in ("json_object", "json_schema"):
+        return "{}"
+    digest = hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:8]
+    return f"fake reply {digest}: {text[:200]}"
+
+
+def load_responder(spec: str | None) -> Responder:
+    if not spec:
+        return default_responder
+    module, _, name = spec.partition(":")
+    function: Responder = getattr(importlib.import_module(module), name or "respond")
+    return function
+
+
+def fake_embedding(text: str, dim: int) -> list[float]:
+    vector = [0.0] * dim
+    for feature in hashing_features(text) or [text]:
+        value = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+        vector[value % dim] += 1.0 if (value >> 63) & 1 else -1.0
+    norm = sum(v * v for v in vector) ** 0.5 or 1.0
+    return [v / norm for v in vector]
+
+
+class Stats:
+    """Counts calls and integrates requests-in-flight over time (for 'keeps the model busy' figures)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.calls = 0
+        self.in_flight = 0
+        self.peak = 0
+        self.area = 0.0
+        self.first: float | None = None
+        self.last = time.monotonic()
+
+    def _advance(self) -> None:
+        now = time.monotonic()
+        if self.first is not None:
+            self.area += self.in_flight * (now - self.last)
+        self.last = now
+
+    def enter(self) -> None:
+        self._advance()
+        if self.first is None:
+            self.first = self.last
+        self.calls += 1
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+
+    def leave(self) -> None:
+        self._advance()
+        self.in_flight -= 1
+
+    def snapshot(self) -> dict[str, Any]:
+        self._advance()
+        span = (self.last - self.first) if self.first is not None else 0.0
+        return {
+            "calls": self.calls,
+            "in_flight": self.in_flight,
+            "peak_in_flight": self.peak,
+            "mean_in_flight": (self.area / span) if span > 0 else 0.0,
+            "span_s": span,
+        }
+
+
+def create_fake_llm_app(
+    latency_ms: float = 0.0, responder: Responder | None = None, embedding_dim: int = 1024
+) -> Litestar:
+    respond = responder or default_responder
+    scripted: deque[str] = deque()
+    stats = Stats()
+    delay = latency_ms / 1000.0
+
+    def completion(body: dict[str, Any], content: str) -> dict[str, Any]:
+        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+        return {
+            "id": "chatcmpl-fake-" + hashlib.sha1(content.encode(), usedforsecurity=False).hexdigest()[:12],
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": len(content.split()),
+                "total_tokens": prompt_tokens + len(content.split()),
+            },
+        }
+
+    @post("/v1/chat/completions", status_code=200)
+    async def chat(request: Request[Any, Any, Any]) -> Any:
+        body = msgspec.json.decode(await request.body())
+        stats.enter()
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+            content = scripted.popleft() if scripted else respond(body)
+        finally:
+            stats.leave()
+        if not body.get("stream"):
+            return completion(body, content)
+        base = completion(body, content)
+
+        async def events() -> AsyncIterator[bytes]:
+            chunk = {
+                "id": base["id"],
+                "object": "chat.completion.chunk",
+                "created": base["created"],
+                "model": base["model"],
+                "choices": [
+                    {"index": 0, "delta": {"role": "assistant", "content": content}, "finish_reason": None}
+                ],
+            }
+            yield b"data: " + msgspec.json.encode(chunk) + b"\n\n"
+            chunk["choices"] = [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+            yield b"data: " + msgspec.json.encode(chunk) + b"\n\n"
+            yield b"data: [DONE]\n\n"
+
+        return Stream(events(), media_type="text/event-stream")
+
+    @post("/v1/embeddings", status_code=200)
+    async def embeddings(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        body = msgspec.json.decode(await request.body())
+        inputs = body.get("input", [])
+        texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
+        dim = int(body.get("dimensions") or embedding_dim)
+        if delay:
+            await asyncio.sleep(delay)
+        return {
+            "object": "list",
+            "data": [
+                {"object": "embedding", "index": i, "embedding": fake_embedding(t, dim)}
+                for i, t in enumerate(texts)
+            ],
+            "model": body.get("model", "fake-embedding"),
+            "usage": {"prompt_tokens": sum(len(t.split()) for t in texts), "total_tokens": 0},
+        }
+
+    @get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "lore-tests"}]}
+
+    @post("/_script", status_code=200)
+    async def script(data: dict[str, Any]) -> dict[str, int]:
+        scripted.extend(str(r) for r in data.get("replies", []))
+        return {"queued": len(scripted)}
+
+    @get("/_stats")
+    async def get_stats() -> dict[str, Any]:
+        return stats.snapshot()
+
+    @post("/_reset", status_code=200)
+    async def reset() -> dict[str, bool]:
+        stats.reset()
+        scripted.clear()
+        return {"reset": True}
+
+    @get("/health")
+    async def health() -> Response[dict[str, str]]:
+        return Response({"status": "ok"})
+
+    return Litestar(
+        route_handlers=[chat, embeddings, models, script, get_stats, reset, health], openapi_config=None
+    )
+
+
+def app_from_env() -> Litestar:
+    """granian factory: settings from the variables `main` sets."""
+    return create_fake_llm_app(
+        latency_ms=float(os.environ.get("FAKE_LLM_LATENCY_MS", "0")),
+        responder=load_responder(os.environ.get("FAKE_LLM_RESPONDER")),
+        embedding_dim=int(os.environ.get("FAKE_LLM_EMBEDDING_DIM", "1024")),
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Fake OpenAI-compatible model server")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9100)
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--responder", default=None, help="module:function returning the assistant text")
+    parser.add_argument("--embedding-dim", type=int, default=1024)
+    args = parser.parse_args(argv)
+    os.environ["FAKE_LLM_LATENCY_MS"] = str(args.latency_ms)
+    os.environ["FAKE_LLM_EMBEDDING_DIM"] = str(args.embedding_dim)
+    if args.responder:
+        load_responder(args.responder)  # fail here, loudly, rather than in the worker
+        os.environ["FAKE_LLM_RESPONDER"] = args.responder
+    from granian.constants import Interfaces
+    from granian.server import Server
+
+    Server(
+        "lore_common.testing.fake_llm:app_from_env",
+        address=args.host,
+        port=args.port,
+        interface=Interfaces.ASGI,
+        factory=True,
+        log_access=False,
+    ).serve()
+
+
+if __name__ == "__main__":
+    main()
