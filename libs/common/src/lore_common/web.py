@@ -105,8 +105,13 @@ def create_service_app(
         checks = health_checks(request.app) if health_checks else {}
         results = await run_health_checks(checks)
         ok = all(item["status"] == "up" for item in results.values())
+        providers = getattr(request.app.state, "providers", None)
         report = HealthReport(
-            status="ok" if ok else "degraded", service=service, version=__version__, checks=results
+            status="ok" if ok else "degraded",
+            service=service,
+            version=__version__,
+            checks=results,
+            models=providers.describe() if providers is not None else None,
         )
         return Response(report, status_code=200 if ok else 503)
 

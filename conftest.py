@@ -1,0 +1,1 @@
+pytest_plugins = ["lore_common.testing.pytest_plugin"]

@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+import httpx
+import msgspec
+import numpy as np
+import pytest
+import respx
+
+from lore_common.providers.embedders import (
+    EmbeddingError,
+    HashingEmbedder,
+    HTTPEmbedder,
+    LocalEmbedder,
+    create_embedder,
+)
+from lore_common.providers.rerank import HTTPReranker, RerankError
+from lore_common.settings import EmbeddingConfig
+
+BASE = "https://embed.example.test/v1"
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to open a network connection fails the test."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"network access attempted: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+@pytest.mark.parametrize(("model", "dim"), [("usem3", 512), ("e5-small", 384)])
+async def test_local_model_gives_normalised_vectors_of_its_dimension_offline(
+    no_network: None, model: str, dim: int
+) -> None:
+    embedder = LocalEmbedder(model, threads=2)
+    vectors = await embedder.embed(
+        [
+            "The cat sat on the mat.",
+            "A kitten rested on the rug.",
+            "Stock markets fell sharply today.",
+            "猫坐在垫子上。",
+        ]
+    )
+    assert vectors.shape == (4, dim) == (4, embedder.dim)
+    assert vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    cat_kitten, cat_stocks = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
+    assert cat_kitten > cat_stocks  # meaning, not just characters
+    query = await embedder.embed_query("where did the cat sit?")
+    assert query.shape == (dim,)
+    await embedder.aclose()
+
+
+async def test_hashing_embedder_is_deterministic_and_handles_chinese() -> None:
+    embedder = HashingEmbedder(128)
+    a = await embedder.embed(["北京大学 is in Beijing", "北京大学 is in Beijing", "something else entirely"])
+    assert np.array_equal(a[0], a[1])
+    assert float(a[0] @ a[2]) < 0.5
+    assert (await embedder.embed([])).shape == (0, 128)
+
+
+def openai_embeddings(texts: list[str], dim: int) -> dict[str, Any]:
+    return {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": i, "embedding": [float(i + 1)] * dim} for i in range(len(texts))
+        ][::-1],
+        "model": "text-embedding-3-small",
+        "usage": {"prompt_tokens": 8, "total_tokens": 8},
+    }
+
+
+def http_config(**overrides: Any) -> EmbeddingConfig:
+    base = {
+        "provider": "openai",
+        "base_url": BASE,
+        "api_key": "sk-emb",
+        "model": "text-embedding-3-small",
+        "dim": 4,
+        "batch_size": 2,
+        "retry_delay": 0.01,
+        "max_retries": 2,
+    }
+    base.update(overrides)
+    return msgspec.convert(base, EmbeddingConfig)
+
+
+@respx.mock
+async def test_http_embedder_batches_orders_and_normalises() -> None:
+    def reply(request: httpx.Request) -> httpx.Response:
+        texts = json.loads(request.content)["input"]
+        return httpx.Response(200, json=openai_embeddings(texts, 4))
+
+    route = respx.post(f"{BASE}/embeddings").mock(side_effect=reply)
+    embedder = create_embedder(http_config())
+    vectors = await embedder.embed(["a", "b", "c", "d", "e"])
+    assert route.call_count == 3  # batch_size 2
+    assert vectors.shape == (5, 4)
+    assert np.allclose(vectors, 0.5)  # [k]*4 normalised, whatever order the server listed them in
+    assert route.calls.last.request.headers["authorization"] == "Bearer sk-emb"
+    await embedder.aclose()
+
+
+@respx.mock
+async def test_http_embedder_retries_5xx_then_succeeds() -> None:
+    route = respx.post(f"{BASE}/embeddings").mock(
+        side_effect=[httpx.Response(503, text="busy"), httpx.Response(200, json=openai_embeddings(["x"], 4))]
+    )
+    vectors = await HTTPEmbedder(http_config()).embed(["x"])
+    assert vectors.shape == (1, 4) and route.call_count == 2
+
+
+@respx.mock
+async def test_http_embedder_dimension_mismatch_is_a_clear_error() -> None:
+    respx.post(f"{BASE}/embeddings").mock(return_value=httpx.Response(200, json=openai_embeddings(["x"], 3)))
+    with pytest.raises(EmbeddingError, match="dim is 4"):
+        await HTTPEmbedder(http_config()).embed(["x"])
+
+
+@respx.mock
+async def test_http_embedder_gives_up_after_retries_naming_the_model() -> None:
+    route = respx.post(f"{BASE}/embeddings").mock(side_effect=httpx.ConnectError("refused"))
+    with pytest.raises(EmbeddingError, match="text-embedding-3-small .* unreachable after 3 attempts"):
+        await HTTPEmbedder(http_config()).embed(["x"])
+    assert route.call_count == 3
+
+
+@respx.mock
+async def test_reranker_posts_pairs_and_orders_by_score() -> None:
+    route = respx.post("http://rerank.test/rerank").mock(
+        return_value=httpx.Response(200, json={"scores": [0.1, 0.9, 0.5]})
+    )
+    reranker = HTTPReranker("http://rerank.test")
+    assert await reranker.rerank("q", ["a", "b", "c"]) == [1, 2, 0]
+    assert json.loads(route.calls.last.request.content) == {"pairs": [["q", "a"], ["q", "b"], ["q", "c"]]}
+    route.mock(return_value=httpx.Response(200, json={"scores": [0.1]}))
+    with pytest.raises(RerankError, match="1 scores for 3 pairs"):
+        await reranker.scores("q", ["a", "b", "c"])
+    route.mock(return_value=httpx.Response(500, text="oops"))
+    with pytest.raises(RerankError, match="HTTP 500"):
+        await reranker.scores("q", ["a"])

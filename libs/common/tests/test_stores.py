@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+from qdrant_client import models
+from sqlalchemy import text
+
+from lore_common.settings import DatabaseConfig, GraphStoreConfig, ObjectStorageConfig, VectorStoreConfig
+from lore_common.stores import open_stores
+from lore_common.stores.objects import open_object_store
+from lore_common.stores.sql import create_engine
+
+
+async def exercise_engine(url: str | None, data_dir: Path) -> None:
+    engine = create_engine(DatabaseConfig(url=url), data_dir, "unit")
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"))
+            await conn.execute(text("INSERT INTO notes (id, body) VALUES (1, 'kept')"))
+        with pytest.raises(Exception):
+            async with engine.begin() as conn:
+                await conn.execute(text("INSERT INTO notes (id, body) VALUES (2, 'rolled back')"))
+                await conn.execute(text("INSERT INTO notes (id, body) VALUES (1, 'duplicate key')"))
+        async with engine.connect() as conn:
+            rows = (await conn.execute(text("SELECT id, body FROM notes ORDER BY id"))).all()
+        assert [tuple(r) for r in rows] == [(1, "kept")]  # the failed transaction left nothing
+    finally:
+        await engine.dispose()
+
+
+async def test_sqlite_engine_uses_wal_and_transactions(tmp_path: Path) -> None:
+    await exercise_engine(None, tmp_path)
+    assert (tmp_path / "unit.db").exists()
+    engine = create_engine(DatabaseConfig(), tmp_path, "unit")
+    async with engine.connect() as conn:
+        assert (await conn.execute(text("PRAGMA journal_mode"))).scalar() == "wal"
+        assert (await conn.execute(text("PRAGMA busy_timeout"))).scalar() == 30000
+    await engine.dispose()
+
+
+@pytest.mark.postgres
+async def test_postgres_engine_through_asyncpg(postgres_url: str, tmp_path: Path) -> None:
+    # The plain URL people paste is accepted and turned into an asyncpg one.
+    await exercise_engine(postgres_url.replace("postgresql+asyncpg://", "postgresql://"), tmp_path)
+
+
+async def test_qdrant_local_mode_persists_points(tmp_path: Path) -> None:
+    async with open_stores(tmp_path, name="t", vector_store=VectorStoreConfig()) as stores:
+        assert stores.vector is not None
+        await stores.vector.create_collection(
+            "kb_demo", vectors_config=models.VectorParams(size=4, distance=models.Distance.COSINE)
+        )
+        await stores.vector.upsert(
+            "kb_demo", points=[models.PointStruct(id=1, vector=[1, 0, 0, 0], payload={"dataset": "d"})]
+        )
+    async with open_stores(tmp_path, name="t", vector_store=VectorStoreConfig()) as stores:
+        assert stores.vector is not None
+        hits = (await stores.vector.query_points("kb_demo", query=[1, 0, 0, 0], limit=1)).points
+        assert hits[0].id == 1 and hits[0].payload == {"dataset": "d"}
+
+
+async def test_embedded_falkordb_persists_across_restart_and_leaves_no_process(tmp_path: Path) -> None:
+    async with open_stores(tmp_path, name="t", graph_store=GraphStoreConfig()) as stores:
+        assert stores.graph is not None and stores.graph.embedded is not None
+        server = stores.graph.embedded.process
+        assert server is not None
+        pid = server.pid
+        graph = stores.graph.graph("kb_demo")
+        await graph.query("CREATE INDEX FOR (n:Entity) ON (n.id)")
+        await graph.query("MERGE (a:Entity {id: 'curie'})-[:KNOWS {w: 2}]->(b:Entity {id: 'pierre'})")
+        assert {name for name, item in (await _checks(stores)).items() if item["status"] == "up"} == {"graph"}
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    async with open_stores(tmp_path, name="t", graph_store=GraphStoreConfig()) as stores:
+        assert stores.graph is not None
+        result = await stores.graph.graph("kb_demo").query(
+            "MATCH (a:Entity)-[r:KNOWS]->(b:Entity) RETURN a.id, r.w, b.id"
+        )
+        assert result.result_set == [["curie", 2, "pierre"]]
+
+
+async def _checks(stores: object) -> dict[str, dict[str, object]]:
+    from lore_common.web import run_health_checks
+
+    return await run_health_checks(stores.health_checks())  # type: ignore[attr-defined]
+
+
+async def test_s3_against_moto_server(moto_s3: str, tmp_path: Path) -> None:
+    config = ObjectStorageConfig(
+        bucket="lore-test", endpoint_url=moto_s3, access_key="test", secret_key="test", presign_expiry=60
+    )
+    source = tmp_path / "report.pdf"
+    source.write_bytes(b"%PDF-1.4 fake bytes" * 100)
+    async with open_object_store(config) as store:
+        assert store is not None
+        await store.put_file("ds1/report.pdf", source)
+        await store.put_file("ds1/other.txt", source)
+        await store.put_file("ds2/keep.txt", source)
+        assert await store.get_bytes("ds1/report.pdf") == source.read_bytes()
+        url = await store.presigned_get("ds1/report.pdf")
+        async with httpx.AsyncClient() as client:
+            fetched = await client.get(url)
+        assert fetched.status_code == 200 and fetched.content == source.read_bytes()
+        assert await store.delete_prefix("ds1/") == 2
+        listing = await store.client.list_objects_v2(Bucket="lore-test")
+        assert [item["Key"] for item in listing["Contents"]] == ["ds2/keep.txt"]
+
+
+async def test_no_object_store_when_unconfigured() -> None:
+    async with open_object_store(ObjectStorageConfig()) as store:
+        assert store is None
+
+
+async def test_a_failed_start_closes_what_was_opened(tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="graph_store.url"):
+        async with open_stores(
+            tmp_path, name="t", database=DatabaseConfig(), graph_store=GraphStoreConfig(url="http://nope")
+        ):
+            pass
+    await asyncio.sleep(0)
