@@ -126,7 +126,7 @@ async def test_http_embedder_dimension_mismatch_is_a_clear_error() -> None:
 @respx.mock
 async def test_http_embedder_gives_up_after_retries_naming_the_model() -> None:
     route = respx.post(f"{BASE}/embeddings").mock(side_effect=httpx.ConnectError("refused"))
-    with pytest.raises(EmbeddingError, match="text-embedding-3-small .* unreachable after 3 attempts"):
+    with pytest.raises(EmbeddingError, match=r"text-embedding-3-small .* unreachable after 3 attempts"):
         await HTTPEmbedder(http_config()).embed(["x"])
     assert route.call_count == 3
 

@@ -8,9 +8,11 @@ import psutil
 import pytest
 from qdrant_client import models
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
 from lore_common.settings import DatabaseConfig, GraphStoreConfig, ObjectStorageConfig, VectorStoreConfig
 from lore_common.stores import open_stores
+from lore_common.stores.graph import GraphStoreError
 from lore_common.stores.objects import open_object_store
 from lore_common.stores.sql import create_engine
 
@@ -21,7 +23,7 @@ async def exercise_engine(url: str | None, data_dir: Path) -> None:
         async with engine.begin() as conn:
             await conn.execute(text("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"))
             await conn.execute(text("INSERT INTO notes (id, body) VALUES (1, 'kept')"))
-        with pytest.raises(Exception):
+        with pytest.raises(IntegrityError):
             async with engine.begin() as conn:
                 await conn.execute(text("INSERT INTO notes (id, body) VALUES (2, 'rolled back')"))
                 await conn.execute(text("INSERT INTO notes (id, body) VALUES (1, 'duplicate key')"))
@@ -115,7 +117,7 @@ async def test_no_object_store_when_unconfigured() -> None:
 
 
 async def test_a_failed_start_closes_what_was_opened(tmp_path: Path) -> None:
-    with pytest.raises(Exception, match="graph_store.url"):
+    with pytest.raises(GraphStoreError, match=r"graph_store\.url"):
         async with open_stores(
             tmp_path, name="t", database=DatabaseConfig(), graph_store=GraphStoreConfig(url="http://nope")
         ):
