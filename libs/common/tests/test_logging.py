@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 import structlog
 from litestar import get
+from litestar.params import FromQuery
 from litestar.testing import create_test_client
 
 from lore_common.errors import NotFound
@@ -46,7 +47,7 @@ def _app(style: Any) -> Any:
         raise RuntimeError("kaput")
 
     @get("/typed")
-    async def typed(limit: int) -> int:
+    async def typed(limit: FromQuery[int]) -> int:
         return limit
 
     return create_service_app(

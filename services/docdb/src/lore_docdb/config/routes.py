@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Request, get, post
+from litestar.params import FromPath
 
 from lore_docdb.config.service import ConfigService
 
@@ -21,7 +22,7 @@ class ConfigController(Controller):
         return {"success": True, "message": "ok", "data": _service(request).merged()}
 
     @get("/{section:str}", summary="One configuration section; 404 if it does not exist")
-    async def one(self, request: Request[Any, Any, Any], section: str) -> dict[str, Any]:
+    async def one(self, request: Request[Any, Any, Any], section: FromPath[str]) -> dict[str, Any]:
         return {"success": True, "message": "ok", "data": _service(request).section(section)}
 
     @post("/reload", status_code=200, summary="Re-read both configuration files from disk")
