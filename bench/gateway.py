@@ -75,15 +75,18 @@ async def main() -> None:
     try:
         docdb.wait_healthy(f"http://127.0.0.1:{docdb_port}/health", timeout=120)
         gateway.wait_healthy(f"http://127.0.0.1:{gateway_port}/", timeout=60)
-        targets = {"direct": f"http://127.0.0.1:{docdb_port}{PATH}", "gateway": f"http://127.0.0.1:{gateway_port}{PATH}"}
+        targets = {
+            "direct": f"http://127.0.0.1:{docdb_port}{PATH}",
+            "gateway": f"http://127.0.0.1:{gateway_port}{PATH}",
+        }
         for concurrency in (1, 32):
             for name, url in targets.items():
                 result = await load(url, concurrency, args.requests)
                 for key, value in result.items():
                     figures[f"{name}_c{concurrency}_{key}"] = round(value, 3)
                 print(
-                    f"{name:8s} c={concurrency:<3d} p50 {result['p50_ms']:6.2f} ms  p99 {result['p99_ms']:6.2f} ms  "
-                    f"{result['rps']:8.0f} req/s",
+                    f"{name:8s} c={concurrency:<3d} p50 {result['p50_ms']:6.2f} ms  "
+                    f"p99 {result['p99_ms']:6.2f} ms  {result['rps']:8.0f} req/s",
                     flush=True,
                 )
     finally:

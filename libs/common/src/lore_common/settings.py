@@ -159,8 +159,11 @@ class DocdbConfig(Section):
     object_storage: ObjectStorageConfig = msgspec.field(default_factory=ObjectStorageConfig)
     query_defaults: QueryDefaults = msgspec.field(default_factory=QueryDefaults)
     search_params: SearchParams = msgspec.field(default_factory=SearchParams)
+    # Simple (multipart) upload limit per request, in bytes; larger files go through chunked upload.
     max_upload_size: int = 512 * 1024 * 1024
+    # Chunked-upload sessions idle longer than this (seconds) are removed by a sweep every interval.
     upload_session_ttl: int = 24 * 3600
+    upload_sweep_interval: int = 600
 
     @property
     def sentence_mode(self) -> bool:

@@ -23,6 +23,7 @@ from lore_common.errors import ErrorStyle, error_body, exception_handlers
 from lore_common.logging import RequestIdMiddleware
 
 HealthCheck = Callable[[], Awaitable[None]]
+JSON_BODY_LIMIT = 10_000_000
 
 
 class HealthReport(msgspec.Struct):
@@ -120,6 +121,8 @@ def create_service_app(
         middleware=[DefineMiddleware(RequestIdMiddleware)],
         exception_handlers=exception_handlers(error_style),
         lifespan=list(lifespan),
+        # JSON bodies are small; routes that take files set their own limit (or none, when they stream).
+        request_max_body_size=JSON_BODY_LIMIT,
         openapi_config=OpenAPIConfig(
             title=f"Lore {service}",
             version=__version__,

@@ -2,39 +2,37 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from litestar import Litestar
+from litestar import Litestar, Router
 
 from lore_common.logging import configure_logging
 from lore_common.providers.container import open_providers
 from lore_common.settings import Settings, load_settings
 from lore_common.stores import open_stores
+from lore_common.tasks import periodic
 from lore_common.web import PlannedRoute, create_service_app
 from lore_docdb.config.routes import ConfigController
 from lore_docdb.config.service import ConfigService
+from lore_docdb.datasets.routes import DatasetController
+from lore_docdb.datasets.service import DatasetService
+from lore_docdb.datasets.store import RawFiles
+from lore_docdb.tasks.store import TaskStore
+from lore_docdb.uploads.routes import UploadController
+from lore_docdb.uploads.service import UploadService
 
 PREFIX = "/api/v1/docdb"
 FILES = f"{PREFIX}/files"
-DATASETS = f"{FILES}/raw-files/datasets"
 KBS = f"{FILES}/knowledge-bases"
 TASKS = f"{FILES}/processing"
+MULTIPART_OVERHEAD = 1024 * 1024
 
 PLANNED = [
     PlannedRoute(("POST",), f"{PREFIX}/chat", "chat"),
     PlannedRoute(("POST",), f"{PREFIX}/retrieve", "retrieval"),
-    PlannedRoute(("GET", "POST"), DATASETS, "datasets"),
-    PlannedRoute(("DELETE",), f"{DATASETS}/{{dataset:str}}", "datasets"),
-    PlannedRoute(("GET", "POST"), f"{DATASETS}/{{dataset:str}}/files", "file upload"),
-    PlannedRoute(("DELETE",), f"{DATASETS}/{{dataset:str}}/files/{{filename:str}}", "file delete"),
-    PlannedRoute(("POST",), f"{DATASETS}/{{dataset:str}}/upload/init", "chunked upload"),
-    PlannedRoute(("POST",), f"{DATASETS}/{{dataset:str}}/upload/{{upload_id:str}}/chunk", "chunked upload"),
-    PlannedRoute(
-        ("POST",), f"{DATASETS}/{{dataset:str}}/upload/{{upload_id:str}}/complete", "chunked upload"
-    ),
-    PlannedRoute(("DELETE",), f"{DATASETS}/{{dataset:str}}/upload/{{upload_id:str}}", "chunked upload"),
     PlannedRoute(("GET", "POST"), KBS, "knowledge bases"),
     PlannedRoute(("GET", "DELETE"), f"{KBS}/{{kb_name:str}}", "knowledge bases"),
     PlannedRoute(("GET",), f"{KBS}/{{kb_name:str}}/overview", "knowledge-base overview"),
@@ -52,6 +50,7 @@ PLANNED = [
 def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
     data_dir = Path(settings.docdb.server.data_dir)
     config_service = ConfigService(settings, config_dir)
+    max_body = settings.docdb.max_upload_size + MULTIPART_OVERHEAD
 
     @contextlib.asynccontextmanager
     async def stores_lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -67,13 +66,29 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             ) as stores,
             open_providers(cfg.llm, cfg.embedding_api, cfg.query_defaults.reranker_url) as providers,
         ):
+            assert stores.sql is not None
+            tasks = TaskStore(stores.sql)
+            await tasks.create_schema()
+            raw = RawFiles(data_dir / "raw")
+            await asyncio.to_thread(raw.purge_trash)
+            await asyncio.to_thread(lambda: list(raw.sweep_temp_files()))
+            datasets = DatasetService(raw, tasks, stores.objects, cfg.max_upload_size)
+            uploads = UploadService(datasets)
             app.state.stores = stores
             app.state.providers = providers
-            yield
+            app.state.datasets = datasets
+            app.state.uploads = uploads
+            async with periodic(cfg.upload_sweep_interval, lambda: uploads.sweep(cfg.upload_session_ttl)):
+                yield
 
     return create_service_app(
         service="docdb",
-        route_handlers=[ConfigController],
+        route_handlers=[
+            ConfigController,
+            # Simple uploads are capped per request (plus room for multipart framing); chunks are not.
+            Router("/", route_handlers=[DatasetController], request_max_body_size=max_body),
+            UploadController,
+        ],
         planned=PLANNED,
         error_style="envelope",
         lifespan=[stores_lifespan],

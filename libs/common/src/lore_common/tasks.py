@@ -1,0 +1,35 @@
+"""Small background-work helpers shared by the services."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger("lore.tasks")
+
+
+@contextlib.asynccontextmanager
+async def periodic(interval_s: float, job: Callable[[], Any], name: str = "sweep") -> AsyncIterator[None]:
+    """Run blocking `job` in a thread every `interval_s` seconds while the context is open.
+
+    A failing run is logged and the next one still happens; leaving the context stops the loop."""
+
+    async def loop() -> None:
+        while True:
+            try:
+                await asyncio.to_thread(job)
+            except Exception as exc:
+                log.warning("periodic_job_failed", job=name, error=f"{type(exc).__name__}: {exc}")
+            await asyncio.sleep(interval_s)
+
+    task = asyncio.create_task(loop(), name=name)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

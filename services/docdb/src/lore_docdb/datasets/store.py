@@ -1,0 +1,106 @@
+"""The raw-files area on disk: one folder per dataset, hidden `.uploads/` inside, atomic writes.
+
+Every final file appears by `link(temp, final)`, which is atomic and never overwrites, so two uploads
+of the same name can race safely into `<name>_<n>.<ext>`. A dataset is deleted by renaming it into a
+hidden trash folder first, so a crash mid-delete never leaves a half dataset visible.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+TRASH = ".trash"
+UPLOADS = ".uploads"
+MAX_RENAME_ATTEMPTS = 100_000
+
+
+class RawFiles:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def dataset_dir(self, dataset: str) -> Path:
+        return self.root / dataset
+
+    def exists(self, dataset: str) -> bool:
+        return self.dataset_dir(dataset).is_dir()
+
+    def list_datasets(self) -> list[str]:
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    def create(self, dataset: str) -> bool:
+        """Create the folder; False when it already existed."""
+        try:
+            self.dataset_dir(dataset).mkdir()
+        except FileExistsError:
+            return False
+        return True
+
+    def delete(self, dataset: str) -> None:
+        trash = self.root / TRASH
+        trash.mkdir(exist_ok=True)
+        target = trash / f"{dataset}-{uuid.uuid4().hex}"
+        os.rename(self.dataset_dir(dataset), target)
+        shutil.rmtree(target, ignore_errors=True)
+
+    def purge_trash(self) -> None:
+        """Finish deletions a crash interrupted."""
+        shutil.rmtree(self.root / TRASH, ignore_errors=True)
+
+    def list_files(self, dataset: str) -> list[tuple[str, int, str]]:
+        entries = []
+        with os.scandir(self.dataset_dir(dataset)) as scan:
+            for entry in scan:
+                if entry.name.startswith(".") or not entry.is_file(follow_symlinks=False):
+                    continue
+                stat = entry.stat(follow_symlinks=False)
+                modified = datetime.fromtimestamp(stat.st_mtime, tz=UTC).replace(tzinfo=None)
+                entries.append((entry.name, stat.st_size, modified.isoformat(timespec="seconds")))
+        return sorted(entries)
+
+    def file_path(self, dataset: str, filename: str) -> Path:
+        return self.dataset_dir(dataset) / filename
+
+    def temp_path(self, dataset: str) -> Path:
+        """A hidden temp file inside the dataset, on the same filesystem as the final file."""
+        return self.dataset_dir(dataset) / f".tmp-{uuid.uuid4().hex}"
+
+    def publish(self, dataset: str, temp: Path, filename: str) -> str:
+        """Give `temp` its final name, `<name>_<n>.<ext>` (n = 1, 2, …) when taken; returns the name."""
+        stem, dot, ext = filename.rpartition(".")
+        if not dot or not stem:
+            stem, ext = filename, ""
+        folder = self.dataset_dir(dataset)
+        try:
+            for n in range(MAX_RENAME_ATTEMPTS):
+                candidate = filename if n == 0 else f"{stem}_{n}.{ext}" if ext else f"{stem}_{n}"
+                try:
+                    os.link(temp, folder / candidate)
+                except FileExistsError:
+                    continue
+                return candidate
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                temp.unlink()
+        raise FileExistsError(f"no free name for {filename!r} after {MAX_RENAME_ATTEMPTS} attempts")
+
+    def delete_file(self, dataset: str, filename: str) -> bool:
+        try:
+            self.file_path(dataset, filename).unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def sweep_temp_files(self) -> Iterator[Path]:
+        """Temp files left by a crash mid-write (never visible in listings); removed on start-up."""
+        for dataset in self.list_datasets():
+            for temp in self.dataset_dir(dataset).glob(".tmp-*"):
+                with contextlib.suppress(FileNotFoundError):
+                    temp.unlink()
+                    yield temp
