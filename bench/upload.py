@@ -1,0 +1,174 @@
+"""Chunked upload throughput: a 1 GiB file of random bytes through the gateway as 8 MiB chunks on 4
+parallel streams, then complete; compared with a plain dd-style 1 GiB write to the same disk.
+Also the peak RSS of the gateway and of docdb. Starts both on loopback; stops them at the end.
+
+Goal: upload MB/s >= 0.5 x disk MB/s; peak RSS of each process < 200 MB.
+
+    uv run python bench/upload.py [--size-mib 1024] [--chunk-mib 8] [--streams 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import aiohttp
+
+from lore_common.testing.processes import ServerProcess, free_port
+
+MIB = 1024 * 1024
+
+
+def make_source(path: Path, size: int, block: int) -> str:
+    digest = hashlib.sha256()
+    with path.open("wb") as out:
+        left = size
+        while left:
+            piece = os.urandom(min(block, left))
+            digest.update(piece)
+            out.write(piece)
+            left -= len(piece)
+    return digest.hexdigest()
+
+
+def disk_write_mb_s(folder: Path, size: int, block: int) -> float:
+    """dd if=/dev/urandom-like data of=folder/file bs=block, fsync at the end (data pre-generated)."""
+    data = os.urandom(block)
+    target = folder / "dd.bin"
+    started = time.perf_counter()
+    with target.open("wb") as out:
+        for _ in range(size // block):
+            out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    elapsed = time.perf_counter() - started
+    target.unlink()
+    return size / MIB / elapsed
+
+
+class PeakRss(threading.Thread):
+    def __init__(self, processes: dict[str, ServerProcess]) -> None:
+        super().__init__(daemon=True)
+        self.processes = processes
+        self.peak = {name: 0 for name in processes}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            for name, process in self.processes.items():
+                self.peak[name] = max(self.peak[name], process.rss_bytes())
+            time.sleep(0.05)
+
+
+async def upload(base: str, source: Path, size: int, chunk: int, streams: int) -> tuple[float, dict]:
+    total_chunks = -(-size // chunk)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as session:
+        await session.post(f"{base}", json={"name": "bench"})
+        started = time.perf_counter()
+        async with session.post(
+            f"{base}/bench/upload/init",
+            json={"filename": "random.bin", "total_chunks": total_chunks, "total_size": size},
+        ) as r:
+            upload_id = (await r.json())["upload_id"]
+        queue: asyncio.Queue[int] = asyncio.Queue()
+        for index in range(total_chunks):
+            queue.put_nowait(index)
+
+        async def stream() -> None:
+            with source.open("rb") as handle:
+                while not queue.empty():
+                    index = queue.get_nowait()
+                    handle.seek(index * chunk)
+                    body = handle.read(chunk)
+                    url = f"{base}/bench/upload/{upload_id}/chunk?chunk_index={index}"
+                    async with session.post(url, data=body) as r:
+                        if r.status != 200:
+                            raise RuntimeError(f"chunk {index}: {r.status} {await r.text()}")
+
+        await asyncio.gather(*(stream() for _ in range(streams)))
+        async with session.post(f"{base}/bench/upload/{upload_id}/complete") as r:
+            result = await r.json()
+            if r.status != 200:
+                raise RuntimeError(f"complete: {r.status} {result}")
+        return time.perf_counter() - started, result
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--size-mib", type=int, default=1024)
+    parser.add_argument("--chunk-mib", type=int, default=8)
+    parser.add_argument("--streams", type=int, default=4)
+    args = parser.parse_args()
+    size, chunk = args.size_mib * MIB, args.chunk_mib * MIB
+    work = Path(tempfile.mkdtemp(prefix="lore-bench-upload-", dir=os.environ.get("LORE_BENCH_DIR")))
+    print(f"generating {args.size_mib} MiB of random bytes in {work} …", flush=True)
+    source = work / "source.bin"
+    expected = make_source(source, size, chunk)
+    disk = disk_write_mb_s(work, size, chunk)
+    print(f"plain write to the same disk: {disk:.0f} MB/s", flush=True)
+
+    docdb_port, gateway_port = free_port(), free_port()
+    env = {
+        "LORE_CONFIG_DIR": str(work),
+        "LORE__LOGGING__LEVEL": "WARNING",
+        "LORE__DOCDB__SERVER__PORT": str(docdb_port),
+        "LORE__DOCDB__SERVER__DATA_DIR": str(work / "docdb"),
+        "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
+        "LORE__GATEWAY__PORT": str(gateway_port),
+        "LORE__GATEWAY__DOCDB_URL": f"http://127.0.0.1:{docdb_port}",
+    }
+    docdb = ServerProcess([sys.executable, "-m", "lore_docdb"], env=env, log_path=work / "docdb.log")
+    gateway = ServerProcess([sys.executable, "-m", "lore_gateway"], env=env, log_path=work / "gateway.log")
+    try:
+        docdb.wait_healthy(f"http://127.0.0.1:{docdb_port}/health", timeout=120)
+        gateway.wait_healthy(f"http://127.0.0.1:{gateway_port}/", timeout=60)
+        sampler = PeakRss({"gateway": gateway, "docdb": docdb})
+        baseline = {"gateway": gateway.rss_bytes(), "docdb": docdb.rss_bytes()}
+        sampler.start()
+        base = f"http://127.0.0.1:{gateway_port}/api/v1/docdb/files/raw-files/datasets"
+        elapsed, result = await upload(base, source, size, chunk, args.streams)
+        sampler.done.set()
+        sampler.join()
+        stored = work / "docdb" / "raw" / "bench" / result["data"]["filename"]
+        digest = hashlib.sha256()
+        with stored.open("rb") as handle:
+            while block := handle.read(chunk):
+                digest.update(block)
+        identical = digest.hexdigest() == expected
+    finally:
+        gateway.stop()
+        docdb.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    rate = size / MIB / elapsed
+    figures = {
+        "upload_mb_s": round(rate, 1),
+        "disk_write_mb_s": round(disk, 1),
+        "upload_vs_disk_ratio": round(rate / disk, 3),
+        "seconds": round(elapsed, 2),
+        "gateway_peak_rss_mb": round(sampler.peak["gateway"] / MIB, 1),
+        "docdb_peak_rss_mb": round(sampler.peak["docdb"] / MIB, 1),
+        "gateway_start_rss_mb": round(baseline["gateway"] / MIB, 1),
+        "docdb_start_rss_mb": round(baseline["docdb"] / MIB, 1),
+        "byte_identical": int(identical),
+        "goal_ratio": 0.5,
+        "goal_peak_rss_mb": 200,
+    }
+    print(
+        f"uploaded {args.size_mib} MiB in {elapsed:.1f} s: {rate:.0f} MB/s = {rate / disk:.2f} x disk "
+        f"(goal >= 0.5); peak RSS gateway {figures['gateway_peak_rss_mb']} MB, docdb "
+        f"{figures['docdb_peak_rss_mb']} MB (goal < 200); byte-identical: {identical}"
+    )
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
