@@ -20,6 +20,9 @@ from lore_docdb.config.service import ConfigService
 from lore_docdb.datasets.routes import DatasetController
 from lore_docdb.datasets.service import DatasetService
 from lore_docdb.datasets.store import RawFiles
+from lore_docdb.schemas.routes import SchemaController
+from lore_docdb.schemas.service import SchemaService
+from lore_docdb.tables import create_tables
 from lore_docdb.tasks.store import TaskStore
 from lore_docdb.uploads.routes import UploadController
 from lore_docdb.uploads.service import UploadService
@@ -42,8 +45,6 @@ PLANNED = [
     PlannedRoute(("GET",), f"{TASKS}/tasks/{{task_id:str}}", "processing tasks"),
     PlannedRoute(("POST",), f"{TASKS}/tasks/{{task_id:str}}/cancel", "processing tasks"),
     PlannedRoute(("GET",), f"{TASKS}/config", "processing configuration"),
-    PlannedRoute(("GET", "POST"), f"{PREFIX}/schemas", "entity schemas"),
-    PlannedRoute(("GET", "DELETE"), f"{PREFIX}/schemas/{{name:str}}", "entity schemas"),
 ]
 
 
@@ -67,8 +68,8 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             open_providers(cfg.llm, cfg.embedding_api, cfg.query_defaults.reranker_url) as providers,
         ):
             assert stores.sql is not None
+            await create_tables(stores.sql)
             tasks = TaskStore(stores.sql)
-            await tasks.create_schema()
             raw = RawFiles(data_dir / "raw")
             await asyncio.to_thread(raw.purge_trash)
             await asyncio.to_thread(lambda: list(raw.sweep_temp_files()))
@@ -78,6 +79,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             app.state.providers = providers
             app.state.datasets = datasets
             app.state.uploads = uploads
+            app.state.schemas = SchemaService(stores.sql)
             async with periodic(cfg.upload_sweep_interval, lambda: uploads.sweep(cfg.upload_session_ttl)):
                 yield
 
@@ -88,6 +90,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             # Simple uploads are capped per request (plus room for multipart framing); chunks are not.
             Router("/", route_handlers=[DatasetController], request_max_body_size=max_body),
             UploadController,
+            SchemaController,
         ],
         planned=PLANNED,
         error_style="envelope",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlmodel import SQLModel, col, select
+from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from lore_docdb.tasks.models import ACTIVE_STATES, TaskRow
@@ -12,10 +12,6 @@ from lore_docdb.tasks.models import ACTIVE_STATES, TaskRow
 class TaskStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-
-    async def create_schema(self) -> None:
-        async with self.engine.begin() as connection:
-            await connection.run_sync(SQLModel.metadata.create_all, tables=[TaskRow.__table__])  # type: ignore[attr-defined]
 
     async def active_for_dataset(self, dataset: str) -> list[TaskRow]:
         """Tasks of any KB that are still pending, running or cancelling for this dataset."""

@@ -1,0 +1,34 @@
+"""Entity schemas (contract 2.7, 4.7): wire shapes and the stored row."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+import msgspec
+from sqlmodel import Field, SQLModel
+
+from lore_docdb.naming import NAME_PATTERN
+from lore_docdb.tasks.models import utcnow
+
+EntityType = Literal["客观实体", "抽象实体", "事件实体", "文献实体"]
+ENTITY_TYPES: tuple[str, ...] = ("客观实体", "抽象实体", "事件实体", "文献实体")
+
+
+class EntityDefinition(msgspec.Struct, forbid_unknown_fields=True):
+    type: str
+    subtype: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+    attributes: list[Annotated[str, msgspec.Meta(min_length=1, max_length=128)]] = []
+
+
+class CreateSchema(msgspec.Struct, forbid_unknown_fields=True):
+    name: Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, min_length=1, max_length=255)]
+    entities: Annotated[list[EntityDefinition], msgspec.Meta(min_length=1)]
+
+
+class SchemaRow(SQLModel, table=True):
+    __tablename__ = "entity_schemas"
+
+    name: str = Field(primary_key=True, max_length=255)
+    entities: str  # JSON array of EntityDefinition
+    created_at: datetime = Field(default_factory=utcnow)

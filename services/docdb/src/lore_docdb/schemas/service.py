@@ -1,0 +1,81 @@
+"""Entity schemas steer extraction: which types and subtypes to find, which attributes to fill."""
+
+from __future__ import annotations
+
+import msgspec
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlmodel import select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from lore_common.errors import Conflict, NotFound, Unprocessable
+from lore_docdb.schemas.models import ENTITY_TYPES, CreateSchema, EntityDefinition, SchemaRow
+
+EXTRACTION_PROMPT = """You extract entities and relations from a text for a knowledge graph.
+Entity types: {types}.
+{schema_block}Return one JSON object: {{"entities": [{{"name": str, "type": one of the entity types, \
+"subtype": str, "description": str, "attributes": {{name: value}}}}], "relations": [{{"source": entity name, \
+"target": entity name, "description": str, "weight": number 1-10}}]}}.
+Use the names exactly as written in the text. Do not invent entities that the text does not mention."""
+
+
+class SchemaNotFound(NotFound):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"entity schema {name!r} does not exist")
+
+
+def schema_block(entities: list[EntityDefinition]) -> str:
+    lines = ["Extract only these kinds of entities (type / subtype: attributes to fill):"]
+    for item in entities:
+        attributes = ", ".join(item.attributes) if item.attributes else "none"
+        lines.append(f"- {item.type} / {item.subtype}: {attributes}")
+    return "\n".join(lines) + "\n"
+
+
+def extraction_prompt(entities: list[EntityDefinition] | None) -> str:
+    """The system prompt of entity extraction, with the schema injected when there is one."""
+    types = sorted({e.type for e in entities}) if entities else list(ENTITY_TYPES)
+    return EXTRACTION_PROMPT.format(
+        types=", ".join(types), schema_block=schema_block(entities) if entities else ""
+    )
+
+
+class SchemaService:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    async def create(self, request: CreateSchema) -> SchemaRow:
+        invalid = [e.type for e in request.entities if e.type not in ENTITY_TYPES]
+        if invalid:
+            raise Unprocessable(
+                f"invalid entity type(s) {', '.join(map(repr, invalid))}: "
+                f"use one of {', '.join(ENTITY_TYPES)}",
+                detail={"allowed_types": list(ENTITY_TYPES)},
+            )
+        row = SchemaRow(name=request.name, entities=msgspec.json.encode(request.entities).decode())
+        try:
+            async with AsyncSession(self.engine, expire_on_commit=False) as session:
+                session.add(row)
+                await session.commit()
+        except IntegrityError as exc:
+            raise Conflict(f"entity schema {request.name!r} already exists") from exc
+        return row
+
+    async def list(self) -> list[SchemaRow]:
+        async with AsyncSession(self.engine) as session:
+            return list((await session.exec(select(SchemaRow).order_by(SchemaRow.name))).all())
+
+    async def get(self, name: str) -> tuple[SchemaRow, list[EntityDefinition]]:
+        async with AsyncSession(self.engine) as session:
+            row = await session.get(SchemaRow, name)
+        if row is None:
+            raise SchemaNotFound(name)
+        return row, msgspec.json.decode(row.entities, type=list[EntityDefinition])
+
+    async def delete(self, name: str) -> None:
+        async with AsyncSession(self.engine) as session:
+            row = await session.get(SchemaRow, name)
+            if row is None:
+                raise SchemaNotFound(name)
+            await session.delete(row)
+            await session.commit()

@@ -1,0 +1,18 @@
+"""docdb's relational tables, created at start-up (idempotent) on SQLite or PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlmodel import SQLModel
+
+from lore_docdb.schemas.models import SchemaRow
+from lore_docdb.tasks.models import TaskRow
+
+TABLES: list[Any] = [TaskRow.__table__, SchemaRow.__table__]  # type: ignore[attr-defined]
+
+
+async def create_tables(engine: AsyncEngine) -> None:
+    async with engine.begin() as connection:
+        await connection.run_sync(SQLModel.metadata.create_all, tables=TABLES)
