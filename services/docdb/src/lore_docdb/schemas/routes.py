@@ -36,7 +36,7 @@ class SchemaController(Controller):
 
     @get("/", summary="List entity schemas")
     async def list_schemas(self, request: Request[Any, Any, Any]) -> list[dict[str, Any]]:
-        rows = await schemas_of(request).list()
+        rows = await schemas_of(request).list_all()
         return [
             {
                 "name": r.name,

@@ -61,7 +61,7 @@ class SchemaService:
             raise Conflict(f"entity schema {request.name!r} already exists") from exc
         return row
 
-    async def list(self) -> list[SchemaRow]:
+    async def list_all(self) -> list[SchemaRow]:
         async with AsyncSession(self.engine) as session:
             return list((await session.exec(select(SchemaRow).order_by(SchemaRow.name))).all())
 
