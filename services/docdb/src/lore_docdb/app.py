@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 from litestar import Litestar, Router
@@ -20,31 +21,28 @@ from lore_docdb.config.service import ConfigService
 from lore_docdb.datasets.routes import DatasetController
 from lore_docdb.datasets.service import DatasetService
 from lore_docdb.datasets.store import RawFiles
+from lore_docdb.index.bm25 import Bm25Cache
+from lore_docdb.index.graph import GraphIndex
+from lore_docdb.index.store import IndexStore
+from lore_docdb.index.vectors import VectorIndex
+from lore_docdb.knowledge_bases.routes import KnowledgeBaseController
+from lore_docdb.knowledge_bases.service import KnowledgeBaseService
+from lore_docdb.parsing.pipeline import ParsePipeline
 from lore_docdb.schemas.routes import SchemaController
 from lore_docdb.schemas.service import SchemaService
 from lore_docdb.tables import create_tables
+from lore_docdb.tasks.routes import TaskController
+from lore_docdb.tasks.service import TaskService
 from lore_docdb.tasks.store import TaskStore
 from lore_docdb.uploads.routes import UploadController
 from lore_docdb.uploads.service import UploadService
 
 PREFIX = "/api/v1/docdb"
-FILES = f"{PREFIX}/files"
-KBS = f"{FILES}/knowledge-bases"
-TASKS = f"{FILES}/processing"
 MULTIPART_OVERHEAD = 1024 * 1024
 
 PLANNED = [
     PlannedRoute(("POST",), f"{PREFIX}/chat", "chat"),
     PlannedRoute(("POST",), f"{PREFIX}/retrieve", "retrieval"),
-    PlannedRoute(("GET", "POST"), KBS, "knowledge bases"),
-    PlannedRoute(("GET", "DELETE"), f"{KBS}/{{kb_name:str}}", "knowledge bases"),
-    PlannedRoute(("GET",), f"{KBS}/{{kb_name:str}}/overview", "knowledge-base overview"),
-    PlannedRoute(("DELETE",), f"{KBS}/{{kb_name:str}}/datasets/{{dataset_name:str}}", "knowledge bases"),
-    PlannedRoute(("POST",), f"{KBS}/{{kb_name:str}}/parse", "the parse pipeline"),
-    PlannedRoute(("GET",), f"{TASKS}/tasks", "processing tasks"),
-    PlannedRoute(("GET",), f"{TASKS}/tasks/{{task_id:str}}", "processing tasks"),
-    PlannedRoute(("POST",), f"{TASKS}/tasks/{{task_id:str}}/cancel", "processing tasks"),
-    PlannedRoute(("GET",), f"{TASKS}/config", "processing configuration"),
 ]
 
 
@@ -54,7 +52,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
     max_body = settings.docdb.max_upload_size + MULTIPART_OVERHEAD
 
     @contextlib.asynccontextmanager
-    async def stores_lifespan(app: Litestar) -> AsyncIterator[None]:
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
         cfg = config_service.settings.docdb
         async with (
             open_stores(
@@ -67,21 +65,48 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             ) as stores,
             open_providers(cfg.llm, cfg.embedding_api, cfg.query_defaults.reranker_url) as providers,
         ):
-            assert stores.sql is not None
+            assert stores.sql is not None and stores.vector is not None
             await create_tables(stores.sql)
-            tasks = TaskStore(stores.sql)
             raw = RawFiles(data_dir / "raw")
             await asyncio.to_thread(raw.purge_trash)
             await asyncio.to_thread(lambda: list(raw.sweep_temp_files()))
-            datasets = DatasetService(raw, tasks, stores.objects, cfg.max_upload_size)
+            task_store = TaskStore(stores.sql)
+            index = IndexStore(stores.sql, settings.postgres_batch_size)
+            vectors, graph, bm25 = VectorIndex(stores.vector), GraphIndex(stores.graph), Bm25Cache()
+            schemas = SchemaService(stores.sql)
+            datasets = DatasetService(raw, task_store, stores.objects, cfg.max_upload_size)
             uploads = UploadService(datasets)
-            app.state.stores = stores
-            app.state.providers = providers
-            app.state.datasets = datasets
-            app.state.uploads = uploads
-            app.state.schemas = SchemaService(stores.sql)
-            async with periodic(cfg.upload_sweep_interval, lambda: uploads.sweep(cfg.upload_session_ttl)):
-                yield
+            pipeline = ParsePipeline(
+                settings, index, vectors, graph, providers.embedder, providers.llm, bm25.bump
+            )
+            tasks = TaskService(task_store, index, pipeline, raw.root, settings)
+            kbs = KnowledgeBaseService(
+                index, vectors, graph, tasks, task_store, schemas, raw, data_dir / "kbs", bm25.bump
+            )
+            app.state.update(
+                stores=stores,
+                providers=providers,
+                datasets=datasets,
+                uploads=uploads,
+                schemas=schemas,
+                tasks=tasks,
+                knowledge_bases=kbs,
+                index=index,
+                vectors=vectors,
+                graph=graph,
+                bm25=bm25,
+            )
+            # One process owns an embedded SQLite store: whatever it finds running died with the last one.
+            await tasks.recover_stale(
+                timedelta(seconds=cfg.task_stale_after), everything=stores.sql.dialect.name == "sqlite"
+            )
+            await kbs.resume_deletions()
+            await tasks.start()
+            try:
+                async with periodic(cfg.upload_sweep_interval, lambda: uploads.sweep(cfg.upload_session_ttl)):
+                    yield
+            finally:
+                await tasks.stop()
 
     return create_service_app(
         service="docdb",
@@ -91,10 +116,12 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             Router("/", route_handlers=[DatasetController], request_max_body_size=max_body),
             UploadController,
             SchemaController,
+            KnowledgeBaseController,
+            TaskController,
         ],
         planned=PLANNED,
         error_style="envelope",
-        lifespan=[stores_lifespan],
+        lifespan=[lifespan],
         health_checks=lambda app: app.state.stores.health_checks(),
         state={"config_service": config_service},
         description="Document knowledge bases with cited answers.",

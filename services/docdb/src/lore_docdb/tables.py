@@ -7,10 +7,14 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import SQLModel
 
+from lore_docdb.index.models import ChunkRow, KbDatasetRow, KnowledgeBaseRow
 from lore_docdb.schemas.models import SchemaRow
 from lore_docdb.tasks.models import TaskRow
 
-TABLES: list[Any] = [TaskRow.__table__, SchemaRow.__table__]  # type: ignore[attr-defined]
+TABLES: list[Any] = [
+    SQLModel.metadata.tables[str(model.__tablename__)]
+    for model in (TaskRow, SchemaRow, KnowledgeBaseRow, KbDatasetRow, ChunkRow)
+]
 
 
 async def create_tables(engine: AsyncEngine) -> None:

@@ -26,5 +26,9 @@ class TaskRow(SQLModel, table=True):
     schema_name: str | None = Field(default=None, max_length=255)
     stage: str | None = Field(default=None, max_length=32)
     error: str | None = None
+    # The schema's entity definitions as they were when the parse started (a later delete can't hurt it).
+    schema_entities: str | None = None
+    skipped_files: str | None = None  # JSON list of files that were not parsed, with the reason
+    heartbeat_at: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

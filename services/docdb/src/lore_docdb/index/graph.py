@@ -1,0 +1,177 @@
+"""The knowledge-graph side of a KB: one FalkorDB graph per KB.
+
+One node per normalised name + type; descriptions merged; edges weighted. Every node and edge keeps
+`sources` ("dataset|task_id"), `datasets` and `chunk_ids` (each prefixed by its task id), so the data
+of one task or one dataset can be rolled back exactly, and retrieval can map entities back to chunks.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from typing import Any
+
+from lore_common.stores.graph import GraphStore
+
+MAX_DESCRIPTION = 2000
+
+_MERGE_NODES = """
+UNWIND $rows AS row
+MERGE (n:Entity {id: row.id})
+ON CREATE SET n.name = row.name, n.type = row.type, n.description = row.description,
+  n.sources = [row.source], n.datasets = [row.dataset], n.chunk_ids = row.chunk_ids, n.mentions = row.mentions
+ON MATCH SET
+  n.description = CASE WHEN n.description CONTAINS row.description OR size(n.description) > $max_description
+    THEN n.description ELSE n.description + ' | ' + row.description END,
+  n.sources = CASE WHEN row.source IN n.sources THEN n.sources ELSE n.sources + row.source END,
+  n.datasets = CASE WHEN row.dataset IN n.datasets THEN n.datasets ELSE n.datasets + row.dataset END,
+  n.chunk_ids = n.chunk_ids + row.chunk_ids,
+  n.mentions = n.mentions + row.mentions
+"""
+
+_MERGE_EDGES = """
+UNWIND $rows AS row
+MATCH (a:Entity {id: row.source_id}), (b:Entity {id: row.target_id})
+MERGE (a)-[r:RELATED]->(b)
+ON CREATE SET r.description = row.description, r.weight = row.weight, r.sources = [row.source],
+  r.datasets = [row.dataset], r.chunk_ids = row.chunk_ids
+ON MATCH SET
+  r.weight = r.weight + row.weight,
+  r.description = CASE WHEN r.description CONTAINS row.description OR size(r.description) > $max_description
+    THEN r.description ELSE r.description + ' | ' + row.description END,
+  r.sources = CASE WHEN row.source IN r.sources THEN r.sources ELSE r.sources + row.source END,
+  r.datasets = CASE WHEN row.dataset IN r.datasets THEN r.datasets ELSE r.datasets + row.dataset END,
+  r.chunk_ids = r.chunk_ids + row.chunk_ids
+"""
+
+# Parenthesised predicates: FalkorDB binds NOT and + tighter than STARTS/ENDS WITH.
+_FORGET = """
+MATCH {pattern} WHERE any(s IN x.sources WHERE {test})
+SET x.sources = [s IN x.sources WHERE NOT ({test})],
+    x.chunk_ids = [c IN x.chunk_ids WHERE NOT ({chunk_test})]
+WITH x SET x.datasets = [d IN x.datasets WHERE any(s IN x.sources WHERE s STARTS WITH (d + '|'))]
+"""
+
+
+def entity_id(name: str, kind: str) -> str:
+    normal = re.sub(r"\s+", " ", unicodedata.normalize("NFKC", name)).strip().lower()
+    return f"{normal}|{kind}"
+
+
+def graph_name(kb: str) -> str:
+    return f"kb_{kb}"
+
+
+class GraphIndex:
+    def __init__(self, store: GraphStore | None) -> None:
+        self.store = store
+
+    @property
+    def enabled(self) -> bool:
+        return self.store is not None
+
+    def _graph(self, kb: str) -> Any:
+        assert self.store is not None, "graph store disabled"
+        return self.store.graph(graph_name(kb))
+
+    async def ensure(self, kb: str) -> None:
+        if self.store is None:
+            return
+        graph = self._graph(kb)
+        try:
+            await graph.query("CREATE INDEX FOR (n:Entity) ON (n.id)")
+        except Exception as exc:  # already indexed
+            if "already indexed" not in str(exc).lower():
+                raise
+
+    async def merge(
+        self, kb: str, nodes: Sequence[dict[str, Any]], edges: Sequence[dict[str, Any]], batch: int
+    ) -> None:
+        graph = self._graph(kb)
+        for start in range(0, len(nodes), batch):
+            await graph.query(
+                _MERGE_NODES, {"rows": list(nodes[start : start + batch]), "max_description": MAX_DESCRIPTION}
+            )
+        for start in range(0, len(edges), batch):
+            await graph.query(
+                _MERGE_EDGES, {"rows": list(edges[start : start + batch]), "max_description": MAX_DESCRIPTION}
+            )
+
+    async def _forget(self, kb: str, test: str, chunk_test: str, params: dict[str, Any]) -> None:
+        graph = self._graph(kb)
+        for pattern in ("()-[x:RELATED]->()", "(x:Entity)"):
+            await graph.query(_FORGET.format(pattern=pattern, test=test, chunk_test=chunk_test), params)
+        await graph.query("MATCH ()-[r:RELATED]->() WHERE size(r.sources) = 0 DELETE r")
+        await graph.query("MATCH (n:Entity) WHERE size(n.sources) = 0 DETACH DELETE n")
+
+    async def forget_task(self, kb: str, task_id: str) -> None:
+        """Remove every contribution of one task; nodes and edges left with none are deleted."""
+        if self.store is None or not await self.exists(kb):
+            return
+        await self._forget(
+            kb,
+            "s ENDS WITH $suffix",
+            "c STARTS WITH $prefix",
+            {"suffix": f"|{task_id}", "prefix": f"{task_id}:"},
+        )
+
+    async def forget_tasks(self, kb: str, task_ids: Sequence[str]) -> None:
+        for task_id in task_ids:
+            await self.forget_task(kb, task_id)
+
+    async def exists(self, kb: str) -> bool:
+        if self.store is None:
+            return False
+        names = await self.store.client.list_graphs()
+        return graph_name(kb) in names
+
+    async def drop(self, kb: str) -> None:
+        if await self.exists(kb):
+            await self._graph(kb).delete()
+
+    async def counts(self, kb: str, task_id: str | None = None) -> tuple[int, int]:
+        """(nodes, edges), optionally only those a task contributed to."""
+        if not await self.exists(kb):
+            return 0, 0
+        graph = self._graph(kb)
+        where = " WHERE any(s IN x.sources WHERE s ENDS WITH $suffix)" if task_id else ""
+        params = {"suffix": f"|{task_id}"} if task_id else {}
+        nodes = (await graph.query(f"MATCH (x:Entity){where} RETURN count(x)", params)).result_set[0][0]
+        edges = (await graph.query(f"MATCH ()-[x:RELATED]->(){where} RETURN count(x)", params)).result_set[0][
+            0
+        ]
+        return int(nodes), int(edges)
+
+    async def top_entities(self, kb: str, limit: int) -> list[dict[str, Any]]:
+        if not await self.exists(kb):
+            return []
+        result = await self._graph(kb).query(
+            "MATCH (n:Entity) OPTIONAL MATCH (n)-[r:RELATED]-() "
+            "WITH n, count(r) AS degree RETURN n.name, n.type, n.description, degree, n.datasets "
+            "ORDER BY degree DESC, n.name LIMIT $limit",
+            {"limit": limit},
+        )
+        return [
+            {
+                "name": r[0],
+                "type": r[1],
+                "description": (r[2] or "")[:300],
+                "degree": int(r[3]),
+                "datasets": r[4],
+            }
+            for r in result.result_set
+        ]
+
+    async def sample_relations(self, kb: str, limit: int) -> list[dict[str, Any]]:
+        if not await self.exists(kb):
+            return []
+        result = await self._graph(kb).query(
+            "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.name, b.name, r.description, r.weight "
+            "ORDER BY r.weight DESC, a.name LIMIT $limit",
+            {"limit": limit},
+        )
+        return [
+            {"source": r[0], "target": r[1], "description": (r[2] or "")[:300], "weight": float(r[3])}
+            for r in result.result_set
+        ]

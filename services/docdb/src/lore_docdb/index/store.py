@@ -1,0 +1,153 @@
+"""SQL of the index: knowledge bases, their datasets, and chunk rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import delete, func
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from lore_docdb.index.models import ChunkRow, KbDatasetRow, KnowledgeBaseRow
+
+
+class KbExists(Exception):
+    pass
+
+
+class IndexStore:
+    def __init__(self, engine: AsyncEngine, batch_size: int = 500) -> None:
+        self.engine = engine
+        self.batch_size = batch_size
+
+    def session(self) -> AsyncSession:
+        return AsyncSession(self.engine, expire_on_commit=False)
+
+    # ------------------------------------------------------------ knowledge bases
+
+    async def create_kb(self, name: str) -> KnowledgeBaseRow:
+        row = KnowledgeBaseRow(name=name)
+        try:
+            async with self.session() as session:
+                session.add(row)
+                await session.commit()
+        except IntegrityError as exc:
+            raise KbExists(name) from exc
+        return row
+
+    async def get_kb(self, name: str) -> KnowledgeBaseRow | None:
+        async with self.session() as session:
+            return await session.get(KnowledgeBaseRow, name)
+
+    async def list_kbs(self) -> list[KnowledgeBaseRow]:
+        async with self.session() as session:
+            return list((await session.exec(select(KnowledgeBaseRow).order_by(KnowledgeBaseRow.name))).all())
+
+    async def mark_deleting(self, name: str, purge_db: bool) -> bool:
+        """Flip `ready` → `deleting` atomically; False when it was already deleting."""
+        async with self.session() as session:
+            row = await session.get(KnowledgeBaseRow, name, with_for_update=True)
+            if row is None or row.status == "deleting":
+                return False
+            row.status = "deleting"
+            row.purge_db = purge_db
+            session.add(row)
+            await session.commit()
+            return True
+
+    async def set_kb_mode(self, name: str, mode: int) -> None:
+        async with self.session() as session:
+            row = await session.get(KnowledgeBaseRow, name)
+            if row is not None and row.mode is None:
+                row.mode = mode
+                session.add(row)
+                await session.commit()
+
+    async def delete_kb_rows(self, name: str, purge_db: bool) -> None:
+        async with self.session() as session:
+            if purge_db:
+                await session.exec(delete(ChunkRow).where(col(ChunkRow.kb_name) == name))
+            await session.exec(delete(KbDatasetRow).where(col(KbDatasetRow.kb_name) == name))
+            await session.exec(delete(KnowledgeBaseRow).where(col(KnowledgeBaseRow.name) == name))
+            await session.commit()
+
+    # ------------------------------------------------------------ datasets of a KB
+
+    async def kb_datasets(self, kb: str) -> list[KbDatasetRow]:
+        async with self.session() as session:
+            rows = await session.exec(
+                select(KbDatasetRow).where(KbDatasetRow.kb_name == kb).order_by(KbDatasetRow.dataset)
+            )
+            return list(rows.all())
+
+    async def get_kb_dataset(self, kb: str, dataset: str) -> KbDatasetRow | None:
+        async with self.session() as session:
+            return await session.get(KbDatasetRow, (kb, dataset))
+
+    async def upsert_kb_dataset(self, row: KbDatasetRow) -> None:
+        async with self.session() as session:
+            await session.merge(row)
+            await session.commit()
+
+    async def mark_parsed(self, kb: str, dataset: str, task_id: str, parsed_at: datetime) -> None:
+        async with self.session() as session:
+            row = await session.get(KbDatasetRow, (kb, dataset))
+            if row is not None and row.task_id == task_id:
+                row.parsed = True
+                row.parsed_at = parsed_at
+                session.add(row)
+                await session.commit()
+
+    async def remove_kb_dataset(self, kb: str, dataset: str) -> None:
+        async with self.session() as session:
+            await session.exec(
+                delete(ChunkRow).where(col(ChunkRow.kb_name) == kb, col(ChunkRow.dataset) == dataset)
+            )
+            await session.exec(
+                delete(KbDatasetRow).where(
+                    col(KbDatasetRow.kb_name) == kb, col(KbDatasetRow.dataset) == dataset
+                )
+            )
+            await session.commit()
+
+    # ------------------------------------------------------------ chunks
+
+    async def add_chunks(self, rows: Sequence[ChunkRow]) -> None:
+        for start in range(0, len(rows), self.batch_size):
+            async with self.session() as session:
+                session.add_all(rows[start : start + self.batch_size])
+                await session.commit()
+
+    async def delete_chunks_of_task(self, task_id: str) -> None:
+        async with self.session() as session:
+            await session.exec(delete(ChunkRow).where(col(ChunkRow.task_id) == task_id))
+            await session.commit()
+
+    async def chunk_task_ids(self, kb: str, dataset: str) -> list[str]:
+        async with self.session() as session:
+            rows = await session.exec(
+                select(ChunkRow.task_id).where(ChunkRow.kb_name == kb, ChunkRow.dataset == dataset).distinct()
+            )
+            return list(rows.all())
+
+    async def chunks_of_kb(self, kb: str) -> list[tuple[str, str]]:
+        async with self.session() as session:
+            rows = await session.exec(select(ChunkRow.chunk_id, ChunkRow.text).where(ChunkRow.kb_name == kb))
+            return [(r[0], r[1]) for r in rows.all()]
+
+    async def get_chunks(self, chunk_ids: Sequence[str]) -> list[ChunkRow]:
+        if not chunk_ids:
+            return []
+        async with self.session() as session:
+            rows = await session.exec(select(ChunkRow).where(col(ChunkRow.chunk_id).in_(list(chunk_ids))))
+            return list(rows.all())
+
+    async def count_chunks(self, kb: str, task_id: str | None = None) -> int:
+        async with self.session() as session:
+            query = select(func.count()).select_from(ChunkRow).where(ChunkRow.kb_name == kb)
+            if task_id is not None:
+                query = query.where(ChunkRow.task_id == task_id)
+            return int((await session.exec(query)).one())

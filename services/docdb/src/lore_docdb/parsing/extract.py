@@ -1,0 +1,152 @@
+"""Text out of the file types a knowledge base accepts, with well-kept libraries; CPU-bound, so callers
+run it in a thread. An unsupported or unreadable file raises `ExtractionError` naming the file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+
+class ExtractionError(ValueError):
+    """The file could not be turned into text."""
+
+
+def _decode(data: bytes) -> str:
+    for encoding in ("utf-8-sig", "utf-16", "gb18030"):
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        if encoding != "utf-16" or text.isprintable() or "\n" in text:
+            return text
+    return data.decode("utf-8", errors="replace")
+
+
+def _text(path: Path) -> str:
+    return _decode(path.read_bytes())
+
+
+def _html(path: Path) -> str:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(_decode(path.read_bytes()), "html.parser")
+    for tag in soup(["script", "style", "noscript", "template"]):
+        tag.decompose()
+    lines = (line.strip() for line in soup.get_text("\n").splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def _pdf(path: Path) -> str:
+    from pypdf import PdfReader
+
+    reader = PdfReader(str(path))
+    return "\n\n".join(page.extract_text() or "" for page in reader.pages)
+
+
+def _docx(path: Path) -> str:
+    import docx
+
+    document = docx.Document(str(path))
+    parts = [p.text for p in document.paragraphs if p.text.strip()]
+    for table in document.tables:
+        for row in table.rows:
+            parts.append(" | ".join(cell.text.strip() for cell in row.cells))
+    return "\n".join(parts)
+
+
+def _rows_as_text(header: list[str], rows: list[list[str]]) -> str:
+    """One line per row, `column: value` pairs, so every chunk carries its column names."""
+    lines = []
+    for row in rows:
+        pairs = [f"{h}: {v}" for h, v in zip(header, row, strict=False) if str(v).strip()]
+        if pairs:
+            lines.append("; ".join(pairs))
+    return "\n".join(lines)
+
+
+def _csv(path: Path) -> str:
+    text = _decode(path.read_bytes())
+    try:
+        dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(text[:4096])
+    except csv.Error:
+        dialect = csv.excel
+    rows = list(csv.reader(io.StringIO(text), dialect))
+    if not rows:
+        return ""
+    return _rows_as_text(rows[0], rows[1:])
+
+
+def _xlsx(path: Path) -> str:
+    from openpyxl import load_workbook
+
+    book = load_workbook(str(path), read_only=True, data_only=True)
+    parts = []
+    for sheet in book.worksheets:
+        rows = [["" if v is None else str(v) for v in row] for row in sheet.iter_rows(values_only=True)]
+        rows = [r for r in rows if any(c.strip() for c in r)]
+        if rows:
+            parts.append(f"# {sheet.title}\n" + _rows_as_text(rows[0], rows[1:]))
+    book.close()
+    return "\n\n".join(parts)
+
+
+def _json(path: Path) -> str:
+    try:
+        value = json.loads(_decode(path.read_bytes()))
+    except json.JSONDecodeError as exc:
+        raise ExtractionError(f"{path.name}: not valid JSON ({exc})") from exc
+    lines: list[str] = []
+
+    def walk(node: object, prefix: str) -> None:
+        if isinstance(node, dict):
+            for key, child in node.items():
+                walk(child, f"{prefix}.{key}" if prefix else str(key))
+        elif isinstance(node, list):
+            for index, child in enumerate(node):
+                walk(child, f"{prefix}[{index}]")
+        elif node is not None:
+            lines.append(f"{prefix}: {node}" if prefix else str(node))
+
+    walk(value, "")
+    return "\n".join(lines)
+
+
+EXTRACTORS: dict[str, Callable[[Path], str]] = {
+    ".txt": _text,
+    ".md": _text,
+    ".markdown": _text,
+    ".text": _text,
+    ".log": _text,
+    ".html": _html,
+    ".htm": _html,
+    ".pdf": _pdf,
+    ".docx": _docx,
+    ".csv": _csv,
+    ".tsv": _csv,
+    ".xlsx": _xlsx,
+    ".json": _json,
+}
+
+
+def supported(path: Path) -> bool:
+    return path.suffix.lower() in EXTRACTORS
+
+
+def extract_text(path: Path) -> str:
+    extractor = EXTRACTORS.get(path.suffix.lower())
+    if extractor is None:
+        raise ExtractionError(
+            f"{path.name}: unsupported file type {path.suffix or '(none)'}; "
+            f"supported: {', '.join(sorted(EXTRACTORS))}"
+        )
+    try:
+        return extractor(path)
+    except ExtractionError:
+        raise
+    except Exception as exc:
+        raise ExtractionError(
+            f"{path.name}: could not be read as {path.suffix}: {type(exc).__name__}: {exc}"
+        ) from exc

@@ -1,0 +1,292 @@
+"""The parse pipeline of one dataset into one KB: extract → chunk → embed → index → graph → merge.
+
+Cancellation is checked at every stage boundary (and between batches); a cancelled or failed task is
+rolled back by its task id, so it leaves no chunk rows, no points and no graph contributions behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import structlog
+
+from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
+from lore_common.providers.embedders import Embedder
+from lore_common.settings import Settings
+from lore_docdb.index.graph import GraphIndex, entity_id
+from lore_docdb.index.models import ChunkRow
+from lore_docdb.index.store import IndexStore
+from lore_docdb.index.vectors import VectorIndex
+from lore_docdb.parsing.chunking import chunk_sentences, chunk_text
+from lore_docdb.parsing.extract import ExtractionError, extract_text, supported
+from lore_docdb.schemas.models import ENTITY_TYPES, EntityDefinition
+from lore_docdb.schemas.service import extraction_prompt
+from lore_docdb.tasks.models import TaskRow
+
+log = structlog.get_logger("lore.docdb.parse")
+
+STAGES = ("extract", "chunk", "embed", "index", "graph", "merge")
+
+
+class Cancelled(Exception):
+    """The task was cancelled; the pipeline stops at the boundary where it noticed."""
+
+
+class ExtractedEntity(msgspec.Struct):
+    name: str
+    type: str = "客观实体"
+    description: str = ""
+    subtype: str | None = None
+
+
+class ExtractedRelation(msgspec.Struct):
+    source: str
+    target: str
+    description: str = ""
+    weight: float = 1.0
+
+
+class Extraction(msgspec.Struct):
+    entities: list[ExtractedEntity] = []
+    relations: list[ExtractedRelation] = []
+
+
+@dataclass
+class Chunk:
+    chunk_id: str
+    file: str
+    position: int
+    text: str
+
+
+@dataclass
+class GraphBatch:
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    edges: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class ParseContext:
+    task: TaskRow
+    dataset_dir: Path
+    check: Callable[[str], Awaitable[None]]  # raises Cancelled; records the stage reached
+
+
+class ParsePipeline:
+    def __init__(
+        self,
+        settings: Settings,
+        index: IndexStore,
+        vectors: VectorIndex,
+        graph: GraphIndex,
+        embedder: Embedder,
+        llm: ChatModel,
+        on_chunks_changed: Callable[[str], None],
+    ) -> None:
+        self.settings = settings
+        self.index = index
+        self.vectors = vectors
+        self.graph = graph
+        self.embedder = embedder
+        self.llm = llm
+        self.on_chunks_changed = on_chunks_changed
+
+    async def run(self, ctx: ParseContext) -> list[dict[str, str]]:
+        """Parse; returns the files that were skipped, with the reason."""
+        task = ctx.task
+        await ctx.check("extract")
+        texts, skipped = await asyncio.to_thread(self._extract_all, ctx.dataset_dir)
+        if not texts:
+            reasons = "; ".join(f"{s['file']}: {s['reason']}" for s in skipped[:5])
+            raise ExtractionError(
+                f"dataset {task.dataset!r} has no parsable file" + (f" ({reasons})" if reasons else "")
+            )
+
+        await ctx.check("chunk")
+        chunks = await asyncio.to_thread(self._chunk_all, task.task_id, texts)
+
+        await ctx.check("embed")
+        batch = max(1, self.settings.parameter.vector_config.batch_size)
+        vectors = []
+        for start in range(0, len(chunks), batch):
+            vectors.append(await self.embedder.embed([c.text for c in chunks[start : start + batch]]))
+            await ctx.check("embed")
+
+        await ctx.check("index")
+        await self.vectors.ensure(task.kb_name, self.embedder.dim)
+        for part, start in zip(vectors, range(0, len(chunks), batch), strict=True):
+            window = chunks[start : start + batch]
+            payloads = [
+                {
+                    "dataset": task.dataset,
+                    "file": c.file,
+                    "chunk_id": c.chunk_id,
+                    "task_id": task.task_id,
+                    "text": c.text,
+                }
+                for c in window
+            ]
+            await self.vectors.upsert(task.kb_name, part, payloads)
+        await self.index.add_chunks(
+            [
+                ChunkRow(
+                    chunk_id=c.chunk_id,
+                    kb_name=task.kb_name,
+                    dataset=task.dataset,
+                    task_id=task.task_id,
+                    file=c.file,
+                    position=c.position,
+                    text=c.text,
+                )
+                for c in chunks
+            ]
+        )
+        self.on_chunks_changed(task.kb_name)
+
+        if task.mode == 0 and self.graph.enabled:
+            await ctx.check("graph")
+            entities = (
+                msgspec.json.decode(task.schema_entities, type=list[EntityDefinition])
+                if task.schema_entities
+                else None
+            )
+            graph = await self._extract_graph(ctx, chunks, entities)
+            await ctx.check("merge")
+            await self.graph.ensure(task.kb_name)
+            merge = self.settings.parameter.graph_merge_config
+            await self.graph.merge(
+                task.kb_name, list(graph.nodes.values()), list(graph.edges.values()), merge.batch_size
+            )
+        await ctx.check("done")
+        return skipped
+
+    # ------------------------------------------------------------ stages
+
+    def _extract_all(self, folder: Path) -> tuple[list[tuple[str, str]], list[dict[str, str]]]:
+        texts: list[tuple[str, str]] = []
+        skipped: list[dict[str, str]] = []
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith(".") or not path.is_file():
+                continue
+            if not supported(path):
+                skipped.append({"file": path.name, "reason": f"unsupported type {path.suffix or '(none)'}"})
+                continue
+            try:
+                text = extract_text(path)
+            except ExtractionError as exc:
+                skipped.append({"file": path.name, "reason": str(exc)})
+                continue
+            if text.strip():
+                texts.append((path.name, text))
+            else:
+                skipped.append({"file": path.name, "reason": "no text"})
+        return texts, skipped
+
+    def _chunk_all(self, task_id: str, texts: list[tuple[str, str]]) -> list[Chunk]:
+        config = self.settings.parameter.chunk_config
+        splitter = chunk_sentences if self.settings.docdb.sentence_mode else chunk_text
+        chunks: list[Chunk] = []
+        for file, text in texts:
+            for position, piece in enumerate(splitter(text, config.chunk_size, config.overlap)):
+                chunks.append(
+                    Chunk(chunk_id=f"{task_id}:{len(chunks)}", file=file, position=position, text=piece)
+                )
+        return chunks
+
+    async def _extract_graph(
+        self, ctx: ParseContext, chunks: list[Chunk], entities: list[EntityDefinition] | None
+    ) -> GraphBatch:
+        task = ctx.task
+        system = extraction_prompt(entities)
+        allowed = sorted({e.type for e in entities}) if entities else list(ENTITY_TYPES)
+        slots = asyncio.Semaphore(max(1, self.settings.parameter.graph_config.max_workers))
+        source = f"{task.dataset}|{task.task_id}"
+        batch = GraphBatch()
+
+        async def one(chunk: Chunk) -> None:
+            async with slots:
+                await ctx.check("graph")
+                request = ChatRequest(
+                    messages=[ChatMessage("system", system), ChatMessage("user", chunk.text)],
+                    task="extract_entities",
+                    inputs={"text": chunk.text, "entity_types": allowed},
+                )
+                result = await complete_structured(self.llm, request, Extraction)
+            self._collect(batch, result, chunk, task.dataset, source, allowed)
+
+        await asyncio.gather(*(one(c) for c in chunks))
+        return batch
+
+    @staticmethod
+    def _collect(
+        batch: GraphBatch, result: Extraction, chunk: Chunk, dataset: str, source: str, allowed: list[str]
+    ) -> None:
+        names: dict[str, str] = {}
+        for item in result.entities:
+            name = item.name.strip()
+            if not name:
+                continue
+            kind = item.type if item.type in allowed else allowed[0]
+            key = entity_id(name, kind)
+            names[name.lower()] = key
+            node = batch.nodes.get(key)
+            if node is None:
+                batch.nodes[key] = {
+                    "id": key,
+                    "name": name,
+                    "type": kind,
+                    "description": item.description[:500],
+                    "dataset": dataset,
+                    "source": source,
+                    "chunk_ids": [chunk.chunk_id],
+                    "mentions": 1,
+                }
+            else:
+                node["mentions"] += 1
+                if chunk.chunk_id not in node["chunk_ids"]:
+                    node["chunk_ids"].append(chunk.chunk_id)
+                if (
+                    item.description
+                    and item.description not in node["description"]
+                    and len(node["description"]) < 1500
+                ):
+                    node["description"] = (node["description"] + " | " + item.description[:300]).strip(" |")
+        for relation in result.relations:
+            a, b = names.get(relation.source.strip().lower()), names.get(relation.target.strip().lower())
+            if a is None or b is None or a == b:
+                continue  # a relation must join two entities the model named in this chunk
+            edge_key = (a, b) if a < b else (b, a)
+            edge = batch.edges.get(edge_key)
+            if edge is None:
+                batch.edges[edge_key] = {
+                    "source_id": edge_key[0],
+                    "target_id": edge_key[1],
+                    "description": relation.description[:500],
+                    "weight": float(relation.weight or 1.0),
+                    "dataset": dataset,
+                    "source": source,
+                    "chunk_ids": [chunk.chunk_id],
+                }
+            else:
+                edge["weight"] += float(relation.weight or 1.0)
+                if chunk.chunk_id not in edge["chunk_ids"]:
+                    edge["chunk_ids"].append(chunk.chunk_id)
+
+    # ------------------------------------------------------------ rollback
+
+    async def rollback(self, task: TaskRow) -> None:
+        """Remove everything this task wrote: points, chunk rows, graph contributions."""
+        await self.vectors.delete_where(task.kb_name, "task_id", task.task_id)
+        await self.index.delete_chunks_of_task(task.task_id)
+        await self.graph.forget_task(task.kb_name, task.task_id)
+        self.on_chunks_changed(task.kb_name)
+
+
+def skipped_json(skipped: list[dict[str, str]]) -> str | None:
+    return json.dumps(skipped, ensure_ascii=False) if skipped else None
