@@ -3,15 +3,29 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from litestar import Litestar
-from litestar.testing import AsyncTestClient
 
 from lore_common.settings import load_settings
+from lore_common.testing.processes import app_lifespan
 from lore_docdb.app import create_app
 
-ClientFactory = Callable[..., AbstractAsyncContextManager[AsyncTestClient[Litestar]]]
+
+class AppClient(httpx.AsyncClient):
+    """An HTTP client bound to an in-process app whose lifespan runs on the test's own event loop,
+    so tests can also inspect the app's stores (`client.app.state`) directly."""
+
+    def __init__(self, app: Litestar, **kwargs: Any) -> None:
+        super().__init__(
+            transport=httpx.ASGITransport(app=app), base_url="http://docdb.test", timeout=30, **kwargs
+        )
+        self.app = app
+
+
+ClientFactory = Callable[..., AbstractAsyncContextManager[AppClient]]
 
 
 @pytest.fixture
@@ -19,21 +33,22 @@ def docdb_factory(tmp_path: Path) -> ClientFactory:
     """Builds a docdb app on this test's data dir (the same dir each call, so a 'restart' keeps data)."""
 
     @asynccontextmanager
-    async def make(**env: str) -> AsyncIterator[AsyncTestClient[Litestar]]:
+    async def make(**env: str) -> AsyncIterator[AppClient]:
         environ = {
             "LORE__DOCDB__SERVER__DATA_DIR": str(tmp_path / "docdb"),
             "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
             "LORE__DOCDB__GRAPH_STORE__ENABLED": "false",
+            "LORE__DOCDB__TASK_HEARTBEAT_INTERVAL": "0.2",
             **env,
         }
         app = create_app(load_settings(tmp_path / "config", environ=environ))
-        async with AsyncTestClient(app, timeout=30) as client:
+        async with app_lifespan(app), AppClient(app) as client:
             yield client
 
     return make
 
 
 @pytest.fixture
-async def docdb(docdb_factory: ClientFactory) -> AsyncIterator[AsyncTestClient[Litestar]]:
+async def docdb(docdb_factory: ClientFactory) -> AsyncIterator[AppClient]:
     async with docdb_factory() as client:
         yield client

@@ -9,11 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from litestar import Litestar
-from litestar.testing import AsyncTestClient
 
 DS = "/api/v1/docdb/files/raw-files/datasets"
-Client = AsyncTestClient[Litestar]
+Client = Any
 
 
 async def dataset(client: Client, name: str = "media") -> str:

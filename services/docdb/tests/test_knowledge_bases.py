@@ -1,0 +1,285 @@
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+DS = "/api/v1/docdb/files/raw-files/datasets"
+KB = "/api/v1/docdb/files/knowledge-bases"
+TASKS = "/api/v1/docdb/files/processing/tasks"
+Client = Any
+GRAPH = {"LORE__DOCDB__GRAPH_STORE__ENABLED": "true"}
+
+CURIE = (
+    "Marie Curie was a physicist who worked at the University of Paris. "
+    "Marie Curie and Pierre Curie discovered polonium. The Nobel Prize was awarded to Marie Curie in 1911.\n\n"
+    "Albert Einstein visited the University of Paris and met Marie Curie."
+)
+LU_XUN = "鲁迅是中国现代文学的奠基人。鲁迅在北京大学任教，写了《狂人日记》。"
+
+
+async def upload(client: Client, dataset: str, files: dict[str, bytes]) -> None:
+    await client.post(DS, json={"name": dataset})
+    for name, body in files.items():
+        r = await client.post(f"{DS}/{dataset}/files", files={"files": (name, body)})
+        assert r.status_code == 200, r.text
+
+
+async def wait_task(
+    client: Client, task_id: str, until: tuple[str, ...] = ("completed", "failed", "cancelled")
+) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        task = (await client.get(f"{TASKS}/{task_id}")).json()
+        if task["status"] in until:
+            return task
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"task {task_id} stuck: {task}")
+
+
+async def parse(client: Client, kb: str, datasets: list[str], **extra: Any) -> list[str]:
+    r = await client.post(f"{KB}/{kb}/parse", json={"datasets": datasets, **extra})
+    assert r.status_code == 200, r.text
+    assert r.json()["data"]["mode"] == extra.get("mode", 0)
+    return [t["task_id"] for t in r.json()["data"]["tasks"]]
+
+
+async def test_kb_create_list_detail_and_conflicts(docdb: Client) -> None:
+    assert (await docdb.get(KB)).json() == {"success": True, "data": []}
+    assert (await docdb.post(KB, json={"name": "science"})).status_code == 200
+    assert (await docdb.post(KB, json={"name": "science"})).status_code == 409
+    assert (await docdb.post(KB, json={"name": "bad name"})).status_code == 400
+    listing = (await docdb.get(KB)).json()["data"]
+    assert [(k["name"], k["status"]) for k in listing] == [("science", "ready")]
+    detail = (await docdb.get(f"{KB}/science")).json()
+    assert detail["datasets"] == [] and detail["status"] == "ready"
+    assert {m["id"] for m in detail["available_query_modes"]} == {
+        "naive",
+        "rerank",
+        "rewriter",
+        "multihop",
+        "direct",
+    }
+    assert all(m["label"] and m["desc"] for m in detail["available_query_modes"])
+    assert (await docdb.get(f"{KB}/nope")).status_code == 404
+
+
+async def test_parse_mode_0_builds_vectors_chunks_and_graph(docdb_factory: Any) -> None:
+    async with docdb_factory(**GRAPH) as client:
+        await upload(
+            client,
+            "papers",
+            {"curie.txt": CURIE.encode(), "luxun.md": LU_XUN.encode(), "image.png": b"\x89PNG"},
+        )
+        await client.post(KB, json={"name": "science"})
+        [task_id] = await parse(client, "science", ["papers"])
+        task = await wait_task(client, task_id)
+        assert task["status"] == "completed", task
+        assert task["metadata"] == {
+            "kb_name": "science",
+            "dataset": "papers",
+            "mode": 0,
+            "schema_name": None,
+            "skipped_files": [{"file": "image.png", "reason": "unsupported type .png"}],
+        }
+        state = client.app.state
+        assert await state.vectors.count("science") == await state.index.count_chunks("science") >= 2
+        nodes, edges = await state.graph.counts("science")
+        assert nodes >= 4 and edges >= 2
+        detail = (await client.get(f"{KB}/science")).json()
+        [entry] = detail["datasets"]
+        assert (
+            entry["name"] == "papers"
+            and entry["parsed"] is True
+            and entry["process_mode"] == 0
+            and entry["parsed_at"]
+        )
+        overview = (
+            await client.get(f"{KB}/science/overview", params={"top_nodes": 3, "sample_relations": 2})
+        ).json()
+        top = overview["overview"]["top_entities"]
+        assert len(top) == 3 and top[0]["name"] == "Marie Curie"
+        assert len(overview["overview"]["sample_relations"]) == 2
+        assert "Marie Curie" in overview["prompt"] and "papers (parsed)" in overview["prompt"]
+        again = await client.post(f"{KB}/science/parse", json={"datasets": ["papers"]})
+        assert again.status_code == 409 and "force" in again.json()["message"]
+
+
+async def test_mode_1_makes_no_graph_and_modes_must_agree(docdb_factory: Any) -> None:
+    async with docdb_factory(**GRAPH) as client:
+        await upload(client, "a", {"a.txt": CURIE.encode()})
+        await upload(client, "b", {"b.txt": b"Plain text about nothing in particular, repeated. " * 20})
+        await client.post(KB, json={"name": "vec"})
+        [task_id] = await parse(client, "vec", ["a"], mode=1)
+        assert (await wait_task(client, task_id))["status"] == "completed"
+        assert await client.app.state.graph.counts("vec") == (0, 0)
+        assert await client.app.state.vectors.count("vec") > 0
+        mixed = await client.post(f"{KB}/vec/parse", json={"datasets": ["b"], "mode": 0})
+        assert mixed.status_code == 409 and "mode" in mixed.json()["message"]
+        modes = {m["id"] for m in (await client.get(f"{KB}/vec")).json()["available_query_modes"]}
+        assert "multihop" not in modes and "rerank" in modes
+
+
+async def test_parse_errors(docdb: Client) -> None:
+    await upload(docdb, "papers", {"a.txt": b"text"})
+    assert (await docdb.post(f"{KB}/ghost/parse", json={"datasets": ["papers"]})).status_code == 404
+    await docdb.post(KB, json={"name": "kb"})
+    assert (await docdb.post(f"{KB}/kb/parse", json={"datasets": ["ghost"]})).status_code == 404
+    assert (await docdb.post(f"{KB}/kb/parse", json={"datasets": []})).status_code == 400
+    assert (await docdb.post(f"{KB}/kb/parse", json={"datasets": ["papers"], "mode": 7})).status_code == 400
+    missing_schema = await docdb.post(f"{KB}/kb/parse", json={"datasets": ["papers"], "schema_name": "nope"})
+    assert missing_schema.status_code == 404
+
+
+async def test_a_dataset_without_parsable_files_fails_with_a_readable_error(docdb: Client) -> None:
+    await upload(docdb, "pics", {"photo.jpg": b"\xff\xd8\xff"})
+    await docdb.post(KB, json={"name": "kb"})
+    [task_id] = await parse(docdb, "kb", ["pics"])
+    task = await wait_task(docdb, task_id)
+    assert task["status"] == "failed"
+    assert "no parsable file" in task["error"] and "photo.jpg" in task["error"]
+    detail = (await docdb.get(f"{KB}/kb")).json()
+    assert detail["datasets"][0]["parsed"] is False
+
+
+async def test_task_list_filter_limit_and_cancel_rules(docdb: Client) -> None:
+    await upload(docdb, "d1", {"a.txt": CURIE.encode()})
+    await docdb.post(KB, json={"name": "kb"})
+    [task_id] = await parse(docdb, "kb", ["d1"], mode=1)
+    await wait_task(docdb, task_id)
+    listing = (await docdb.get(TASKS, params={"status": "completed", "limit": 5})).json()
+    assert [t["task_id"] for t in listing] == [task_id]
+    assert listing[0]["task_type"] == "file_processing" and listing[0]["error"] is None
+    assert (await docdb.get(TASKS, params={"status": "running"})).json() == []
+    assert (await docdb.get(TASKS, params={"status": "bogus"})).status_code == 400
+    terminal = await docdb.post(f"{TASKS}/{task_id}/cancel")
+    assert terminal.status_code == 400 and "already completed" in terminal.json()["message"]
+    assert (await docdb.post(f"{TASKS}/nope/cancel")).status_code == 404
+    assert (await docdb.get(f"{TASKS}/nope")).status_code == 404
+
+
+async def test_cancel_pending_is_immediate(docdb: Client) -> None:
+    await upload(docdb, "d1", {"a.txt": CURIE.encode()})
+    await docdb.post(KB, json={"name": "kb"})
+    await docdb.app.state.tasks.stop()  # no worker: the task stays pending
+    [task_id] = await parse(docdb, "kb", ["d1"])
+    r = await docdb.post(f"{TASKS}/{task_id}/cancel")
+    assert r.json()["data"] == {"task_id": task_id, "status": "cancelled"}
+    assert (await docdb.get(f"{TASKS}/{task_id}")).json()["status"] == "cancelled"
+
+
+async def test_cancel_running_task_rolls_back_indexed_chunks_and_graph(docdb_factory: Any) -> None:
+    async with docdb_factory(**GRAPH) as client:
+        state = client.app.state
+        await upload(client, "d1", {f"doc{i}.txt": CURIE.encode() for i in range(5)})
+        await client.post(KB, json={"name": "kb"})
+        reached_merge = asyncio.Event()
+        release = asyncio.Event()
+        original = state.graph.ensure
+
+        async def slow_ensure(kb: str) -> None:
+            reached_merge.set()
+            await release.wait()
+            await original(kb)
+
+        state.graph.ensure = slow_ensure
+        [task_id] = await parse(client, "kb", ["d1"])
+        await asyncio.wait_for(reached_merge.wait(), 30)
+        # The chunks and points of this task exist now; the graph merge is about to start.
+        assert await state.index.count_chunks("kb", task_id) > 0
+        r = await client.post(f"{TASKS}/{task_id}/cancel")
+        assert r.json()["data"]["status"] == "cancelling"
+        release.set()
+        task = await wait_task(client, task_id)
+        assert task["status"] == "cancelled"
+        assert await state.vectors.count("kb", "task_id", task_id) == 0
+        assert await state.index.count_chunks("kb", task_id) == 0
+        assert await state.graph.counts("kb", task_id) == (0, 0)
+        bm25 = await client.app.state.retrieval.bm25_index("kb") if hasattr(state, "retrieval") else None
+        assert bm25 is None or not any(c.startswith(task_id) for c in bm25.chunk_ids)
+
+
+async def test_remove_dataset_purges_its_data_and_keeps_raw_files(docdb_factory: Any) -> None:
+    async with docdb_factory(**GRAPH) as client:
+        state = client.app.state
+        await upload(client, "d1", {"a.txt": CURIE.encode()})
+        await upload(client, "d2", {"b.txt": LU_XUN.encode()})
+        await client.post(KB, json={"name": "kb"})
+        for task_id in await parse(client, "kb", ["d1", "d2"]):
+            assert (await wait_task(client, task_id))["status"] == "completed"
+        before = await state.vectors.count("kb")
+        assert (await client.delete(f"{KB}/kb/datasets/d1")).status_code == 200
+        assert await state.vectors.count("kb", "dataset", "d1") == 0
+        assert 0 < await state.vectors.count("kb") < before
+        names = {e["name"] for e in await state.graph.top_entities("kb", 50)}
+        assert "Marie Curie" not in names and "鲁迅" in names
+        assert [d["name"] for d in (await client.get(f"{KB}/kb")).json()["datasets"]] == ["d2"]
+        assert (await client.get(f"{DS}/d1/files")).json()["files"][0]["name"] == "a.txt"
+        assert (await client.delete(f"{KB}/kb/datasets/d1")).status_code == 404
+        assert (await client.delete(f"{KB}/ghost/datasets/d1")).status_code == 404
+
+
+async def test_force_reparse_replaces_the_old_data(docdb: Client) -> None:
+    await upload(docdb, "d1", {"a.txt": CURIE.encode()})
+    await docdb.post(KB, json={"name": "kb"})
+    [first] = await parse(docdb, "kb", ["d1"], mode=1)
+    await wait_task(docdb, first)
+    count = await docdb.app.state.vectors.count("kb")
+    [second] = await parse(docdb, "kb", ["d1"], mode=1, force=True)
+    assert (await wait_task(docdb, second))["status"] == "completed"
+    assert await docdb.app.state.vectors.count("kb") == count
+    assert await docdb.app.state.vectors.count("kb", "task_id", first) == 0
+
+
+async def test_delete_kb_is_asynchronous_then_404(docdb_factory: Any) -> None:
+    async with docdb_factory(**GRAPH) as client:
+        state = client.app.state
+        await upload(client, "d1", {"a.txt": CURIE.encode()})
+        await client.post(KB, json={"name": "kb"})
+        [task_id] = await parse(client, "kb", ["d1"])
+        await wait_task(client, task_id)
+        first = await client.delete(f"{KB}/kb")
+        assert first.status_code == 202
+        second = await client.delete(f"{KB}/kb")
+        assert second.status_code in (200, 404)  # 200 while deleting; 404 if it already finished
+        deadline = time.monotonic() + 30
+        while (await client.get(f"{KB}/kb")).status_code != 404:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        assert await state.vectors.count("kb") == 0
+        assert await state.graph.counts("kb") == (0, 0)
+        assert await state.index.count_chunks("kb") == 0
+        assert (await client.get(f"{DS}/d1/files")).json()["files"]  # raw files stay
+
+
+async def test_dataset_delete_is_409_while_its_parse_is_active(docdb: Client) -> None:
+    await upload(docdb, "d1", {"a.txt": CURIE.encode()})
+    await docdb.post(KB, json={"name": "kb"})
+    await docdb.app.state.tasks.stop()
+    [task_id] = await parse(docdb, "kb", ["d1"])
+    assert (await docdb.delete(f"{DS}/d1")).status_code == 409
+    assert (await docdb.delete(f"{KB}/kb/datasets/d1")).status_code == 409
+    again = await docdb.post(f"{KB}/kb/parse", json={"datasets": ["d1"], "force": True})
+    assert again.status_code == 409 and "active" in again.json()["message"]
+    await docdb.post(f"{TASKS}/{task_id}/cancel")
+    assert (await docdb.delete(f"{DS}/d1")).status_code == 200
+
+
+async def test_processing_config(docdb: Client) -> None:
+    data = (await docdb.get("/api/v1/docdb/files/processing/config")).json()["data"]
+    assert data["llm"] == {"model": "offline-extractive", "max_concurrent": 10, "timeout": 120.0}
+    assert data["embedding"]["batch_size"] == 2000 and data["embedding"]["dim"] == 1024
+    assert data["graph"] == {"chunk_size": 1024, "overlap": 50, "batch_size": 2000, "max_workers": 200}
+
+
+@pytest.mark.postgres
+async def test_parse_and_tasks_on_postgres(docdb_factory: Any, postgres_url: str) -> None:
+    async with docdb_factory(LORE__DOCDB__DATABASE__URL=postgres_url, **GRAPH) as client:
+        await upload(client, "d1", {"a.txt": CURIE.encode()})
+        await client.post(KB, json={"name": "kb"})
+        [task_id] = await parse(client, "kb", ["d1"])
+        assert (await wait_task(client, task_id))["status"] == "completed"
+        assert (await client.get(f"{KB}/kb")).json()["datasets"][0]["parsed"] is True
+        assert (await client.delete(f"{KB}/kb")).status_code == 202
