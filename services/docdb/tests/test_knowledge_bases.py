@@ -14,7 +14,8 @@ GRAPH = {"LORE__DOCDB__GRAPH_STORE__ENABLED": "true"}
 
 CURIE = (
     "Marie Curie was a physicist who worked at the University of Paris. "
-    "Marie Curie and Pierre Curie discovered polonium. The Nobel Prize was awarded to Marie Curie in 1911.\n\n"
+    "Marie Curie and Pierre Curie discovered polonium. "
+    "The Nobel Prize was awarded to Marie Curie in 1911.\n\n"
     "Albert Einstein visited the University of Paris and met Marie Curie."
 )
 LU_XUN = "鲁迅是中国现代文学的奠基人。鲁迅在北京大学任教，写了《狂人日记》。"
@@ -187,8 +188,9 @@ async def test_cancel_running_task_rolls_back_indexed_chunks_and_graph(docdb_fac
         state.graph.ensure = slow_ensure
         [task_id] = await parse(client, "kb", ["d1"])
         await asyncio.wait_for(reached_merge.wait(), 30)
-        # The chunks and points of this task exist now; the graph merge is about to start.
+        # The chunks, points and BM25 entries of this task exist now; the graph merge is about to start.
         assert await state.index.count_chunks("kb", task_id) > 0
+        assert any(c.startswith(f"{task_id}:") for c in (await state.bm25.get("kb")).chunk_ids)
         r = await client.post(f"{TASKS}/{task_id}/cancel")
         assert r.json()["data"]["status"] == "cancelling"
         release.set()
@@ -197,8 +199,8 @@ async def test_cancel_running_task_rolls_back_indexed_chunks_and_graph(docdb_fac
         assert await state.vectors.count("kb", "task_id", task_id) == 0
         assert await state.index.count_chunks("kb", task_id) == 0
         assert await state.graph.counts("kb", task_id) == (0, 0)
-        bm25 = await client.app.state.retrieval.bm25_index("kb") if hasattr(state, "retrieval") else None
-        assert bm25 is None or not any(c.startswith(task_id) for c in bm25.chunk_ids)
+        bm25 = await state.bm25.get("kb")
+        assert not any(c.startswith(f"{task_id}:") for c in bm25.chunk_ids)
 
 
 async def test_remove_dataset_purges_its_data_and_keeps_raw_files(docdb_factory: Any) -> None:

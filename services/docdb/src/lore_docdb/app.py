@@ -72,12 +72,13 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             await asyncio.to_thread(lambda: list(raw.sweep_temp_files()))
             task_store = TaskStore(stores.sql)
             index = IndexStore(stores.sql, settings.postgres_batch_size)
-            vectors, graph, bm25 = VectorIndex(stores.vector), GraphIndex(stores.graph), Bm25Cache()
+            vectors = VectorIndex(stores.vector, payload_indexes=cfg.vector_store.url is not None)
+            graph, bm25 = GraphIndex(stores.graph), Bm25Cache(index.chunks_of_kb)
             schemas = SchemaService(stores.sql)
             datasets = DatasetService(raw, task_store, stores.objects, cfg.max_upload_size)
             uploads = UploadService(datasets)
             pipeline = ParsePipeline(
-                settings, index, vectors, graph, providers.embedder, providers.llm, bm25.bump
+                settings, index, vectors, graph, providers.embedder, providers.llm, bm25
             )
             tasks = TaskService(task_store, index, pipeline, raw.root, settings)
             kbs = KnowledgeBaseService(

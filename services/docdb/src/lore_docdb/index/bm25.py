@@ -5,10 +5,11 @@ The index is derived from the chunk rows, cached per KB and rebuilt when the KB'
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from lore_common.providers.offline import STOPWORDS, has_cjk
@@ -55,34 +56,29 @@ class Bm25Index:
         return [(self.chunk_ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
 
 
-@dataclass
 class Bm25Cache:
-    """Latest index per KB, tagged with the KB's chunk version."""
+    """The latest index per KB, rebuilt from the chunk rows whenever the KB's chunks changed."""
 
-    versions: dict[str, int] = field(default_factory=dict)
-    indexes: dict[str, tuple[int, Bm25Index]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    def __init__(self, load_chunks: Callable[[str], Awaitable[list[tuple[str, str]]]]) -> None:
+        self.load_chunks = load_chunks
+        self.versions: dict[str, int] = {}
+        self.indexes: dict[str, tuple[int, Bm25Index]] = {}
+        self.lock = threading.Lock()
 
     def bump(self, kb: str) -> None:
+        """The KB's chunks changed; the next `get` rebuilds."""
         with self.lock:
             self.versions[kb] = self.versions.get(kb, 0) + 1
 
-    def get(self, kb: str) -> Bm25Index | None:
+    async def get(self, kb: str) -> Bm25Index:
         with self.lock:
+            version = self.versions.get(kb, 0)
             cached = self.indexes.get(kb)
-            if cached and cached[0] == self.versions.get(kb, 0):
-                return cached[1]
-        return None
-
-    def put(self, kb: str, version: int, index: Bm25Index) -> None:
+        if cached and cached[0] == version:
+            return cached[1]
+        rows = await self.load_chunks(kb)
+        index = await asyncio.to_thread(Bm25Index.build, [r[0] for r in rows], [r[1] for r in rows])
         with self.lock:
-            self.indexes[kb] = (version, index)
-
-    def version(self, kb: str) -> int:
-        with self.lock:
-            return self.versions.get(kb, 0)
-
-    def drop(self, kb: str) -> None:
-        with self.lock:
-            self.indexes.pop(kb, None)
-            self.versions[kb] = self.versions.get(kb, 0) + 1
+            if self.versions.get(kb, 0) == version:
+                self.indexes[kb] = (version, index)
+        return index

@@ -28,8 +28,10 @@ def point_id(chunk_id: str) -> str:
 
 
 class VectorIndex:
-    def __init__(self, client: AsyncQdrantClient) -> None:
+    def __init__(self, client: AsyncQdrantClient, payload_indexes: bool = True) -> None:
         self.client = client
+        # Qdrant local mode ignores payload indexes (and warns); a server uses them for purges by filter.
+        self.payload_indexes = payload_indexes
 
     async def ensure(self, kb: str, dim: int) -> None:
         """Create the KB's collection, or check that the existing one has the embedder's dimension."""
@@ -47,8 +49,9 @@ class VectorIndex:
         await self.client.create_collection(
             name, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE)
         )
-        for key in PAYLOAD_KEYS:
-            await self.client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
+        if self.payload_indexes:
+            for key in PAYLOAD_KEYS:
+                await self.client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
 
     async def upsert(
         self, kb: str, vectors: np.ndarray[Any, Any], payloads: Sequence[dict[str, Any]]

@@ -19,6 +19,7 @@ import structlog
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_common.providers.embedders import Embedder
 from lore_common.settings import Settings
+from lore_docdb.index.bm25 import Bm25Cache
 from lore_docdb.index.graph import GraphIndex, entity_id
 from lore_docdb.index.models import ChunkRow
 from lore_docdb.index.store import IndexStore
@@ -87,7 +88,7 @@ class ParsePipeline:
         graph: GraphIndex,
         embedder: Embedder,
         llm: ChatModel,
-        on_chunks_changed: Callable[[str], None],
+        bm25: Bm25Cache,
     ) -> None:
         self.settings = settings
         self.index = index
@@ -95,7 +96,7 @@ class ParsePipeline:
         self.graph = graph
         self.embedder = embedder
         self.llm = llm
-        self.on_chunks_changed = on_chunks_changed
+        self.bm25 = bm25
 
     async def run(self, ctx: ParseContext) -> list[dict[str, str]]:
         """Parse; returns the files that were skipped, with the reason."""
@@ -147,7 +148,8 @@ class ParsePipeline:
                 for c in chunks
             ]
         )
-        self.on_chunks_changed(task.kb_name)
+        self.bm25.bump(task.kb_name)
+        await self.bm25.get(task.kb_name)  # the BM25 index of the rerank mode now includes these chunks
 
         if task.mode == 0 and self.graph.enabled:
             await ctx.check("graph")
@@ -285,7 +287,7 @@ class ParsePipeline:
         await self.vectors.delete_where(task.kb_name, "task_id", task.task_id)
         await self.index.delete_chunks_of_task(task.task_id)
         await self.graph.forget_task(task.kb_name, task.task_id)
-        self.on_chunks_changed(task.kb_name)
+        self.bm25.bump(task.kb_name)
 
 
 def skipped_json(skipped: list[dict[str, str]]) -> str | None:
