@@ -77,9 +77,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             schemas = SchemaService(stores.sql)
             datasets = DatasetService(raw, task_store, stores.objects, cfg.max_upload_size)
             uploads = UploadService(datasets)
-            pipeline = ParsePipeline(
-                settings, index, vectors, graph, providers.embedder, providers.llm, bm25
-            )
+            pipeline = ParsePipeline(settings, index, vectors, graph, providers.embedder, providers.llm, bm25)
             tasks = TaskService(task_store, index, pipeline, raw.root, settings)
             kbs = KnowledgeBaseService(
                 index, vectors, graph, tasks, task_store, schemas, raw, data_dir / "kbs", bm25.bump

@@ -1,0 +1,167 @@
+"""Entity extraction through a real OpenAI-compatible model (the openai SDK), mocked with respx."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import httpx
+import respx
+
+DS = "/api/v1/docdb/files/raw-files/datasets"
+KB = "/api/v1/docdb/files/knowledge-bases"
+TASKS = "/api/v1/docdb/files/processing/tasks"
+LLM = "https://llm.example.test/v1"
+MODEL_ENV = {
+    "LORE__DOCDB__GRAPH_STORE__ENABLED": "true",
+    "LORE__DOCDB__LLM__PROVIDER": "openai",
+    "LORE__DOCDB__LLM__BASE_URL": LLM,
+    "LORE__DOCDB__LLM__API_KEY": "sk-test",
+    "LORE__DOCDB__LLM__MODEL": "gpt-4o-mini",
+    "LORE__DOCDB__LLM__RETRY_BACKOFF": "0.01",
+}
+TEXT = "Ada Lovelace wrote the first program for the Analytical Engine designed by Charles Babbage."
+
+
+def completion(content: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-9xYz",
+        "object": "chat.completion",
+        "created": 1732233600,
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 310, "completion_tokens": 120, "total_tokens": 430},
+    }
+
+
+EXTRACTION = {
+    "entities": [
+        {
+            "name": "Ada Lovelace",
+            "type": "客观实体",
+            "subtype": "人物",
+            "description": "Wrote the first program",
+        },
+        {
+            "name": "Charles Babbage",
+            "type": "客观实体",
+            "subtype": "人物",
+            "description": "Designed the engine",
+        },
+        {
+            "name": "Analytical Engine",
+            "type": "客观实体",
+            "subtype": "机器",
+            "description": "A mechanical computer",
+        },
+    ],
+    "relations": [
+        {"source": "Ada Lovelace", "target": "Analytical Engine", "description": "programmed", "weight": 8},
+        {"source": "Charles Babbage", "target": "Analytical Engine", "description": "designed", "weight": 9},
+        {
+            "source": "Ada Lovelace",
+            "target": "Somebody Unnamed",
+            "description": "not in the entity list",
+            "weight": 2,
+        },
+    ],
+}
+
+
+async def wait_done(client: Any, task_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        task = (await client.get(f"{TASKS}/{task_id}")).json()
+        if task["status"] in ("completed", "failed", "cancelled"):
+            return task
+        await asyncio.sleep(0.05)
+    raise AssertionError("task did not finish")
+
+
+async def start_parse(client: Any, schema: str | None = None) -> str:
+    await client.post(DS, json={"name": "history"})
+    await client.post(f"{DS}/history/files", files={"files": ("ada.txt", TEXT.encode())})
+    await client.post(KB, json={"name": "computing"})
+    body: dict[str, Any] = {"datasets": ["history"]}
+    if schema:
+        body["schema_name"] = schema
+    r = await client.post(f"{KB}/computing/parse", json=body)
+    return str(r.json()["data"]["tasks"][0]["task_id"])
+
+
+async def test_schema_is_injected_and_the_model_reply_builds_the_graph(docdb_factory: Any) -> None:
+    with respx.mock(assert_all_called=False) as mock:
+        mock.route(host="docdb.test").pass_through()
+        route = mock.post(f"{LLM}/chat/completions").mock(
+            return_value=httpx.Response(200, json=completion(json.dumps(EXTRACTION, ensure_ascii=False)))
+        )
+        async with docdb_factory(**MODEL_ENV) as client:
+            schema = {
+                "name": "pioneers",
+                "entities": [
+                    {"type": "客观实体", "subtype": "人物", "attributes": ["出生年份"]},
+                    {"type": "客观实体", "subtype": "机器"},
+                ],
+            }
+            assert (await client.post("/api/v1/docdb/schemas", json=schema)).status_code == 201
+            task_id = await start_parse(client, "pioneers")
+            # Deleting the schema after the parse started changes nothing for it.
+            assert (await client.delete("/api/v1/docdb/schemas/pioneers")).status_code == 200
+            task = await wait_done(client, task_id)
+            assert task["status"] == "completed", task
+            sent = json.loads(route.calls.last.request.content)
+            system = sent["messages"][0]["content"]
+            assert "客观实体 / 人物: 出生年份" in system and "客观实体 / 机器" in system
+            assert sent["messages"][1]["content"] == TEXT
+            assert sent["response_format"] == {"type": "json_object"}
+            graph = client.app.state.graph
+            top = {e["name"]: e for e in await graph.top_entities("computing", 10)}
+            assert set(top) == {"Ada Lovelace", "Charles Babbage", "Analytical Engine"}
+            assert top["Analytical Engine"]["degree"] == 2
+            relations = await graph.sample_relations("computing", 10)
+            pairs = {frozenset((r["source"], r["target"])): r for r in relations}
+            # The relation to an entity the model never listed is dropped.
+            assert set(pairs) == {
+                frozenset(("Ada Lovelace", "Analytical Engine")),
+                frozenset(("Charles Babbage", "Analytical Engine")),
+            }
+            assert pairs[frozenset(("Charles Babbage", "Analytical Engine"))]["weight"] == 9
+
+
+async def test_malformed_reply_is_retried_then_the_task_fails_readably(docdb_factory: Any) -> None:
+    with respx.mock(assert_all_called=False) as mock:
+        mock.route(host="docdb.test").pass_through()
+        route = mock.post(f"{LLM}/chat/completions").mock(
+            return_value=httpx.Response(200, json=completion("Sure! Here are the entities: Ada, Charles."))
+        )
+        async with docdb_factory(**MODEL_ENV) as client:
+            task = await wait_done(client, await start_parse(client))
+            assert task["status"] == "failed"
+            assert "openai:gpt-4o-mini" in task["error"] and "malformed" in task["error"]
+            assert route.call_count == 3
+            state = client.app.state
+            assert await state.vectors.count("computing") == 0  # rolled back
+            assert await state.index.count_chunks("computing") == 0
+
+
+async def test_malformed_then_valid_reply_completes(docdb_factory: Any) -> None:
+    with respx.mock(assert_all_called=False) as mock:
+        mock.route(host="docdb.test").pass_through()
+        mock.post(f"{LLM}/chat/completions").mock(
+            side_effect=[
+                httpx.Response(200, json=completion('{"entities": [{"name": "Ada Lovelace"')),
+                httpx.Response(200, json=completion(json.dumps(EXTRACTION))),
+            ]
+        )
+        async with docdb_factory(**MODEL_ENV) as client:
+            task = await wait_done(client, await start_parse(client))
+            assert task["status"] == "completed", task
