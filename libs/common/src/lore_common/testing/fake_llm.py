@@ -5,7 +5,8 @@
 Serves `POST /v1/chat/completions` (plain and `stream: true`), `POST /v1/embeddings` (deterministic
 hashing vectors of `--embedding-dim`, or the request's `dimensions`), `GET /v1/models`, plus:
 - `POST /_script {"replies": [...]}`: replies returned in order to the next chat calls (then the responder);
-- `GET /_stats`: calls, peak and time-averaged requests in flight; `POST /_reset` clears both.
+- `GET /_stats`: calls, peak and time-averaged requests in flight; `POST /_reset` clears both;
+- `POST /_latency {"ms": L}`: change the latency of later calls.
 
 A responder is `def respond(body: dict) -> str` (the assistant text) imported from `--responder`; the
 default one answers deterministically from the last user message (JSON `{}` when JSON was asked for).
@@ -110,7 +111,7 @@ def create_fake_llm_app(
     respond = responder or default_responder
     scripted: deque[str] = deque()
     stats = Stats()
-    delay = latency_ms / 1000.0
+    latency = {"s": latency_ms / 1000.0}
 
     def completion(body: dict[str, Any], content: str) -> dict[str, Any]:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
@@ -139,8 +140,8 @@ def create_fake_llm_app(
         body = msgspec.json.decode(await request.body())
         stats.enter()
         try:
-            if delay:
-                await asyncio.sleep(delay)
+            if latency["s"]:
+                await asyncio.sleep(latency["s"])
             content = scripted.popleft() if scripted else respond(body)
         finally:
             stats.leave()
@@ -171,8 +172,8 @@ def create_fake_llm_app(
         inputs = body.get("input", [])
         texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
         dim = int(body.get("dimensions") or embedding_dim)
-        if delay:
-            await asyncio.sleep(delay)
+        if latency["s"]:
+            await asyncio.sleep(latency["s"])
         return {
             "object": "list",
             "data": [
@@ -192,6 +193,11 @@ def create_fake_llm_app(
         scripted.extend(str(r) for r in data.get("replies", []))
         return {"queued": len(scripted)}
 
+    @post("/_latency", status_code=200)
+    async def set_latency(data: dict[str, Any]) -> dict[str, float]:
+        latency["s"] = float(data.get("ms", 0)) / 1000.0
+        return {"latency_ms": latency["s"] * 1000}
+
     @get("/_stats")
     async def get_stats() -> dict[str, Any]:
         return stats.snapshot()
@@ -207,7 +213,8 @@ def create_fake_llm_app(
         return Response({"status": "ok"})
 
     return Litestar(
-        route_handlers=[chat, embeddings, models, script, get_stats, reset, health], openapi_config=None
+        route_handlers=[chat, embeddings, models, script, set_latency, get_stats, reset, health],
+        openapi_config=None,
     )
 
 
