@@ -175,11 +175,12 @@ def main() -> None:
         "goal_llm_busy_ratio": 0.8,
         "goal_peak_rss_mb": 1024,
     }
+    top_names = [e["name"] for e in overview["top_entities"]]
     print(
         f"parsed {args.docs} documents ({figures['corpus_mb']} MB, {chunks} chunks) in {elapsed:.1f} s: "
         f"{figures['documents_per_s']} docs/s, {figures['chunks_per_s']} chunks/s; model busy "
         f"{busy:.2f} of {args.max_concurrent} slots (goal >= 0.8); "
-        f"peak RSS {figures['docdb_peak_rss_mb']} MB (goal < 1024); top entities: {[e['name'] for e in overview['top_entities']]}"
+        f"peak RSS {figures['docdb_peak_rss_mb']} MB (goal < 1024); top entities: {top_names}"
     )
     print(json.dumps(figures))
 
