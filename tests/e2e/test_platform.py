@@ -72,7 +72,9 @@ def test_health_reports_every_service_and_its_stores(lore: Lore) -> None:
 
 
 def test_unbuilt_contract_routes_say_so_with_501(lore: Lore) -> None:
-    r = httpx.get(f"{lore.url}/api/v1/docdb/files/knowledge-bases", timeout=10)
+    r = httpx.post(
+        f"{lore.url}/api/v1/docdb/chat", json={"query": "q", "kb_id": "k", "user_id": "u"}, timeout=10
+    )
     assert r.status_code == 501
     assert r.json()["success"] is False and "not built yet" in r.json()["message"]
     r = httpx.post(f"{lore.url}/api/v1/mem/vg/search", json={"query": "x", "user_id": "u"}, timeout=10)

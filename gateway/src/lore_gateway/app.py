@@ -142,6 +142,7 @@ class Gateway:
             exception_handlers=exception_handlers("detail"),
             on_shutdown=[gateway.proxy.close],
             openapi_config=None,
+            logging_config=None,
         )
 
 

@@ -36,6 +36,8 @@ def configure_logging(config: LoggingConfig | None = None, service: str = "lore"
     if not isinstance(level, int):
         level = logging.INFO
     use_json = config.format == "json" or (config.format == "auto" and not sys.stderr.isatty())
+    # Libraries log through the standard library: their warnings and errors reach stderr too.
+    logging.basicConfig(level=max(level, logging.WARNING), format="%(levelname)s %(name)s: %(message)s")
     renderer: Any = structlog.processors.JSONRenderer() if use_json else structlog.dev.ConsoleRenderer()
     structlog.configure(
         processors=[

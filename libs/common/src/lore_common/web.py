@@ -131,6 +131,8 @@ def create_service_app(
             render_plugins=[ScalarRenderPlugin()],
         ),
         debug=False,
+        # structlog owns our log lines; Litestar's own stdlib handler would double them.
+        logging_config=None,
     )
     app = Litestar.from_config(config)
     for key, value in (state or {}).items():
