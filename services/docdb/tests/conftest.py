@@ -29,7 +29,13 @@ ClientFactory = Callable[..., AbstractAsyncContextManager[AppClient]]
 
 
 @pytest.fixture
-def docdb_factory(tmp_path: Path) -> ClientFactory:
+def db_env() -> dict[str, str]:
+    """Extra settings naming the relational store; a test module overrides it to run on PostgreSQL."""
+    return {}
+
+
+@pytest.fixture
+def docdb_factory(tmp_path: Path, db_env: dict[str, str]) -> ClientFactory:
     """Builds a docdb app on this test's data dir (the same dir each call, so a 'restart' keeps data)."""
 
     @asynccontextmanager
@@ -39,6 +45,7 @@ def docdb_factory(tmp_path: Path) -> ClientFactory:
             "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
             "LORE__DOCDB__GRAPH_STORE__ENABLED": "false",
             "LORE__DOCDB__TASK_HEARTBEAT_INTERVAL": "0.2",
+            **db_env,
             **env,
         }
         app = create_app(load_settings(tmp_path / "config", environ=environ))

@@ -21,6 +21,14 @@ CURIE = (
 LU_XUN = "鲁迅是中国现代文学的奠基人。鲁迅在北京大学任教，写了《狂人日记》。"
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """Every test of this module runs on SQLite and on PostgreSQL."""
+    if request.param == "sqlite":
+        return {}
+    return {"LORE__DOCDB__DATABASE__URL": request.getfixturevalue("postgres_url")}
+
+
 async def upload(client: Client, dataset: str, files: dict[str, bytes]) -> None:
     await client.post(DS, json={"name": dataset})
     for name, body in files.items():
@@ -274,14 +282,3 @@ async def test_processing_config(docdb: Client) -> None:
     assert data["llm"] == {"model": "offline-extractive", "max_concurrent": 10, "timeout": 120.0}
     assert data["embedding"]["batch_size"] == 2000 and data["embedding"]["dim"] == 1024
     assert data["graph"] == {"chunk_size": 1024, "overlap": 50, "batch_size": 2000, "max_workers": 200}
-
-
-@pytest.mark.postgres
-async def test_parse_and_tasks_on_postgres(docdb_factory: Any, postgres_url: str) -> None:
-    async with docdb_factory(LORE__DOCDB__DATABASE__URL=postgres_url, **GRAPH) as client:
-        await upload(client, "d1", {"a.txt": CURIE.encode()})
-        await client.post(KB, json={"name": "kb"})
-        [task_id] = await parse(client, "kb", ["d1"])
-        assert (await wait_task(client, task_id))["status"] == "completed"
-        assert (await client.get(f"{KB}/kb")).json()["datasets"][0]["parsed"] is True
-        assert (await client.delete(f"{KB}/kb")).status_code == 202

@@ -6,7 +6,7 @@ import asyncio
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,29 +28,31 @@ async def _postgres_available() -> bool:
 
 
 @pytest.fixture
-async def postgres_url() -> AsyncIterator[str]:
-    """A fresh, empty PostgreSQL database for one test (`postgresql+asyncpg://…`), dropped afterwards."""
-    import asyncpg
+def postgres_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test (`postgresql+asyncpg://…`), dropped afterwards.
 
-    if not await _postgres_available():
+    Synchronous on purpose, so parametrised fixtures can ask for it with `request.getfixturevalue`."""
+    if not asyncio.run(_postgres_available()):
         if os.environ.get("CI"):
             pytest.fail(f"PostgreSQL is not reachable at {POSTGRES_ADMIN_URL}, and CI requires it")
         pytest.skip(f"PostgreSQL is not reachable at {POSTGRES_ADMIN_URL}")
     name = f"lore_test_{uuid.uuid4().hex[:12]}"
-    admin = await asyncpg.connect(POSTGRES_ADMIN_URL)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
+    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
     base = POSTGRES_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1)
     try:
         yield f"{base}/{name}"
     finally:
-        admin = await asyncpg.connect(POSTGRES_ADMIN_URL)
-        try:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await admin.close()
+        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+async def _admin(statement: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(POSTGRES_ADMIN_URL)
+    try:
+        await connection.execute(statement)
+    finally:
+        await connection.close()
 
 
 @pytest.fixture(scope="session")
