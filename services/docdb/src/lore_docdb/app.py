@@ -16,6 +16,9 @@ from lore_common.settings import Settings, load_settings
 from lore_common.stores import open_stores
 from lore_common.tasks import periodic
 from lore_common.web import PlannedRoute, create_service_app
+from lore_docdb.chat.retrieval import Retriever
+from lore_docdb.chat.routes import ChatController
+from lore_docdb.chat.service import ChatService
 from lore_docdb.config.routes import ConfigController
 from lore_docdb.config.service import ConfigService
 from lore_docdb.datasets.routes import DatasetController
@@ -40,10 +43,7 @@ from lore_docdb.uploads.service import UploadService
 PREFIX = "/api/v1/docdb"
 MULTIPART_OVERHEAD = 1024 * 1024
 
-PLANNED = [
-    PlannedRoute(("POST",), f"{PREFIX}/chat", "chat"),
-    PlannedRoute(("POST",), f"{PREFIX}/retrieve", "retrieval"),
-]
+PLANNED: list[PlannedRoute] = []
 
 
 def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
@@ -82,7 +82,25 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             kbs = KnowledgeBaseService(
                 index, vectors, graph, tasks, task_store, schemas, raw, data_dir / "kbs", bm25.bump
             )
+            retriever = Retriever(
+                vectors,
+                graph,
+                bm25,
+                index,
+                providers.embedder,
+                providers.reranker,
+                cfg.query_defaults,
+                cfg.search_params,
+            )
+            chat = ChatService(
+                retriever,
+                providers.llm,
+                index,
+                stores.objects,
+                lambda: config_service.settings.docdb.query_defaults,
+            )
             app.state.update(
+                chat=chat,
                 stores=stores,
                 providers=providers,
                 datasets=datasets,
@@ -117,6 +135,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             SchemaController,
             KnowledgeBaseController,
             TaskController,
+            ChatController,
         ],
         planned=PLANNED,
         error_style="envelope",

@@ -15,6 +15,7 @@ from typing import Any
 from lore_common.stores.graph import GraphStore
 
 MAX_DESCRIPTION = 2000
+MAX_MATCHED_ENTITIES = 50
 
 _MERGE_NODES = """
 UNWIND $rows AS row
@@ -175,3 +176,24 @@ class GraphIndex:
             {"source": r[0], "target": r[1], "description": (r[2] or "")[:300], "weight": float(r[3])}
             for r in result.result_set
         ]
+
+    async def chunks_for_terms(self, kb: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
+        """Chunks that mention entities named by the terms (1 point each) or the relations of those
+        entities to their 1-hop neighbours (0.5 each), best first."""
+        if not terms or not await self.exists(kb):
+            return []
+        result = await self._graph(kb).query(
+            "UNWIND $terms AS t MATCH (n:Entity) WHERE toLower(n.name) CONTAINS t "
+            "WITH DISTINCT n LIMIT $nodes "
+            "OPTIONAL MATCH (n)-[r:RELATED]-() "
+            "RETURN n.chunk_ids, collect(r.chunk_ids)",
+            {"terms": list(terms), "nodes": MAX_MATCHED_ENTITIES},
+        )
+        scores: dict[str, float] = {}
+        for own, related in result.result_set:
+            for chunk_id in own or []:
+                scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0
+            for chunk_ids in related or []:
+                for chunk_id in chunk_ids or []:
+                    scores[chunk_id] = scores.get(chunk_id, 0.0) + 0.5
+        return sorted(scores.items(), key=lambda pair: -pair[1])[:limit]

@@ -1,0 +1,180 @@
+"""Retrievers over one KB — vector (Qdrant), knowledge graph (FalkorDB), BM25 — and their fusion."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lore_common.providers.embedders import Embedder
+from lore_common.providers.offline import keywords
+from lore_common.providers.rerank import HTTPReranker
+from lore_common.settings import QueryDefaults, SearchParams
+from lore_docdb.index.bm25 import Bm25Cache
+from lore_docdb.index.graph import GraphIndex
+from lore_docdb.index.store import IndexStore
+from lore_docdb.index.vectors import VectorIndex
+
+RRF_K = 60
+
+
+@dataclass
+class Hit:
+    chunk_id: str
+    score: float
+    text: str = ""
+    dataset: str = ""
+    file: str = ""
+
+
+@dataclass
+class Trace:
+    """What a retrieval did, for `query_info`: candidates per retriever and time per stage."""
+
+    candidates: dict[str, int] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    model_calls: int = 0
+
+    def time(self, stage: str, started: float) -> None:
+        self.timings_ms[stage] = round(
+            self.timings_ms.get(stage, 0.0) + (time.perf_counter() - started) * 1000, 2
+        )
+
+
+def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: score(d) = Σ 1 / (k + rank), ranks from 1; ties keep first-seen order."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+class Retriever:
+    def __init__(
+        self,
+        vectors: VectorIndex,
+        graph: GraphIndex,
+        bm25: Bm25Cache,
+        index: IndexStore,
+        embedder: Embedder,
+        reranker: HTTPReranker | None,
+        defaults: QueryDefaults,
+        search: SearchParams,
+    ) -> None:
+        self.vectors = vectors
+        self.graph = graph
+        self.bm25 = bm25
+        self.index = index
+        self.embedder = embedder
+        self.reranker = reranker
+        self.defaults = defaults
+        self.search = search
+
+    async def vector(self, kb: str, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
+        started = time.perf_counter()
+        vector = await self.embedder.embed_query(query)
+        points = await self.vectors.search(kb, vector, top_k, threshold, top_k * self.search.ef_multiplier)
+        hits = [
+            Hit(
+                chunk_id=str(p.payload["chunk_id"]),
+                score=float(p.score),
+                text=str(p.payload.get("text", "")),
+                dataset=str(p.payload.get("dataset", "")),
+                file=str(p.payload.get("file", "")),
+            )
+            for p in points
+            if p.payload
+        ]
+        trace.candidates["vector"] = trace.candidates.get("vector", 0) + len(hits)
+        trace.time("vector_ms", started)
+        return hits
+
+    async def graph_chunks(self, kb: str, query: str, limit: int, trace: Trace) -> list[tuple[str, float]]:
+        """Chunks of the entities the query names, and of their 1-hop neighbours, by occurrence."""
+        started = time.perf_counter()
+        terms = sorted({t for t in keywords(query) if len(t) > 1})[:32]
+        scored = await self.graph.chunks_for_terms(kb, terms, limit) if terms and self.graph.enabled else []
+        trace.candidates["graph"] = trace.candidates.get("graph", 0) + len(scored)
+        trace.time("graph_ms", started)
+        return scored
+
+    async def bm25_hits(self, kb: str, query: str, k: int, trace: Trace) -> list[tuple[str, float]]:
+        started = time.perf_counter()
+        index = await self.bm25.get(kb)
+        hits = await asyncio.to_thread(index.search, query, k)
+        trace.candidates["bm25"] = trace.candidates.get("bm25", 0) + len(hits)
+        trace.time("bm25_ms", started)
+        return hits
+
+    async def fill(self, hits: dict[str, Hit]) -> None:
+        """Load text and source of hits that only carry an id (graph and BM25 candidates)."""
+        missing = [cid for cid, hit in hits.items() if not hit.text]
+        for row in await self.index.get_chunks(missing):
+            hit = hits[row.chunk_id]
+            hit.text, hit.dataset, hit.file = row.text, row.dataset, row.file
+
+    async def naive(self, kb: str, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
+        """Vector and graph in parallel; score = similarity_weight·cosine + occur_weight·occurrence share."""
+        vector_hits, graph_hits = await asyncio.gather(
+            self.vector(kb, query, top_k, threshold, trace), self.graph_chunks(kb, query, top_k, trace)
+        )
+        merged: dict[str, Hit] = {}
+        for hit in vector_hits:
+            merged[hit.chunk_id] = Hit(
+                hit.chunk_id, self.defaults.similarity_weight * hit.score, hit.text, hit.dataset, hit.file
+            )
+        top_occurrence = max((score for _, score in graph_hits), default=0.0) or 1.0
+        for chunk_id, occurrence in graph_hits:
+            bonus = self.defaults.occur_weight * occurrence / top_occurrence
+            if chunk_id in merged:
+                merged[chunk_id].score += bonus
+            else:
+                merged[chunk_id] = Hit(chunk_id, bonus)
+        await self.fill(merged)
+        return sorted((h for h in merged.values() if h.text), key=lambda h: -h.score)
+
+    async def fused(self, kb: str, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
+        """BM25 + vector by RRF (no model call)."""
+        vector_hits, bm25 = await asyncio.gather(
+            self.vector(kb, query, top_k, threshold, trace), self.bm25_hits(kb, query, top_k, trace)
+        )
+        hits = {h.chunk_id: h for h in vector_hits}
+        fused = rrf([[h.chunk_id for h in vector_hits], [cid for cid, _ in bm25]])
+        ordered = {cid: hits.get(cid) or Hit(cid, 0.0) for cid, _ in fused}
+        for cid, score in fused:
+            ordered[cid].score = score
+        await self.fill(ordered)
+        return [h for h in ordered.values() if h.text]
+
+    async def rerank(self, kb: str, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
+        """RRF candidates, then the cross-encoder when `reranker_url` is set (RRF order otherwise)."""
+        candidates = await self.fused(kb, query, top_k, threshold, trace)
+        if self.reranker is None or not candidates:
+            return candidates
+        started = time.perf_counter()
+        scores = await self.reranker.scores(query, [h.text for h in candidates])
+        trace.time("rerank_ms", started)
+        for hit, score in zip(candidates, scores, strict=True):
+            hit.score = float(score)
+        return sorted(candidates, key=lambda h: -h.score)
+
+
+def dedupe(ranked_lists: Sequence[Sequence[Hit]]) -> list[Hit]:
+    """RRF over several ranked lists of hits, duplicates merged."""
+    by_id: dict[str, Hit] = {}
+    for hits in ranked_lists:
+        for hit in hits:
+            by_id.setdefault(hit.chunk_id, hit)
+    fused = rrf([[h.chunk_id for h in hits] for hits in ranked_lists])
+    result = []
+    for chunk_id, score in fused:
+        hit = by_id[chunk_id]
+        result.append(Hit(hit.chunk_id, score, hit.text, hit.dataset, hit.file))
+    return result
+
+
+def as_payload(hits: Sequence[Hit]) -> list[dict[str, Any]]:
+    return [{"chunk_id": h.chunk_id, "score": h.score} for h in hits]

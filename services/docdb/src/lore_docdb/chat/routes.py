@@ -1,0 +1,68 @@
+"""Routes of contract 4.2 (chat) and the retrieval API beyond it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Controller, Request, post
+from litestar.params import JSONBody
+
+from lore_common.errors import BadRequest, NotFound
+from lore_common.logging import current_request_id
+from lore_docdb.chat.models import ChatRequestBody, ChatResponse, RetrieveRequest
+from lore_docdb.chat.service import ChatService
+
+
+def chat_of(request: Request[Any, Any, Any]) -> ChatService:
+    service: ChatService = request.app.state.chat
+    return service
+
+
+class ChatController(Controller):
+    path = "/api/v1/docdb"
+    tags = ["chat"]
+
+    @post(
+        "/chat",
+        status_code=200,
+        summary="Ask a knowledge base; always HTTP 200, the outcome is in `success` and `code`",
+        description=(
+            "Body: `{query, kb_id, user_id, query_mode (naive|rerank|rewriter|multihop|direct), max_results, "
+            "top_k}`. Answers cite passages as [n]; `citations[]` maps each n to its file."
+        ),
+    )
+    async def chat(self, request: Request[Any, Any, Any]) -> ChatResponse:
+        request_id = current_request_id(request.scope)
+        raw = await request.body()
+        try:
+            body = msgspec.json.decode(raw or b"{}", type=ChatRequestBody)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            return ChatResponse(
+                False, 400, f"the body must be a JSON object: {exc}", None, [], 0, None, {}, request_id
+            )
+        return await chat_of(request).chat(body, request_id)
+
+    @post(
+        "/retrieve",
+        status_code=200,
+        summary="Retrieval only (no model call): the chunks chat would use, for your own model",
+        description="Body: `{kb_id, query, mode (naive|rerank), top_k, max_results, threshold}`.",
+    )
+    async def retrieve(
+        self, request: Request[Any, Any, Any], data: JSONBody[RetrieveRequest]
+    ) -> dict[str, Any]:
+        service = chat_of(request)
+        if await service.index.get_kb(data.kb_id) is None:
+            raise NotFound(f"knowledge base {data.kb_id!r} does not exist")
+        if not data.query.strip():
+            raise BadRequest("query is empty")
+        items, info = await service.retrieve(
+            data.kb_id, data.query, data.mode, data.top_k, max(1, data.max_results), data.threshold
+        )
+        return {
+            "success": True,
+            "data": msgspec.to_builtins(items),
+            "total_count": len(items),
+            "query_info": info,
+        }
