@@ -28,10 +28,10 @@ def point_id(chunk_id: str) -> str:
 
 
 class VectorIndex:
-    def __init__(self, client: AsyncQdrantClient, payload_indexes: bool = True) -> None:
+    def __init__(self, client: AsyncQdrantClient, server: bool = True) -> None:
         self.client = client
-        # Qdrant local mode ignores payload indexes (and warns); a server uses them for purges by filter.
-        self.payload_indexes = payload_indexes
+        # Qdrant local mode ignores payload indexes and search params (and warns); a server uses both.
+        self.payload_indexes = server
 
     async def ensure(self, kb: str, dim: int) -> None:
         """Create the KB's collection, or check that the existing one has the embedder's dimension."""
@@ -102,7 +102,8 @@ class VectorIndex:
             query=query.tolist(),
             limit=top_k,
             score_threshold=threshold if threshold > 0 else None,
-            search_params=models.SearchParams(hnsw_ef=hnsw_ef),
+            # Qdrant local mode searches exactly and ignores (with a warning) any search params.
+            search_params=models.SearchParams(hnsw_ef=hnsw_ef) if self.payload_indexes else None,
             with_payload=True,
         )
         return list(result.points)
