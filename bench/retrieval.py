@@ -1,0 +1,124 @@
+"""Retrieval quality on BEIR SciFact: the 5,183 abstracts uploaded as files to a real docdb, parsed in
+mode 1 with the local embedding model, then every test query through `/retrieve` in `naive` and
+`rerank` modes. Prints nDCG@10 and recall@100 of each. Anchor: BEIR's published BM25 nDCG@10 on
+SciFact is 0.665; goal: rerank >= 0.68.
+
+    uv run python bench/retrieval.py [--limit-docs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import httpx
+
+from lore_common.testing.processes import ServerProcess, free_port
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
+DS = "/api/v1/docdb/files/raw-files/datasets"
+KB = "/api/v1/docdb/files/knowledge-bases"
+ANCHOR = 0.665
+
+
+def ndcg10(ranked: list[str], relevant: dict[str, int]) -> float:
+    dcg = sum(relevant.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
+    ideal = sorted(relevant.values(), reverse=True)[:10]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--limit-docs", type=int, default=None)
+    parser.add_argument("--embedding-model", default=None)
+    args = parser.parse_args()
+    corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    corpus = corpus[: args.limit_docs] if args.limit_docs else corpus
+    qrels: dict[str, dict[str, int]] = defaultdict(dict)
+    for row in (DATA / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        qid, did, score = row.split("\t")
+        qrels[qid][did] = int(score)
+    queries = {
+        q["_id"]: q["text"]
+        for q in map(json.loads, (DATA / "queries.jsonl").read_text(encoding="utf-8").splitlines())
+        if q["_id"] in qrels
+    }
+    work = Path(tempfile.mkdtemp(prefix="lore-bench-retrieval-"))
+    port = free_port()
+    env = {
+        "LORE_CONFIG_DIR": str(work / "config"),
+        "LORE__LOGGING__LEVEL": "WARNING",
+        "LORE__DOCDB__SERVER__PORT": str(port),
+        "LORE__DOCDB__SERVER__DATA_DIR": str(work / "docdb"),
+        "LORE__DOCDB__GRAPH_STORE__ENABLED": "false",
+    }
+    if args.embedding_model:
+        env["LORE__DOCDB__EMBEDDING_API__MODEL"] = args.embedding_model
+    docdb = ServerProcess([sys.executable, "-m", "lore_docdb"], env=env, log_path=work / "docdb.log")
+    figures: dict[str, float] = {}
+    try:
+        docdb.wait_healthy(f"http://127.0.0.1:{port}/health", timeout=120)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
+            client.post(DS, json={"name": "scifact"})
+            for start in range(0, len(corpus), 250):
+                files = [
+                    ("files", (f"{d['_id']}.txt", f"{d.get('title', '')}\n\n{d['text']}".encode()))
+                    for d in corpus[start : start + 250]
+                ]
+                client.post(f"{DS}/scifact/files", files=files).raise_for_status()
+            client.post(KB, json={"name": "scifact"})
+            started = time.perf_counter()
+            reply = client.post(f"{KB}/scifact/parse", json={"datasets": ["scifact"], "mode": 1}).json()
+            task_id = reply["data"]["tasks"][0]["task_id"]
+            while (task := client.get(f"/api/v1/docdb/files/processing/tasks/{task_id}").json())[
+                "status"
+            ] not in (
+                "completed",
+                "failed",
+            ):
+                time.sleep(1)
+            if task["status"] != "completed":
+                raise SystemExit(f"parse failed: {task}")
+            figures["parse_seconds"] = round(time.perf_counter() - started, 1)
+            print(f"parsed {len(corpus)} abstracts in {figures['parse_seconds']} s", flush=True)
+            for mode in ("naive", "rerank"):
+                ndcgs, recalls, latencies = [], [], []
+                for qid, text in queries.items():
+                    started = time.perf_counter()
+                    body = {"kb_id": "scifact", "query": text, "mode": mode, "top_k": 100, "max_results": 100}
+                    data = client.post("/api/v1/docdb/retrieve", json=body).json()["data"]
+                    latencies.append(time.perf_counter() - started)
+                    ranked = list(dict.fromkeys(item["kb_name"].removesuffix(".txt") for item in data))
+                    ndcgs.append(ndcg10(ranked, qrels[qid]))
+                    recalls.append(len(set(ranked[:100]) & set(qrels[qid])) / len(qrels[qid]))
+                figures[f"{mode}_ndcg10"] = round(sum(ndcgs) / len(ndcgs), 4)
+                figures[f"{mode}_recall100"] = round(sum(recalls) / len(recalls), 4)
+                latencies.sort()
+                figures[f"{mode}_p50_ms"] = round(latencies[len(latencies) // 2] * 1000, 1)
+                print(
+                    f"{mode:7s} nDCG@10 {figures[f'{mode}_ndcg10']:.4f}  "
+                    f"recall@100 {figures[f'{mode}_recall100']:.4f}  p50 {figures[f'{mode}_p50_ms']} ms",
+                    flush=True,
+                )
+    finally:
+        docdb.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    figures["documents"] = len(corpus)
+    figures["queries"] = len(queries)
+    figures["bm25_anchor_ndcg10"] = ANCHOR
+    figures["rerank_vs_anchor_ratio"] = round(figures["rerank_ndcg10"] / ANCHOR, 4)
+    figures["goal_rerank_ndcg10"] = 0.68
+    print(f"rerank nDCG@10 {figures['rerank_ndcg10']} vs BM25 anchor {ANCHOR} (goal >= 0.68)")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
