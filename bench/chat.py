@@ -1,0 +1,154 @@
+"""Chat latency: a 10,000-chunk KB (mode 1, local embedder), 32 concurrent clients, the fake model
+server answering at 0 ms. Prints p50/p95 of `naive` and `rerank` chat measured server-side
+(`query_info.timings_ms.total_ms`) and client-side. Goal: server-side p50 < 50 ms.
+
+    uv run python bench/chat.py [--chunks 10000] [--clients 32] [--requests 640]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from lore_common.testing.processes import ServerProcess, free_port
+
+DS = "/api/v1/docdb/files/raw-files/datasets"
+KB = "/api/v1/docdb/files/knowledge-bases"
+TOPICS = [
+    "protein folding",
+    "quantum error correction",
+    "coral reef bleaching",
+    "battery cathodes",
+    "jet streams",
+    "graph neural networks",
+    "antibiotic resistance",
+    "exoplanet atmospheres",
+    "soil microbiomes",
+    "RNA splicing",
+]
+VERBS = ["improves", "reduces", "explains", "predicts", "depends on", "limits", "accelerates", "stabilises"]
+
+
+def paragraph(rng: random.Random, i: int) -> str:
+    a, b = rng.sample(TOPICS, 2)
+    return (
+        f"Finding {i}: research on {a} {rng.choice(VERBS)} our understanding of {b}, "
+        f"according to experiment {rng.randint(1, 99999)} reported in volume {rng.randint(1, 300)}."
+    )
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def load(
+    base: str, mode: str, clients: int, total: int, rng: random.Random
+) -> tuple[list[float], list[float]]:
+    server, client_side = [], []
+    remaining = total
+    async with httpx.AsyncClient(
+        base_url=base, timeout=60, limits=httpx.Limits(max_connections=clients)
+    ) as http:
+
+        async def worker() -> None:
+            nonlocal remaining
+            while remaining > 0:
+                remaining -= 1
+                question = f"What {rng.choice(VERBS)} {rng.choice(TOPICS)}?"
+                started = time.perf_counter()
+                body = {
+                    "query": question,
+                    "kb_id": "bench",
+                    "user_id": "u",
+                    "query_mode": mode,
+                    "max_results": 5,
+                }
+                reply = (await http.post("/api/v1/docdb/chat", json=body)).json()
+                client_side.append((time.perf_counter() - started) * 1000)
+                if reply["code"] != 200:
+                    raise RuntimeError(reply)
+                server.append(reply["query_info"]["timings_ms"]["total_ms"])
+
+        await asyncio.gather(*(worker() for _ in range(clients)))
+    return server, client_side
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--chunks", type=int, default=10_000)
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--requests", type=int, default=640)
+    args = parser.parse_args()
+    rng = random.Random(3)
+    work = Path(tempfile.mkdtemp(prefix="lore-bench-chat-"))
+    llm_port, port = free_port(), free_port()
+    llm = ServerProcess(
+        [sys.executable, "-m", "lore_common.testing.fake_llm", "--port", str(llm_port)],
+        log_path=work / "llm.log",
+    )
+    env = {
+        "LORE_CONFIG_DIR": str(work / "config"),
+        "LORE__LOGGING__LEVEL": "WARNING",
+        "LORE__DOCDB__SERVER__PORT": str(port),
+        "LORE__DOCDB__SERVER__DATA_DIR": str(work / "docdb"),
+        "LORE__DOCDB__GRAPH_STORE__ENABLED": "false",
+        "LORE__DOCDB__LLM__PROVIDER": "openai",
+        "LORE__DOCDB__LLM__BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
+        "LORE__DOCDB__LLM__MAX_CONCURRENT_REQUESTS": str(args.clients),
+    }
+    docdb = ServerProcess([sys.executable, "-m", "lore_docdb"], env=env, log_path=work / "docdb.log")
+    figures: dict[str, float] = {}
+    try:
+        llm.wait_healthy(f"http://127.0.0.1:{llm_port}/health")
+        docdb.wait_healthy(f"http://127.0.0.1:{port}/health", timeout=120)
+        base = f"http://127.0.0.1:{port}"
+        with httpx.Client(base_url=base, timeout=600) as client:
+            client.post(DS, json={"name": "notes"})
+            for start in range(0, args.chunks, 500):
+                files = [
+                    ("files", (f"n{i:05d}.txt", paragraph(rng, i).encode()))
+                    for i in range(start, min(args.chunks, start + 500))
+                ]
+                client.post(f"{DS}/notes/files", files=files).raise_for_status()
+            client.post(KB, json={"name": "bench"})
+            reply = client.post(f"{KB}/bench/parse", json={"datasets": ["notes"], "mode": 1}).json()
+            task_id = reply["data"]["tasks"][0]["task_id"]
+            while (task := client.get(f"/api/v1/docdb/files/processing/tasks/{task_id}").json())[
+                "status"
+            ] not in ("completed", "failed"):
+                time.sleep(0.5)
+            chunks = client.get(f"{KB}/bench/overview").json()["overview"]["chunk_count"]
+            print(f"KB ready: {chunks} chunks ({task['status']})", flush=True)
+        figures["chunks"] = chunks
+        for mode in ("naive", "rerank"):
+            asyncio.run(load(base, mode, args.clients, args.clients * 2, rng))  # warm-up
+            server, client_side = asyncio.run(load(base, mode, args.clients, args.requests, rng))
+            figures[f"{mode}_server_p50_ms"] = round(percentile(server, 0.5), 2)
+            figures[f"{mode}_server_p95_ms"] = round(percentile(server, 0.95), 2)
+            figures[f"{mode}_client_p50_ms"] = round(percentile(client_side, 0.5), 2)
+            figures[f"{mode}_client_p95_ms"] = round(percentile(client_side, 0.95), 2)
+            summary = ", ".join(
+                f"{k.removeprefix(mode + '_')} {v}" for k, v in figures.items() if k.startswith(mode)
+            )
+            print(f"{mode:7s} {summary}", flush=True)
+    finally:
+        docdb.stop()
+        llm.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    figures["clients"] = args.clients
+    figures["goal_server_p50_ms"] = 50
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
