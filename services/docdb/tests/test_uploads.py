@@ -184,3 +184,26 @@ async def test_idle_sessions_expire_in_the_sweep(docdb: Client, tmp_path: Path) 
     assert removed == 1
     assert not (uploads / old).exists() and (uploads / fresh).exists()
     assert (await docdb.post(f"{base}/upload/{old}/chunk?chunk_index=0", content=b"x")).status_code == 404
+
+
+async def test_uneven_chunks_are_merged_in_order(docdb: Client, tmp_path: Path) -> None:
+    """Chunks of the even-split size are written in place; others are kept apart; both merge in order."""
+    base = await dataset(docdb)
+    upload_id = await init(docdb, base, "mixed.bin", 3, 10)
+    for index, body in ((2, b"ccc"), (0, b"aaaa"), (1, b"bbb")):
+        r = await docdb.post(f"{base}/upload/{upload_id}/chunk?chunk_index={index}", content=body)
+        assert r.status_code == 200
+    session = tmp_path / "docdb" / "raw" / "media" / ".uploads" / upload_id
+    assert {p.name for p in session.iterdir()} >= {"0.ok", "1.part", "2.part"}
+    assert (await docdb.post(f"{base}/upload/{upload_id}/complete")).status_code == 200
+    assert (tmp_path / "docdb" / "raw" / "media" / "mixed.bin").read_bytes() == b"aaaabbbccc"
+
+
+async def test_a_chunk_resent_in_place_replaces_its_part_file(docdb: Client, tmp_path: Path) -> None:
+    base = await dataset(docdb)
+    upload_id = await init(docdb, base, "x.bin", 2, 8)
+    await docdb.post(f"{base}/upload/{upload_id}/chunk?chunk_index=0", content=b"zz")  # uneven: kept apart
+    await docdb.post(f"{base}/upload/{upload_id}/chunk?chunk_index=0", content=b"1234")  # even: in place
+    await docdb.post(f"{base}/upload/{upload_id}/chunk?chunk_index=1", content=b"5678")
+    assert (await docdb.post(f"{base}/upload/{upload_id}/complete")).status_code == 200
+    assert (tmp_path / "docdb" / "raw" / "media" / "x.bin").read_bytes() == b"12345678"

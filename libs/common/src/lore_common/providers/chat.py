@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 from typing import Any, Literal, Protocol, TypeVar
 
-import anthropic
 import httpx
 import msgspec
-import openai
 import structlog
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
@@ -63,18 +62,25 @@ def _status_of(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
+def _sdk_errors(name: str) -> tuple[type[BaseException], ...]:
+    """An SDK's error class from every SDK loaded (the SDKs are imported only when a provider needs one)."""
+    return tuple(getattr(sys.modules[sdk], name) for sdk in ("openai", "anthropic") if sdk in sys.modules)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    return isinstance(exc, (httpx.TimeoutException, *_sdk_errors("APITimeoutError")))
+
+
 def is_retryable(exc: BaseException) -> bool:
     """429, 5xx, time-outs and dropped connections are worth another try; 4xx client errors are not."""
-    if isinstance(exc, openai.APITimeoutError | anthropic.APITimeoutError | httpx.TimeoutException):
-        return True
-    if isinstance(exc, openai.APIConnectionError | anthropic.APIConnectionError | httpx.TransportError):
+    if _timed_out(exc) or isinstance(exc, (httpx.TransportError, *_sdk_errors("APIConnectionError"))):
         return True
     status = _status_of(exc)
     return status is not None and (status == 429 or status >= 500)
 
 
 def describe_failure(exc: BaseException) -> str:
-    if isinstance(exc, openai.APITimeoutError | anthropic.APITimeoutError | httpx.TimeoutException):
+    if _timed_out(exc):
         return "timed out"
     status = _status_of(exc)
     if status is not None:
@@ -125,6 +131,8 @@ class OpenAIChat(_RemoteChat):
     """Any OpenAI-compatible server: OpenAI, vLLM, Ollama, DeepSeek, Qwen."""
 
     def __init__(self, config: LLMConfig, http_client: httpx.AsyncClient | None = None) -> None:
+        import openai
+
         super().__init__(config, "openai")
         self.client = openai.AsyncOpenAI(
             api_key=config.api_key or "not-needed",
@@ -154,6 +162,8 @@ class OpenAIChat(_RemoteChat):
 
 class AnthropicChat(_RemoteChat):
     def __init__(self, config: LLMConfig, http_client: httpx.AsyncClient | None = None) -> None:
+        import anthropic
+
         super().__init__(config, "anthropic")
         self.client = anthropic.AsyncAnthropic(
             api_key=config.api_key or "not-needed",

@@ -6,8 +6,6 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-import aioboto3
-
 from lore_common.settings import ObjectStorageConfig
 
 _DELETE_BATCH = 1000
@@ -70,6 +68,8 @@ async def open_object_store(config: ObjectStorageConfig) -> Any:
     if not config.bucket:
         yield None
         return
+    import aioboto3  # only when configured: it weighs ~15 MB of memory
+
     session = aioboto3.Session(
         aws_access_key_id=config.access_key,
         aws_secret_access_key=config.secret_key,

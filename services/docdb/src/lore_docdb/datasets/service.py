@@ -18,6 +18,7 @@ from lore_docdb.tasks.store import TaskStore
 
 log = structlog.get_logger("lore.docdb.datasets")
 COPY_BUFFER = 1024 * 1024
+STREAM_BUFFER = 4 * 1024 * 1024
 
 
 class DatasetNotFound(NotFound):
@@ -147,13 +148,19 @@ def _copy_limited(source: IO[bytes], target: Path, limit: int) -> int:
 async def stream_to_file(stream: AsyncIterator[bytes], target: Path, limit: int | None = None) -> int:
     """Write a request body to `target` chunk by chunk (never whole in memory); returns its size."""
     size = 0
+    pending = bytearray()
     handle = await asyncio.to_thread(target.open, "wb")
     try:
         async for chunk in stream:
             size += len(chunk)
             if limit is not None and size > limit:
                 raise BadRequest(f"chunk is larger than the upload's total_size of {limit} bytes")
-            await asyncio.to_thread(handle.write, chunk)
+            pending += chunk
+            if len(pending) >= STREAM_BUFFER:  # one thread hop per few MiB, not per network read
+                await asyncio.to_thread(handle.write, bytes(pending))
+                pending.clear()
+        if pending:
+            await asyncio.to_thread(handle.write, bytes(pending))
     finally:
         await asyncio.to_thread(handle.close)
     return size

@@ -54,7 +54,9 @@ class UploadController(Controller):
         chunk_index: FromQuery[int],
     ) -> dict[str, Any]:
         service = uploads_of(request)
-        size = await service.put_chunk(dataset, upload_id, chunk_index, request.stream())
+        length = request.headers.get("content-length")
+        declared = int(length) if length and length.isdigit() else None
+        size = await service.put_chunk(dataset, upload_id, chunk_index, request.stream(), declared)
         return {
             "success": True,
             "message": f"chunk {chunk_index} stored",

@@ -1,7 +1,10 @@
 """Chunked uploads (contract 2.4, 3.3): sessions on disk under `<dataset>/.uploads/<upload_id>/`.
 
-Chunks arrive in any order and in parallel; each is streamed to a temp file and renamed into place
-(re-sending a chunk replaces it). Sessions survive a restart. A session untouched for
+Chunks arrive in any order and in parallel (re-sending a chunk replaces it). A chunk of the expected
+size (`ceil(total_size / total_chunks)`, the remainder for the last) is written in place at its offset
+in the session's preallocated `data.bin` and marked `<i>.ok`; completing an upload made only of such
+chunks is a rename, so each byte reaches the disk once. A chunk of any other size is kept apart as
+`<i>.part` and merged at completion. Sessions survive a restart. A session untouched for
 `upload_session_ttl` seconds is removed by a periodic sweep (its folder's mtime changes with each chunk).
 """
 
@@ -29,6 +32,8 @@ from lore_docdb.naming import safe_filename
 
 log = structlog.get_logger("lore.docdb.uploads")
 MERGE_BUFFER = 8 * 1024 * 1024
+WRITE_BUFFER = 4 * 1024 * 1024
+DATA_FILE = "data.bin"
 _UPLOAD_ID = re.compile(r"^[0-9a-f]{32}$")
 SESSION_FILE = "session.json"
 
@@ -47,6 +52,14 @@ class UploadSessionNotFound(NotFound):
         super().__init__(
             f"upload session {upload_id!r} does not exist (completed, aborted, expired or never created)"
         )
+
+
+def chunk_size_for(session: UploadSession, index: int) -> int:
+    """The size a chunk has when the client splits the file evenly (the usual way)."""
+    step = -(-session.total_size // session.total_chunks)
+    if index < session.total_chunks - 1:
+        return step
+    return session.total_size - step * (session.total_chunks - 1)
 
 
 class UploadService:
@@ -84,12 +97,22 @@ class UploadService:
         await asyncio.to_thread(_write_session, folder, session)
         return session
 
-    async def put_chunk(self, dataset: str, upload_id: str, index: int, body: AsyncIterator[bytes]) -> int:
+    async def put_chunk(
+        self,
+        dataset: str,
+        upload_id: str,
+        index: int,
+        body: AsyncIterator[bytes],
+        declared: int | None = None,
+    ) -> int:
         folder, session = self._load(dataset, upload_id)
         if not 0 <= index < session.total_chunks:
             raise BadRequest(
                 f"chunk_index {index} is out of range: this upload has chunks 0..{session.total_chunks - 1}"
             )
+        expected = chunk_size_for(session, index)
+        if declared is not None and declared == expected > 0:
+            return await self._put_in_place(folder, session, index, expected, body)
         temp = folder / f".{index}.{uuid.uuid4().hex}.tmp"
         try:
             size = await stream_to_file(body, temp, limit=session.total_size)
@@ -98,20 +121,57 @@ class UploadService:
             if not folder.is_dir():  # aborted or completed while this chunk was arriving
                 raise UploadSessionNotFound(upload_id)
             await asyncio.to_thread(os.replace, temp, folder / f"{index}.part")
+            (folder / f"{index}.ok").unlink(missing_ok=True)
         finally:
             temp.unlink(missing_ok=True)
         return size
 
-    def received(self, dataset: str, upload_id: str) -> list[int]:
+    async def _put_in_place(
+        self, folder: Path, session: UploadSession, index: int, expected: int, body: AsyncIterator[bytes]
+    ) -> int:
+        offset = index * -(-session.total_size // session.total_chunks)
+        try:
+            fd = await asyncio.to_thread(os.open, folder / DATA_FILE, os.O_WRONLY)
+        except FileNotFoundError as exc:
+            raise UploadSessionNotFound(session.upload_id) from exc
+        written = 0
+        pending = bytearray()
+        try:
+            async for piece in body:
+                if written + len(pending) + len(piece) > expected:
+                    raise BadRequest(f"chunk {index} is longer than its Content-Length of {expected} bytes")
+                pending += piece
+                if len(pending) >= WRITE_BUFFER:
+                    await asyncio.to_thread(os.pwrite, fd, bytes(pending), offset + written)
+                    written += len(pending)
+                    pending.clear()
+            if pending:
+                await asyncio.to_thread(os.pwrite, fd, bytes(pending), offset + written)
+                written += len(pending)
+        finally:
+            await asyncio.to_thread(os.close, fd)
+        if written != expected:
+            raise BadRequest(f"chunk {index} ended after {written} of its {expected} bytes")
+        (folder / f"{index}.ok").touch()
+        (folder / f"{index}.part").unlink(missing_ok=True)
+        return written
+
+    def received(self, dataset: str, upload_id: str) -> dict[int, str]:
+        """Chunk index → how it is stored: "ok" (in place in data.bin) or "part" (its own file)."""
         folder = self._session_dir(dataset, upload_id)
-        return sorted(int(p.name.split(".")[0]) for p in folder.glob("*.part"))
+        found: dict[int, str] = {}
+        for path in folder.iterdir():
+            stem, _, kind = path.name.partition(".")
+            if kind in ("ok", "part") and stem.isdigit():
+                found[int(stem)] = kind
+        return found
 
     async def complete(self, dataset: str, upload_id: str) -> UploadedFile:
         lock = self._locks.setdefault(upload_id, asyncio.Lock())
         try:
             async with lock:
                 folder, session = self._load(dataset, upload_id)
-                present = set(self.received(dataset, upload_id))
+                present = self.received(dataset, upload_id)
                 missing = [i for i in range(session.total_chunks) if i not in present]
                 if missing:
                     shown = ", ".join(map(str, missing[:50])) + (" …" if len(missing) > 50 else "")
@@ -119,9 +179,15 @@ class UploadService:
                         f"{len(missing)} of {session.total_chunks} chunks are missing: {shown}",
                         detail={"missing_chunks": missing},
                     )
+                if all(kind == "ok" for kind in present.values()):
+                    # Every chunk is already in place: the upload is its data file.
+                    await asyncio.to_thread(_fsync, folder / DATA_FILE)
+                    result = await self.datasets.publish_merged(dataset, folder / DATA_FILE, session.filename)
+                    await asyncio.to_thread(shutil.rmtree, folder, True)
+                    return result
                 temp = self.datasets.files.temp_path(dataset)
                 try:
-                    size = await asyncio.to_thread(_merge, folder, session.total_chunks, temp)
+                    size = await asyncio.to_thread(_merge, folder, session, present, temp)
                     if size != session.total_size:
                         raise BadRequest(
                             f"merged size {size} bytes differs from total_size {session.total_size}; "
@@ -160,15 +226,27 @@ class UploadService:
 
 def _write_session(folder: Path, session: UploadSession) -> None:
     folder.mkdir(parents=True)
+    with (folder / DATA_FILE).open("wb") as data:
+        data.truncate(session.total_size)  # sparse: takes no space until chunks land
     temp = folder / f".{SESSION_FILE}.tmp"
     temp.write_bytes(msgspec.json.encode(session))
     os.replace(temp, folder / SESSION_FILE)
 
 
-def _merge(folder: Path, total_chunks: int, target: Path) -> int:
+def _merge(folder: Path, session: UploadSession, present: dict[int, str], target: Path) -> int:
+    """Concatenate the chunks in order, each from data.bin (in place) or from its own part file."""
+    step = -(-session.total_size // session.total_chunks)
     size = 0
-    with target.open("wb") as out:
-        for index in range(total_chunks):
+    with target.open("wb") as out, (folder / DATA_FILE).open("rb") as data:
+        for index in range(session.total_chunks):
+            if present[index] == "ok":
+                data.seek(index * step)
+                left = chunk_size_for(session, index)
+                while left and (block := data.read(min(MERGE_BUFFER, left))):
+                    out.write(block)
+                    size += len(block)
+                    left -= len(block)
+                continue
             with (folder / f"{index}.part").open("rb") as part:
                 while block := part.read(MERGE_BUFFER):
                     out.write(block)
@@ -176,3 +254,11 @@ def _merge(folder: Path, total_chunks: int, target: Path) -> int:
         out.flush()
         os.fsync(out.fileno())
     return size
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
