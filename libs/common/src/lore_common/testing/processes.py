@@ -99,6 +99,16 @@ class ServerProcess:
                 total += psutil.Process(pid).memory_info().rss
         return total
 
+    def largest_rss_bytes(self) -> int:
+        """Resident memory of the biggest single process in the tree (the service worker, usually)."""
+        import psutil
+
+        largest = 0
+        for pid in self.tree_pids():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                largest = max(largest, psutil.Process(pid).memory_info().rss)
+        return largest
+
     def signal(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signum)

@@ -32,7 +32,7 @@ from lore_docdb.naming import safe_filename
 
 log = structlog.get_logger("lore.docdb.uploads")
 MERGE_BUFFER = 8 * 1024 * 1024
-WRITE_BUFFER = 4 * 1024 * 1024
+WRITE_BUFFER = 1024 * 1024
 DATA_FILE = "data.bin"
 _UPLOAD_ID = re.compile(r"^[0-9a-f]{32}$")
 SESSION_FILE = "session.json"
