@@ -15,13 +15,16 @@ class ExtractionError(ValueError):
 
 
 def _decode(data: bytes) -> str:
-    for encoding in ("utf-8-sig", "utf-16", "gb18030"):
+    """UTF-8 (with or without BOM), UTF-16 when it has a BOM, else GB18030 (Chinese), else lossy UTF-8."""
+    encodings = ["utf-8-sig"]
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        encodings.insert(0, "utf-16")
+    encodings.append("gb18030")
+    for encoding in encodings:
         try:
-            text = data.decode(encoding)
+            return data.decode(encoding)
         except UnicodeDecodeError:
             continue
-        if encoding != "utf-16" or text.isprintable() or "\n" in text:
-            return text
     return data.decode("utf-8", errors="replace")
 
 
