@@ -41,7 +41,8 @@ def test_every_supported_type_yields_its_text(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("plain words", encoding="utf-8")
     (tmp_path / "b.md").write_text("# Title\n\nmarkdown body", encoding="utf-8")
     (tmp_path / "c.html").write_text(
-        "<html><head><script>var x=1;</script><style>p{}</style></head><body><p>Hello <b>web</b></p></body></html>"
+        "<html><head><script>var x=1;</script><style>p{}</style></head>"
+        "<body><p>Hello <b>web</b></p></body></html>"
     )
     (tmp_path / "d.csv").write_text("name,city\nAda,London\nAlan,Manchester\n", encoding="utf-8")
     (tmp_path / "e.json").write_text(json.dumps({"person": {"name": "Grace", "langs": ["COBOL"]}}))
