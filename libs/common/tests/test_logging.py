@@ -26,7 +26,9 @@ def test_log_lines_are_json_with_request_id_and_no_secret(capsys: pytest.Capture
 
     from litestar.middleware import DefineMiddleware
 
-    with create_test_client([work], middleware=[DefineMiddleware(RequestIdMiddleware)]) as client:
+    with create_test_client(
+        [work], middleware=[DefineMiddleware(RequestIdMiddleware)], logging_config=None
+    ) as client:
         response = client.get("/work", headers={"x-request-id": "rid-42"})
     assert response.headers["x-request-id"] == "rid-42"
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]

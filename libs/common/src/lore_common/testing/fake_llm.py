@@ -215,6 +215,7 @@ def create_fake_llm_app(
     return Litestar(
         route_handlers=[chat, embeddings, models, script, set_latency, get_stats, reset, health],
         openapi_config=None,
+        logging_config=None,
     )
 
 
