@@ -72,15 +72,37 @@ def test_health_reports_every_service_and_its_stores(lore: Lore) -> None:
 
 
 def test_unbuilt_contract_routes_say_so_with_501(lore: Lore) -> None:
-    r = httpx.post(
-        f"{lore.url}/api/v1/docdb/chat", json={"query": "q", "kb_id": "k", "user_id": "u"}, timeout=10
-    )
-    assert r.status_code == 501
-    assert r.json()["success"] is False and "not built yet" in r.json()["message"]
     r = httpx.post(f"{lore.url}/api/v1/mem/vg/search", json={"query": "x", "user_id": "u"}, timeout=10)
     assert r.status_code == 501 and "not built yet" in r.json()["detail"]
     r = httpx.post(f"{lore.url}/api/v1/gen/pipeline/submit", json={"question": "q"}, timeout=10)
     assert r.status_code == 501
+
+
+def test_docdb_through_the_gateway(lore: Lore) -> None:
+    base = f"{lore.url}/api/v1/docdb"
+    assert httpx.post(f"{base}/files/raw-files/datasets", json={"name": "e2e"}, timeout=10).status_code == 200
+    files = {"files": ("note.txt", b"Grace Hopper developed the first compiler in 1952.")}
+    assert (
+        httpx.post(f"{base}/files/raw-files/datasets/e2e/files", files=files, timeout=10).status_code == 200
+    )
+    assert httpx.post(f"{base}/files/knowledge-bases", json={"name": "e2e"}, timeout=10).status_code == 200
+    parse = httpx.post(f"{base}/files/knowledge-bases/e2e/parse", json={"datasets": ["e2e"]}, timeout=10)
+    task_id = parse.json()["data"]["tasks"][0]["task_id"]
+    deadline = time.monotonic() + 60
+    while (task := httpx.get(f"{base}/files/processing/tasks/{task_id}", timeout=10).json())[
+        "status"
+    ] != "completed":
+        assert task["status"] in ("pending", "running") and time.monotonic() < deadline, task
+        time.sleep(0.2)
+    answer = httpx.post(
+        f"{base}/chat",
+        json={"query": "Who developed the first compiler?", "kb_id": "e2e", "user_id": "u"},
+        timeout=30,
+    ).json()
+    assert answer["code"] == 200 and "Grace Hopper" in answer["response"]
+    assert answer["citations"][0]["source_file"] == "note.txt"
+    unknown = httpx.post(f"{base}/chat", json={"query": "q", "kb_id": "ghost", "user_id": "u"}, timeout=10)
+    assert unknown.status_code == 200 and unknown.json()["code"] == 400
 
 
 def test_config_through_the_gateway_never_shows_secrets(lore: Lore) -> None:
