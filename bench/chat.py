@@ -51,6 +51,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+last_info: dict[str, float] = {}
+
+
 async def load(
     base: str, mode: str, clients: int, total: int, rng: random.Random
 ) -> tuple[list[float], list[float]]:
@@ -78,6 +81,7 @@ async def load(
                 if reply["code"] != 200:
                     raise RuntimeError(reply)
                 server.append(reply["query_info"]["timings_ms"]["total_ms"])
+                last_info.update(reply["query_info"]["timings_ms"])
 
         await asyncio.gather(*(worker() for _ in range(clients)))
     return server, client_side
@@ -140,7 +144,7 @@ def main() -> None:
             summary = ", ".join(
                 f"{k.removeprefix(mode + '_')} {v}" for k, v in figures.items() if k.startswith(mode)
             )
-            print(f"{mode:7s} {summary}", flush=True)
+            print(f"{mode:7s} {summary}; stages of one request: {last_info}", flush=True)
     finally:
         docdb.stop()
         llm.stop()
