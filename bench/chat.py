@@ -12,14 +12,13 @@ import asyncio
 import json
 import random
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-from lore_common.testing.processes import ServerProcess, free_port
+from lore_common.testing.processes import start_fake_llm, start_service, wait_task
 
 DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
@@ -95,27 +94,16 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(3)
     work = Path(tempfile.mkdtemp(prefix="lore-bench-chat-"))
-    llm_port, port = free_port(), free_port()
-    llm = ServerProcess(
-        [sys.executable, "-m", "lore_common.testing.fake_llm", "--port", str(llm_port)],
-        log_path=work / "llm.log",
-    )
+    llm, llm_url = start_fake_llm(work)
     env = {
-        "LORE_CONFIG_DIR": str(work / "config"),
-        "LORE__LOGGING__LEVEL": "WARNING",
-        "LORE__DOCDB__SERVER__PORT": str(port),
-        "LORE__DOCDB__SERVER__DATA_DIR": str(work / "docdb"),
         "LORE__DOCDB__GRAPH_STORE__ENABLED": "false",
         "LORE__DOCDB__LLM__PROVIDER": "openai",
-        "LORE__DOCDB__LLM__BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
+        "LORE__DOCDB__LLM__BASE_URL": llm_url,
         "LORE__DOCDB__LLM__MAX_CONCURRENT_REQUESTS": str(args.clients),
     }
-    docdb = ServerProcess([sys.executable, "-m", "lore_docdb"], env=env, log_path=work / "docdb.log")
+    docdb, base = start_service("docdb", work, env)
     figures: dict[str, float] = {}
     try:
-        llm.wait_healthy(f"http://127.0.0.1:{llm_port}/health")
-        docdb.wait_healthy(f"http://127.0.0.1:{port}/health", timeout=120)
-        base = f"http://127.0.0.1:{port}"
         with httpx.Client(base_url=base, timeout=600) as client:
             client.post(DS, json={"name": "notes"})
             for start in range(0, args.chunks, 500):
@@ -127,10 +115,7 @@ def main() -> None:
             client.post(KB, json={"name": "bench"})
             reply = client.post(f"{KB}/bench/parse", json={"datasets": ["notes"], "mode": 1}).json()
             task_id = reply["data"]["tasks"][0]["task_id"]
-            while (task := client.get(f"/api/v1/docdb/files/processing/tasks/{task_id}").json())[
-                "status"
-            ] not in ("completed", "failed"):
-                time.sleep(0.5)
+            task = wait_task(client, task_id)
             chunks = client.get(f"{KB}/bench/overview").json()["overview"]["chunk_count"]
             print(f"KB ready: {chunks} chunks ({task['status']})", flush=True)
         figures["chunks"] = chunks

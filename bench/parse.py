@@ -12,7 +12,6 @@ import argparse
 import json
 import random
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from lore_common.testing.processes import ServerProcess, free_port
+from lore_common.testing.processes import ServerProcess, start_fake_llm, start_service, wait_task
 
 DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
@@ -93,38 +92,21 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="lore-bench-parse-"))
     rng = random.Random(42)
-    llm_port, port = free_port(), free_port()
-    llm = ServerProcess(
-        [
-            sys.executable,
-            "-m",
-            "lore_common.testing.fake_llm",
-            "--port",
-            str(llm_port),
-            "--latency-ms",
-            str(args.latency_ms),
-            "--responder",
-            "lore_common.testing.responders:entities",
-        ],
-        log_path=work / "llm.log",
+    llm, llm_url = start_fake_llm(
+        work, "--latency-ms", str(args.latency_ms), "--responder", "lore_common.testing.responders:entities"
     )
     env = {
-        "LORE_CONFIG_DIR": str(work / "config"),
-        "LORE__LOGGING__LEVEL": "WARNING",
-        "LORE__DOCDB__SERVER__PORT": str(port),
-        "LORE__DOCDB__SERVER__DATA_DIR": str(work / "docdb"),
         "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
         "LORE__DOCDB__LLM__PROVIDER": "openai",
-        "LORE__DOCDB__LLM__BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
+        "LORE__DOCDB__LLM__BASE_URL": llm_url,
         "LORE__DOCDB__LLM__MAX_CONCURRENT_REQUESTS": str(args.max_concurrent),
     }
-    docdb = ServerProcess([sys.executable, "-m", "lore_docdb"], env=env, log_path=work / "docdb.log")
+    docdb, base = start_service("docdb", work, env)
+    llm_root = llm_url.removesuffix("/v1")
     try:
-        llm.wait_healthy(f"http://127.0.0.1:{llm_port}/health")
-        docdb.wait_healthy(f"http://127.0.0.1:{port}/health", timeout=120)
         sampler = PeakRss(docdb)
         sampler.start()
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as client:
+        with httpx.Client(base_url=base, timeout=300) as client:
             client.post(DS, json={"name": "corpus"})
             total_bytes = 0
             batch: list[tuple[str, tuple[str, bytes]]] = []
@@ -138,18 +120,14 @@ def main() -> None:
                     r.raise_for_status()
                     batch = []
             client.post(KB, json={"name": "bench"})
-            httpx.post(f"http://127.0.0.1:{llm_port}/_reset")
+            httpx.post(f"{llm_root}/_reset")
             started = time.perf_counter()
             task_id = client.post(f"{KB}/bench/parse", json={"datasets": ["corpus"], "mode": 0}).json()[
                 "data"
             ]["tasks"][0]["task_id"]
-            while True:
-                task = client.get(f"/api/v1/docdb/files/processing/tasks/{task_id}").json()
-                if task["status"] in ("completed", "failed", "cancelled"):
-                    break
-                time.sleep(0.2)
+            task = wait_task(client, task_id)
             elapsed = time.perf_counter() - started
-            stats = httpx.get(f"http://127.0.0.1:{llm_port}/_stats").json()
+            stats = httpx.get(f"{llm_root}/_stats").json()
             overview = client.get(f"{KB}/bench/overview", params={"top_nodes": 5}).json()["overview"]
         sampler.done.set()
         sampler.join()

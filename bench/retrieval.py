@@ -12,7 +12,6 @@ import argparse
 import json
 import math
 import shutil
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from lore_common.testing.processes import ServerProcess, free_port
+from lore_common.testing.processes import start_service, wait_task
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
 DS = "/api/v1/docdb/files/raw-files/datasets"
@@ -52,21 +51,13 @@ def main() -> None:
         if q["_id"] in qrels
     }
     work = Path(tempfile.mkdtemp(prefix="lore-bench-retrieval-"))
-    port = free_port()
-    env = {
-        "LORE_CONFIG_DIR": str(work / "config"),
-        "LORE__LOGGING__LEVEL": "WARNING",
-        "LORE__DOCDB__SERVER__PORT": str(port),
-        "LORE__DOCDB__SERVER__DATA_DIR": str(work / "docdb"),
-        "LORE__DOCDB__GRAPH_STORE__ENABLED": "false",
-    }
+    env = {"LORE__DOCDB__GRAPH_STORE__ENABLED": "false"}
     if args.embedding_model:
         env["LORE__DOCDB__EMBEDDING_API__MODEL"] = args.embedding_model
-    docdb = ServerProcess([sys.executable, "-m", "lore_docdb"], env=env, log_path=work / "docdb.log")
+    docdb, base = start_service("docdb", work, env)
     figures: dict[str, float] = {}
     try:
-        docdb.wait_healthy(f"http://127.0.0.1:{port}/health", timeout=120)
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
+        with httpx.Client(base_url=base, timeout=600) as client:
             client.post(DS, json={"name": "scifact"})
             for start in range(0, len(corpus), 250):
                 files = [
@@ -78,13 +69,7 @@ def main() -> None:
             started = time.perf_counter()
             reply = client.post(f"{KB}/scifact/parse", json={"datasets": ["scifact"], "mode": 1}).json()
             task_id = reply["data"]["tasks"][0]["task_id"]
-            while (task := client.get(f"/api/v1/docdb/files/processing/tasks/{task_id}").json())[
-                "status"
-            ] not in (
-                "completed",
-                "failed",
-            ):
-                time.sleep(1)
+            task = wait_task(client, task_id, timeout=3600)
             if task["status"] != "completed":
                 raise SystemExit(f"parse failed: {task}")
             figures["parse_seconds"] = round(time.perf_counter() - started, 1)

@@ -157,3 +157,41 @@ async def app_lifespan(app: Any) -> AsyncIterator[None]:
     finally:
         stop.set()
         await task
+
+
+def start_fake_llm(work: Path, *args: str) -> tuple[ServerProcess, str]:
+    """The fake model server on a free port; returns it and its OpenAI base URL (…/v1)."""
+    port = free_port()
+    server = ServerProcess(
+        [sys.executable, "-m", "lore_common.testing.fake_llm", "--port", str(port), *args], log_path=work / "llm.log"
+    )
+    server.wait_healthy(f"http://127.0.0.1:{port}/health")
+    return server, f"http://127.0.0.1:{port}/v1"
+
+
+def start_service(
+    service: str, work: Path, env: Mapping[str, str] | None = None, port: int | None = None, timeout: float = 120
+) -> tuple[ServerProcess, str]:
+    """A Lore service (`docdb`, `gen`, `mem`) as a real granian process on loopback, its data under `work`."""
+    port = port or free_port()
+    prefix = f"LORE__{service.upper()}__SERVER__"
+    full = {
+        "LORE_CONFIG_DIR": str(work / "config"),
+        "LORE__LOGGING__LEVEL": "WARNING",
+        f"{prefix}PORT": str(port),
+        f"{prefix}DATA_DIR": str(work / service),
+        **(env or {}),
+    }
+    process = ServerProcess(python_module(f"lore_{service}"), env=full, log_path=work / f"{service}.log")
+    process.wait_healthy(f"http://127.0.0.1:{port}/health", timeout=timeout)
+    return process, f"http://127.0.0.1:{port}"
+
+
+def wait_task(client: Any, task_id: str, timeout: float = 600, poll: float = 0.2) -> dict[str, Any]:
+    """Poll a docdb processing task (sync httpx client on docdb or the gateway) until it ends."""
+    deadline = time.monotonic() + timeout
+    while True:
+        task: dict[str, Any] = client.get(f"/api/v1/docdb/files/processing/tasks/{task_id}").json()
+        if task["status"] in ("completed", "failed", "cancelled") or time.monotonic() > deadline:
+            return task
+        time.sleep(poll)
