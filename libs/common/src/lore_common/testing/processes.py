@@ -163,14 +163,19 @@ def start_fake_llm(work: Path, *args: str) -> tuple[ServerProcess, str]:
     """The fake model server on a free port; returns it and its OpenAI base URL (…/v1)."""
     port = free_port()
     server = ServerProcess(
-        [sys.executable, "-m", "lore_common.testing.fake_llm", "--port", str(port), *args], log_path=work / "llm.log"
+        [sys.executable, "-m", "lore_common.testing.fake_llm", "--port", str(port), *args],
+        log_path=work / "llm.log",
     )
     server.wait_healthy(f"http://127.0.0.1:{port}/health")
     return server, f"http://127.0.0.1:{port}/v1"
 
 
 def start_service(
-    service: str, work: Path, env: Mapping[str, str] | None = None, port: int | None = None, timeout: float = 120
+    service: str,
+    work: Path,
+    env: Mapping[str, str] | None = None,
+    port: int | None = None,
+    timeout: float = 120,
 ) -> tuple[ServerProcess, str]:
     """A Lore service (`docdb`, `gen`, `mem`) as a real granian process on loopback, its data under `work`."""
     port = port or free_port()
