@@ -13,17 +13,15 @@ from lore_common.providers.container import open_providers
 from lore_common.settings import Settings, load_settings
 from lore_common.stores import open_stores
 from lore_common.web import PlannedRoute, create_service_app
+from lore_mem.vg.routes import VgController
+from lore_mem.vg.service import VgMemory
+from lore_mem.vg.store import HistoryStore, MemoryStore
 
 PREFIX = "/api/v1/mem"
 
 PLANNED = [
     PlannedRoute(("POST",), f"{PREFIX}/kb/insert", "kb memory insert"),
     PlannedRoute(("POST",), f"{PREFIX}/kb/query", "kb memory query"),
-    PlannedRoute(("POST",), f"{PREFIX}/vg/add", "vg memory add"),
-    PlannedRoute(("POST",), f"{PREFIX}/vg/search", "vg memory search"),
-    PlannedRoute(("GET", "DELETE"), f"{PREFIX}/vg", "vg memory list and delete"),
-    PlannedRoute(("GET", "PUT", "DELETE"), f"{PREFIX}/vg/{{memory_id:str}}", "vg memory get, update, delete"),
-    PlannedRoute(("GET",), f"{PREFIX}/vg/{{memory_id:str}}/history", "vg memory history"),
 ]
 
 
@@ -43,13 +41,23 @@ def create_app(settings: Settings) -> Litestar:
             ) as stores,
             open_providers(vg.llm, settings.mem.embedding_api) as providers,
         ):
+            assert stores.sql is not None and stores.vector is not None
+            history = HistoryStore(stores.sql)
+            await history.create_tables()
+            memories = MemoryStore(
+                stores.vector,
+                vg.vector_store.config.collection_name,
+                server=settings.mem.vector_store.url is not None,
+            )
+            await memories.ensure(providers.embedder.dim)
             app.state.stores = stores
             app.state.providers = providers
+            app.state.vg = VgMemory(memories, history, providers.embedder, providers.llm)
             yield
 
     return create_service_app(
         service="mem",
-        route_handlers=[],
+        route_handlers=[VgController],
         planned=PLANNED,
         lifespan=[stores_lifespan],
         health_checks=lambda app: app.state.stores.health_checks(),

@@ -1,0 +1,59 @@
+"""`vg` fact memory (contract 2.11, 4.11): wire shapes and the history table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import msgspec
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Message(msgspec.Struct):
+    role: Literal["user", "assistant", "system"]
+    content: str
+
+
+class Scope(msgspec.Struct, kw_only=True):
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+    def filters(self) -> dict[str, str]:
+        return {
+            k: v
+            for k, v in (("user_id", self.user_id), ("agent_id", self.agent_id), ("run_id", self.run_id))
+            if v
+        }
+
+
+class AddRequest(Scope, kw_only=True):
+    messages: list[Message]
+    metadata: dict[str, Any] | None = None
+    infer: bool = True
+
+
+class SearchRequest(Scope, kw_only=True):
+    query: str
+    limit: int = 10
+    threshold: float | None = None
+
+
+class UpdateRequest(msgspec.Struct):
+    data: str
+
+
+class HistoryRow(SQLModel, table=True):
+    __tablename__ = "memory_history"
+
+    id: str = Field(primary_key=True, max_length=36)
+    memory_id: str = Field(index=True, max_length=36)
+    event: str = Field(max_length=8)
+    old_memory: str | None = None
+    new_memory: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    is_deleted: bool = False

@@ -1,0 +1,269 @@
+"""`vg` fact memory: facts extracted from conversations, then ADD / UPDATE / DELETE against what the
+scope already remembers, every change recorded in history.
+
+The model sees existing memories under short integer ids and its answer is mapped back, so it can
+never name (or invent) a real id. Adds to one scope are serialised, so concurrent adds neither lose an
+update nor store a fact twice; identical facts are also caught by their hash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import structlog
+
+from lore_common.errors import BadRequest, NotFound, Unprocessable
+from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
+from lore_common.providers.embedders import Embedder
+from lore_mem.vg.models import AddRequest, Scope
+from lore_mem.vg.store import HistoryStore, MemoryStore
+
+log = structlog.get_logger("lore.mem.vg")
+NEIGHBOURS = 5
+
+FACTS_SYSTEM = (
+    "You extract facts worth remembering about the user from a conversation: preferences, personal "
+    "details, plans, relationships. One short self-contained sentence per fact, in the user's language. "
+    'Answer with JSON: {"facts": ["...", ...]}; {"facts": []} when there is nothing to remember.'
+)
+UPDATE_SYSTEM = (
+    "You maintain a memory. For each new fact decide against the existing memories: ADD a new memory, "
+    "UPDATE an existing one (keep its id, give the new text), DELETE an existing one the fact contradicts, "
+    "or NONE when it is already known. Use only the ids shown. Answer with JSON: "
+    '{"memory": [{"id": "...", "text": "...", "event": "ADD|UPDATE|DELETE|NONE", "old_memory": "..."}]}.'
+)
+
+
+class Facts(msgspec.Struct):
+    facts: list[str] = []
+
+
+class Decision(msgspec.Struct):
+    event: str
+    text: str = ""
+    id: str | None = None
+    old_memory: str | None = None
+
+
+class Decisions(msgspec.Struct):
+    memory: list[Decision] = []
+
+
+class MemoryNotFound(NotFound):
+    def __init__(self, memory_id: str) -> None:
+        super().__init__(f"memory {memory_id!r} does not exist")
+
+
+def digest(text: str) -> str:
+    return hashlib.md5(text.strip().encode(), usedforsecurity=False).hexdigest()
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def require_scope(scope: Scope) -> dict[str, str]:
+    filters = scope.filters()
+    if not filters:
+        raise Unprocessable("at least one of user_id, agent_id, run_id is required")
+    return filters
+
+
+def public(record: dict[str, Any], score: float | None = None) -> dict[str, Any]:
+    item = {
+        "id": record["id"],
+        "memory": record.get("memory", ""),
+        "hash": record.get("hash"),
+        "created_at": record.get("created_at"),
+        "updated_at": record.get("updated_at"),
+        "user_id": record.get("user_id"),
+        "agent_id": record.get("agent_id"),
+        "run_id": record.get("run_id"),
+        "metadata": record.get("metadata") or {},
+    }
+    if score is not None:
+        item["score"] = round(score, 6)
+    return item
+
+
+class VgMemory:
+    def __init__(self, store: MemoryStore, history: HistoryStore, embedder: Embedder, llm: ChatModel) -> None:
+        self.store = store
+        self.history = history
+        self.embedder = embedder
+        self.llm = llm
+        self._locks: defaultdict[tuple[tuple[str, str], ...], asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    async def _vector(self, text: str) -> list[float]:
+        return [float(x) for x in await self.embedder.embed_query(text)]
+
+    # ------------------------------------------------------------ add
+
+    async def add(self, request: AddRequest) -> dict[str, Any]:
+        scope = require_scope(request)
+        if not request.messages:
+            raise BadRequest("messages is empty: send at least one message")
+        async with self._locks[tuple(sorted(scope.items()))]:
+            if not request.infer:
+                facts = [m.content.strip() for m in request.messages if m.content.strip()]
+                results = [r for f in facts if (r := await self._add_new(f, scope, request.metadata))]
+            else:
+                results = await self._infer(request, scope)
+        return {"results": results, "relations": {"added_entities": [], "deleted_entities": []}}
+
+    async def _infer(self, request: AddRequest, scope: dict[str, str]) -> list[dict[str, Any]]:
+        conversation = "\n".join(f"{m.role}: {m.content}" for m in request.messages)
+        facts = (
+            await complete_structured(
+                self.llm,
+                ChatRequest(
+                    messages=[ChatMessage("system", FACTS_SYSTEM), ChatMessage("user", conversation)],
+                    task="extract_facts",
+                    inputs={"messages": [msgspec.to_builtins(m) for m in request.messages]},
+                ),
+                Facts,
+            )
+        ).facts
+        facts = [f.strip() for f in facts if f and f.strip()]
+        if not facts:
+            return []
+        # Existing memories near any fact, shown to the model as 0, 1, 2…
+        existing: dict[str, dict[str, Any]] = {}
+        for fact in facts:
+            for record, _ in await self.store.search(await self._vector(fact), scope, NEIGHBOURS, None):
+                existing.setdefault(record["id"], record)
+        aliases = {str(i): record for i, record in enumerate(existing.values())}
+        shown = [{"id": alias, "text": record.get("memory", "")} for alias, record in aliases.items()]
+        decisions = (
+            await complete_structured(
+                self.llm,
+                ChatRequest(
+                    messages=[
+                        ChatMessage("system", UPDATE_SYSTEM),
+                        ChatMessage(
+                            "user",
+                            f"Existing memories: {msgspec.json.encode(shown).decode()}\n"
+                            f"New facts: {msgspec.json.encode(facts).decode()}",
+                        ),
+                    ],
+                    task="update_memory",
+                    inputs={"facts": facts, "existing": shown},
+                ),
+                Decisions,
+            )
+        ).memory
+        results = []
+        for decision in decisions:
+            event = decision.event.upper()
+            target = aliases.get(str(decision.id)) if decision.id is not None else None
+            text = decision.text.strip()
+            if event == "ADD" and text:
+                if result := await self._add_new(text, scope, request.metadata):
+                    results.append(result)
+            elif event == "UPDATE" and target is not None and text and text != target.get("memory"):
+                results.append(await self._update(target, text))
+            elif event == "DELETE" and target is not None:
+                await self._delete(target)
+                results.append({"id": target["id"], "memory": target.get("memory", ""), "event": "DELETE"})
+            elif event in ("UPDATE", "DELETE") and target is None:
+                log.warning("model_named_unknown_memory", decision=event, alias=decision.id)
+        return results
+
+    async def _add_new(
+        self, text: str, scope: dict[str, str], metadata: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        if await self.store.find_hash(scope, digest(text)):
+            return None  # already remembered word for word
+        memory_id = str(uuid.uuid4())
+        stamp = now()
+        payload = {
+            "memory": text,
+            "hash": digest(text),
+            "created_at": stamp,
+            "updated_at": None,
+            "metadata": metadata or {},
+            **{k: scope.get(k) for k in ("user_id", "agent_id", "run_id")},
+        }
+        await self.store.upsert(memory_id, await self._vector(text), payload)
+        await self.history.record(memory_id, "ADD", None, text)
+        return {"id": memory_id, "memory": text, "event": "ADD"}
+
+    async def _update(self, record: dict[str, Any], text: str) -> dict[str, Any]:
+        old = str(record.get("memory", ""))
+        payload = {k: v for k, v in record.items() if k != "id"}
+        payload.update(memory=text, hash=digest(text), updated_at=now())
+        await self.store.upsert(record["id"], await self._vector(text), payload)
+        await self.history.record(record["id"], "UPDATE", old, text)
+        return {"id": record["id"], "memory": text, "event": "UPDATE", "previous_memory": old}
+
+    async def _delete(self, record: dict[str, Any]) -> None:
+        await self.store.delete([record["id"]])
+        await self.history.record(record["id"], "DELETE", record.get("memory"), None, is_deleted=True)
+
+    # ------------------------------------------------------------ the rest of the API
+
+    async def search(self, query: str, scope: Scope, limit: int, threshold: float | None) -> dict[str, Any]:
+        filters = require_scope(scope)
+        if not query.strip():
+            raise BadRequest("query is empty")
+        if threshold is not None and not 0 <= threshold <= 1:
+            raise BadRequest("threshold must be between 0 and 1")
+        hits = await self.store.search(await self._vector(query), filters, max(1, limit), threshold)
+        return {"results": [public(record, score) for record, score in hits], "relations": []}
+
+    async def list_scope(self, scope: Scope, limit: int) -> dict[str, Any]:
+        filters = require_scope(scope)
+        return {"results": [public(r) for r in await self.store.list_scope(filters, max(1, limit))]}
+
+    async def get(self, memory_id: str) -> dict[str, Any]:
+        record = await self.store.get(memory_id)
+        if record is None:
+            raise MemoryNotFound(memory_id)
+        return public(record)
+
+    async def update(self, memory_id: str, data: str) -> dict[str, Any]:
+        if not data.strip():
+            raise BadRequest("data is empty: send the new text of the memory")
+        record = await self.store.get(memory_id)
+        if record is None:
+            raise MemoryNotFound(memory_id)
+        result = await self._update(record, data.strip())
+        return {"message": "Memory updated successfully!", **result}
+
+    async def delete(self, memory_id: str) -> dict[str, Any]:
+        record = await self.store.get(memory_id)
+        if record is None:
+            raise MemoryNotFound(memory_id)
+        await self._delete(record)
+        return {"message": "Memory deleted successfully!", "id": memory_id}
+
+    async def delete_all(self, scope: Scope) -> dict[str, Any]:
+        filters = require_scope(scope)
+        async with self._locks[tuple(sorted(filters.items()))]:
+            records = await self.store.list_scope(filters, 100_000)
+            for record in records:
+                await self._delete(record)
+        return {"message": "Memories deleted successfully!", "deleted": len(records)}
+
+    async def history_of(self, memory_id: str) -> list[dict[str, Any]]:
+        rows = await self.history.of(memory_id)
+        if not rows and await self.store.get(memory_id) is None:
+            raise MemoryNotFound(memory_id)
+        return [
+            {
+                "id": r.id,
+                "memory_id": r.memory_id,
+                "event": r.event,
+                "old_memory": r.old_memory,
+                "new_memory": r.new_memory,
+                "created_at": r.created_at.isoformat(),
+                "is_deleted": r.is_deleted,
+            }
+            for r in rows
+        ]

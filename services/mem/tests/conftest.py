@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from litestar import Litestar
+
+from lore_common.settings import load_settings
+from lore_common.testing.processes import app_lifespan
+from lore_mem.app import create_app
+
+
+class AppClient(httpx.AsyncClient):
+    def __init__(self, app: Litestar, **kwargs: Any) -> None:
+        super().__init__(
+            transport=httpx.ASGITransport(app=app), base_url="http://mem.test", timeout=30, **kwargs
+        )
+        self.app = app
+
+
+@pytest.fixture
+def db_env() -> dict[str, str]:
+    return {}
+
+
+@pytest.fixture
+def mem_factory(
+    tmp_path: Path, db_env: dict[str, str]
+) -> Callable[..., AbstractAsyncContextManager[AppClient]]:
+    @asynccontextmanager
+    async def make(**env: str) -> AsyncIterator[AppClient]:
+        environ = {
+            "LORE__MEM__SERVER__DATA_DIR": str(tmp_path / "mem"),
+            "LORE__MEM__EMBEDDING_API__PROVIDER": "hashing",
+            "LORE__MEM__EMBEDDING_API__DIM": "256",
+            **db_env,
+            **env,
+        }
+        app = create_app(load_settings(tmp_path / "config", environ=environ))
+        async with app_lifespan(app), AppClient(app) as client:
+            yield client
+
+    return make
+
+
+@pytest.fixture
+async def mem(mem_factory: Callable[..., AbstractAsyncContextManager[AppClient]]) -> AsyncIterator[AppClient]:
+    async with mem_factory() as client:
+        yield client
