@@ -72,10 +72,28 @@ def test_health_reports_every_service_and_its_stores(lore: Lore) -> None:
 
 
 def test_unbuilt_contract_routes_say_so_with_501(lore: Lore) -> None:
-    r = httpx.post(f"{lore.url}/api/v1/mem/vg/search", json={"query": "x", "user_id": "u"}, timeout=10)
+    r = httpx.post(f"{lore.url}/api/v1/mem/kb/query", json={"query": "x"}, timeout=10)
     assert r.status_code == 501 and "not built yet" in r.json()["detail"]
     r = httpx.post(f"{lore.url}/api/v1/gen/pipeline/submit", json={"question": "q"}, timeout=10)
     assert r.status_code == 501
+
+
+def test_vg_memory_through_the_gateway(lore: Lore) -> None:
+    base = f"{lore.url}/api/v1/mem/vg"
+    added = httpx.post(
+        f"{base}/add",
+        json={
+            "messages": [{"role": "user", "content": "I live in Lisbon and I love surfing."}],
+            "user_id": "e2e",
+        },
+        timeout=30,
+    ).json()
+    assert added["results"][0]["event"] == "ADD"
+    found = httpx.post(
+        f"{base}/search", json={"query": "Lisbon surfing", "user_id": "e2e"}, timeout=30
+    ).json()
+    assert found["results"][0]["memory"] == added["results"][0]["memory"]
+    assert httpx.post(f"{base}/search", json={"query": "Lisbon"}, timeout=10).status_code == 422
 
 
 def test_docdb_through_the_gateway(lore: Lore) -> None:

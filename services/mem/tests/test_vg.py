@@ -169,7 +169,8 @@ async def test_model_decides_update_delete_and_none_with_aliased_ids(mem_factory
                     200,
                     json=completion(
                         '{"memory": [{"id": "0", "text": "Likes pizza with olives", "event": "UPDATE", '
-                        '"old_memory": "Likes pizza with mushrooms"}, {"id": "7", "text": "x", "event": "DELETE"}]}'
+                        '"old_memory": "Likes pizza with mushrooms"}, '
+                        '{"id": "7", "text": "x", "event": "DELETE"}]}'
                     ),
                 ),
                 # add 3: a repeat → NONE
