@@ -18,3 +18,28 @@ def _last_user_text(body: dict[str, Any]) -> str:
 def entities(body: dict[str, Any]) -> str:
     """Realistic entity-extraction replies: the offline extractor's findings for the user's text."""
     return json.dumps(extract_entities(_last_user_text(body)), ensure_ascii=False)
+
+
+def memory(body: dict[str, Any]) -> str:
+    """Answers both mem0's and Lore's memory prompts, each in the format it expects: the last user text
+    (the conversation's newest line) is the one fact to remember, and it is always new."""
+    messages = body.get("messages") or []
+    system = str(messages[0].get("content", "")) if messages else ""
+    user = _last_user_text(body)
+    if "New facts:" in user and "Existing memories:" in user:  # Lore's ADD/UPDATE/DELETE decision
+        facts = json.loads(user.split("New facts:", 1)[1].strip() or "[]")
+        return json.dumps({"memory": [{"id": str(i), "text": f, "event": "ADD"} for i, f in enumerate(facts)]})
+    if "facts worth remembering" in system:  # Lore's fact extraction
+        line = user.strip().splitlines()[-1].split(":", 1)[-1].strip()
+        return json.dumps({"facts": [line] if line else []})
+    # mem0's single additive extraction call: {"memory": [{"text": ...}]}
+    line = _newest_line(user)
+    return json.dumps({"memory": [{"text": line}] if line else []})
+
+
+def _newest_line(prompt: str) -> str:
+    for raw in reversed(prompt.strip().splitlines()):
+        line = raw.strip()
+        if line.lower().startswith("user:"):
+            return line.split(":", 1)[1].strip()
+    return prompt.strip().splitlines()[-1].strip() if prompt.strip() else ""
