@@ -148,7 +148,8 @@ def main() -> None:
     figures["goal_add_p50_speedup"] = 1.5
     for system in ("lore", "mem0"):
         print(
-            f"{system}: add p50 {figures[f'{system}_add_p50_ms']} ms p95 {figures[f'{system}_add_p95_ms']} ms; "
+            f"{system}: add p50 {figures[f'{system}_add_p50_ms']} ms "
+            f"p95 {figures[f'{system}_add_p95_ms']} ms; "
             f"search p50 {figures[f'{system}_search_p50_ms']} ms p95 {figures[f'{system}_search_p95_ms']} ms"
         )
     print(

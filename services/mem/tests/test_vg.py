@@ -212,3 +212,12 @@ async def test_model_decides_update_delete_and_none_with_aliased_ids(mem_factory
             ]
             history = (await client.get(f"{VG}/{memory_id}/history")).json()
             assert [h["event"] for h in history] == ["ADD", "UPDATE", "DELETE"]
+
+
+async def test_memories_survive_a_restart(mem_factory: Any) -> None:
+    async with mem_factory() as first:
+        memory_id = (await add(first, "My passport expires in March 2027", user_id="t"))["results"][0]["id"]
+    async with mem_factory() as second:
+        found = (await second.post(f"{VG}/search", json={"query": "passport expiry", "user_id": "t"})).json()
+        assert found["results"][0]["id"] == memory_id
+        assert (await second.get(f"{VG}/{memory_id}")).json()["memory"] == "My passport expires in March 2027"

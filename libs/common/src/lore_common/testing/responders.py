@@ -28,7 +28,9 @@ def memory(body: dict[str, Any]) -> str:
     user = _last_user_text(body)
     if "New facts:" in user and "Existing memories:" in user:  # Lore's ADD/UPDATE/DELETE decision
         facts = json.loads(user.split("New facts:", 1)[1].strip() or "[]")
-        return json.dumps({"memory": [{"id": str(i), "text": f, "event": "ADD"} for i, f in enumerate(facts)]})
+        return json.dumps(
+            {"memory": [{"id": str(i), "text": f, "event": "ADD"} for i, f in enumerate(facts)]}
+        )
     if "facts worth remembering" in system:  # Lore's fact extraction
         line = user.strip().splitlines()[-1].split(":", 1)[-1].strip()
         return json.dumps({"facts": [line] if line else []})

@@ -100,8 +100,14 @@ class VgMemory:
         self.llm = llm
         self._locks: defaultdict[tuple[tuple[str, str], ...], asyncio.Lock] = defaultdict(asyncio.Lock)
 
-    async def _vector(self, text: str) -> list[float]:
-        return [float(x) for x in await self.embedder.embed_query(text)]
+    async def _vector(self, text: str, cache: dict[str, list[float]] | None = None) -> list[float]:
+        """The text's embedding; one add embeds each text once (the fact is searched, then stored)."""
+        if cache is not None and text in cache:
+            return cache[text]
+        vector = [float(x) for x in await self.embedder.embed_query(text)]
+        if cache is not None:
+            cache[text] = vector
+        return vector
 
     # ------------------------------------------------------------ add
 
@@ -135,8 +141,11 @@ class VgMemory:
             return []
         # Existing memories near any fact, shown to the model as 0, 1, 2…
         existing: dict[str, dict[str, Any]] = {}
+        vectors: dict[str, list[float]] = {}
         for fact in facts:
-            for record, _ in await self.store.search(await self._vector(fact), scope, NEIGHBOURS, None):
+            for record, _ in await self.store.search(
+                await self._vector(fact, vectors), scope, NEIGHBOURS, None
+            ):
                 existing.setdefault(record["id"], record)
         aliases = {str(i): record for i, record in enumerate(existing.values())}
         shown = [{"id": alias, "text": record.get("memory", "")} for alias, record in aliases.items()]
@@ -164,7 +173,7 @@ class VgMemory:
             target = aliases.get(str(decision.id)) if decision.id is not None else None
             text = decision.text.strip()
             if event == "ADD" and text:
-                if result := await self._add_new(text, scope, request.metadata):
+                if result := await self._add_new(text, scope, request.metadata, vectors):
                     results.append(result)
             elif event == "UPDATE" and target is not None and text and text != target.get("memory"):
                 results.append(await self._update(target, text))
@@ -176,7 +185,11 @@ class VgMemory:
         return results
 
     async def _add_new(
-        self, text: str, scope: dict[str, str], metadata: dict[str, Any] | None
+        self,
+        text: str,
+        scope: dict[str, str],
+        metadata: dict[str, Any] | None,
+        vectors: dict[str, list[float]] | None = None,
     ) -> dict[str, Any] | None:
         if await self.store.find_hash(scope, digest(text)):
             return None  # already remembered word for word
@@ -190,7 +203,7 @@ class VgMemory:
             "metadata": metadata or {},
             **{k: scope.get(k) for k in ("user_id", "agent_id", "run_id")},
         }
-        await self.store.upsert(memory_id, await self._vector(text), payload)
+        await self.store.upsert(memory_id, await self._vector(text, vectors), payload)
         await self.history.record(memory_id, "ADD", None, text)
         return {"id": memory_id, "memory": text, "event": "ADD"}
 

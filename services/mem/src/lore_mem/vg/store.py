@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from qdrant_client import AsyncQdrantClient, models
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import SQLModel, col, select
@@ -25,21 +26,108 @@ def scope_filter(scope: dict[str, str], extra: Sequence[models.FieldCondition] =
     )
 
 
+class ScopeMirror:
+    """An in-process copy of the memories (ids, scope columns, vectors, hashes) for exact, fast scoped
+    search. Qdrant local mode scans every point for a filtered search; this scans only the scope's
+    rows with one matrix product. Qdrant stays the durable store; the mirror is rebuilt at start-up."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.ids: list[str] = []
+        self.rows: dict[str, int] = {}
+        self.scopes: dict[str, list[str | None]] = {key: [] for key in SCOPE_KEYS}
+        self.vectors = np.zeros((0, dim), dtype=np.float32)
+        self.payloads: list[dict[str, Any]] = []
+
+    def put(self, memory_id: str, vector: Sequence[float], payload: dict[str, Any]) -> None:
+        row = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(row)) or 1.0
+        row = row / norm
+        if memory_id in self.rows:
+            index = self.rows[memory_id]
+            self.vectors[index] = row
+            self.payloads[index] = payload
+            for key in SCOPE_KEYS:
+                self.scopes[key][index] = payload.get(key)
+            return
+        self.rows[memory_id] = len(self.ids)
+        self.ids.append(memory_id)
+        self.payloads.append(payload)
+        for key in SCOPE_KEYS:
+            self.scopes[key].append(payload.get(key))
+        if len(self.ids) > self.vectors.shape[0]:
+            grown = np.zeros((max(64, self.vectors.shape[0] * 2), self.dim), dtype=np.float32)
+            grown[: self.vectors.shape[0]] = self.vectors
+            self.vectors = grown
+        self.vectors[len(self.ids) - 1] = row
+
+    def remove(self, memory_id: str) -> None:
+        index = self.rows.pop(memory_id, None)
+        if index is None:
+            return
+        last = len(self.ids) - 1
+        if index != last:  # move the last row into the hole
+            moved = self.ids[last]
+            self.ids[index] = moved
+            self.rows[moved] = index
+            self.vectors[index] = self.vectors[last]
+            self.payloads[index] = self.payloads[last]
+            for key in SCOPE_KEYS:
+                self.scopes[key][index] = self.scopes[key][last]
+        self.ids.pop()
+        self.payloads.pop()
+        for key in SCOPE_KEYS:
+            self.scopes[key].pop()
+
+    def rows_of(self, scope: dict[str, str]) -> np.ndarray[Any, Any]:
+        mask = np.ones(len(self.ids), dtype=bool)
+        for key, value in scope.items():
+            mask &= np.asarray(self.scopes[key], dtype=object) == value
+        return np.flatnonzero(mask)
+
+    def search(
+        self, vector: Sequence[float], scope: dict[str, str], limit: int, threshold: float | None
+    ) -> list[tuple[int, float]]:
+        rows = self.rows_of(scope)
+        if rows.size == 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        query = query / (float(np.linalg.norm(query)) or 1.0)
+        scores = self.vectors[rows] @ query
+        top = np.argsort(-scores)[:limit]
+        return [(int(rows[i]), float(scores[i])) for i in top if threshold is None or scores[i] >= threshold]
+
+
 class MemoryStore:
+    """Memories in a Qdrant collection. With Qdrant local mode, reads go to an in-process `ScopeMirror`."""
+
     def __init__(self, client: AsyncQdrantClient, collection: str, server: bool) -> None:
         self.client = client
         self.collection = collection
         self.server = server
+        self.mirror: ScopeMirror | None = None
 
     async def ensure(self, dim: int) -> None:
-        if await self.client.collection_exists(self.collection):
-            return
-        await self.client.create_collection(
-            self.collection, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE)
-        )
-        if self.server:  # Qdrant local mode ignores payload indexes
-            for key in (*SCOPE_KEYS, "hash"):
-                await self.client.create_payload_index(self.collection, key, models.PayloadSchemaType.KEYWORD)
+        if not await self.client.collection_exists(self.collection):
+            await self.client.create_collection(
+                self.collection, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE)
+            )
+            if self.server:  # Qdrant local mode ignores payload indexes
+                for key in (*SCOPE_KEYS, "hash"):
+                    await self.client.create_payload_index(
+                        self.collection, key, models.PayloadSchemaType.KEYWORD
+                    )
+        if not self.server:
+            self.mirror = ScopeMirror(dim)
+            offset: Any = None
+            while True:
+                points, offset = await self.client.scroll(
+                    self.collection, limit=1000, offset=offset, with_payload=True, with_vectors=True
+                )
+                for point in points:
+                    self.mirror.put(str(point.id), point.vector, point.payload or {})  # type: ignore[arg-type]
+                if offset is None:
+                    break
 
     async def upsert(self, memory_id: str, vector: list[float], payload: dict[str, Any]) -> None:
         await self.client.upsert(
@@ -47,11 +135,16 @@ class MemoryStore:
             points=[models.PointStruct(id=memory_id, vector=vector, payload=payload)],
             wait=True,
         )
+        if self.mirror is not None:
+            self.mirror.put(memory_id, vector, payload)
 
     async def get(self, memory_id: str) -> dict[str, Any] | None:
+        if self.mirror is not None:
+            index = self.mirror.rows.get(memory_id)
+            return None if index is None else {"id": memory_id, **self.mirror.payloads[index]}
         try:
             points = await self.client.retrieve(self.collection, ids=[memory_id], with_payload=True)
-        except (ValueError, Exception):  # an id that is not a UUID is simply not there
+        except Exception:  # an id that is not a UUID is simply not there
             return None
         if not points or points[0].payload is None:
             return None
@@ -62,10 +155,19 @@ class MemoryStore:
             await self.client.delete(
                 self.collection, points_selector=models.PointIdsList(points=list(memory_ids)), wait=True
             )
+            if self.mirror is not None:
+                for memory_id in memory_ids:
+                    self.mirror.remove(memory_id)
 
     async def search(
         self, vector: list[float], scope: dict[str, str], limit: int, threshold: float | None
     ) -> list[tuple[dict[str, Any], float]]:
+        if self.mirror is not None:
+            mirror = self.mirror
+            return [
+                ({"id": mirror.ids[i], **mirror.payloads[i]}, score)
+                for i, score in mirror.search(vector, scope, limit, threshold)
+            ]
         result = await self.client.query_points(
             self.collection,
             query=vector,
@@ -77,13 +179,22 @@ class MemoryStore:
         return [({"id": str(p.id), **(p.payload or {})}, float(p.score)) for p in result.points]
 
     async def list_scope(self, scope: dict[str, str], limit: int) -> list[dict[str, Any]]:
-        points, _ = await self.client.scroll(
-            self.collection, scroll_filter=scope_filter(scope), limit=limit, with_payload=True
-        )
-        rows = [{"id": str(p.id), **(p.payload or {})} for p in points]
-        return sorted(rows, key=lambda r: str(r.get("created_at", "")))
+        if self.mirror is not None:
+            mirror = self.mirror
+            rows = [{"id": mirror.ids[i], **mirror.payloads[i]} for i in mirror.rows_of(scope)]
+        else:
+            points, _ = await self.client.scroll(
+                self.collection, scroll_filter=scope_filter(scope), limit=limit, with_payload=True
+            )
+            rows = [{"id": str(p.id), **(p.payload or {})} for p in points]
+        return sorted(rows, key=lambda r: str(r.get("created_at", "")))[:limit]
 
     async def find_hash(self, scope: dict[str, str], digest: str) -> dict[str, Any] | None:
+        if self.mirror is not None:
+            for i in self.mirror.rows_of(scope):
+                if self.mirror.payloads[i].get("hash") == digest:
+                    return {"id": self.mirror.ids[i], **self.mirror.payloads[i]}
+            return None
         points, _ = await self.client.scroll(
             self.collection,
             scroll_filter=scope_filter(
