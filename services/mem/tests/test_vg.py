@@ -221,3 +221,24 @@ async def test_memories_survive_a_restart(mem_factory: Any) -> None:
         found = (await second.post(f"{VG}/search", json={"query": "passport expiry", "user_id": "t"})).json()
         assert found["results"][0]["id"] == memory_id
         assert (await second.get(f"{VG}/{memory_id}")).json()["memory"] == "My passport expires in March 2027"
+
+
+async def test_graph_relations_are_added_searched_and_removed_with_their_memory(mem_factory: Any) -> None:
+    async with mem_factory(LORE__MEM__MEMORYVG__GRAPH_STORE__ENABLED="true") as client:
+        added = await add(
+            client, "My sister Anna works at Acme Robotics in Lisbon with Pedro Alves.", user_id="g"
+        )
+        relations = added["relations"]["added_entities"]
+        assert relations and all(set(r) == {"source", "relationship", "destination"} for r in relations)
+        names = {r["source"] for r in relations} | {r["destination"] for r in relations}
+        assert {"Anna", "Acme Robotics"} <= names
+        found = (
+            await client.post(f"{VG}/search", json={"query": "Where does Anna work?", "user_id": "g"})
+        ).json()
+        assert any("Anna" in (r["source"], r["destination"]) for r in found["relations"])
+        other = (await client.post(f"{VG}/search", json={"query": "Anna", "user_id": "someone-else"})).json()
+        assert other["relations"] == []  # scopes are isolated in the graph too
+        memory_id = added["results"][0]["id"]
+        assert (await client.delete(f"{VG}/{memory_id}")).status_code == 200
+        after = (await client.post(f"{VG}/search", json={"query": "Anna", "user_id": "g"})).json()
+        assert after["relations"] == []

@@ -10,9 +10,10 @@ from litestar import Litestar
 
 from lore_common.logging import configure_logging
 from lore_common.providers.container import open_providers
-from lore_common.settings import Settings, load_settings
+from lore_common.settings import GraphStoreConfig, Settings, load_settings
 from lore_common.stores import open_stores
 from lore_common.web import PlannedRoute, create_service_app
+from lore_mem.vg.graph import VgGraph
 from lore_mem.vg.routes import VgController
 from lore_mem.vg.service import VgMemory
 from lore_mem.vg.store import HistoryStore, MemoryStore
@@ -37,7 +38,13 @@ def create_app(settings: Settings) -> Litestar:
                 name="mem",
                 database=settings.mem.database,
                 vector_store=settings.mem.vector_store,
-                graph_store=vg.graph_store if vg.graph_store.enabled else None,
+                # The vg graph inherits the main graph connection unless it names its own (contract §8).
+                graph_store=GraphStoreConfig(
+                    url=vg.graph_store.url or settings.mem.graph_store.url,
+                    password=vg.graph_store.password or settings.mem.graph_store.password,
+                )
+                if vg.graph_store.enabled
+                else None,
             ) as stores,
             open_providers(vg.llm, settings.mem.embedding_api) as providers,
         ):
@@ -52,7 +59,10 @@ def create_app(settings: Settings) -> Litestar:
             await memories.ensure(providers.embedder.dim)
             app.state.stores = stores
             app.state.providers = providers
-            app.state.vg = VgMemory(memories, history, providers.embedder, providers.llm)
+            graph = VgGraph(stores.graph, providers.llm) if stores.graph is not None else None
+            if graph is not None:
+                await graph.ensure()
+            app.state.vg = VgMemory(memories, history, providers.embedder, providers.llm, graph)
             yield
 
     return create_service_app(

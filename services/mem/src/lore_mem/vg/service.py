@@ -21,6 +21,7 @@ import structlog
 from lore_common.errors import BadRequest, NotFound, Unprocessable
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_common.providers.embedders import Embedder
+from lore_mem.vg.graph import VgGraph, relations_payload
 from lore_mem.vg.models import AddRequest, Scope
 from lore_mem.vg.store import HistoryStore, MemoryStore
 
@@ -93,11 +94,19 @@ def public(record: dict[str, Any], score: float | None = None) -> dict[str, Any]
 
 
 class VgMemory:
-    def __init__(self, store: MemoryStore, history: HistoryStore, embedder: Embedder, llm: ChatModel) -> None:
+    def __init__(
+        self,
+        store: MemoryStore,
+        history: HistoryStore,
+        embedder: Embedder,
+        llm: ChatModel,
+        graph: VgGraph | None = None,
+    ) -> None:
         self.store = store
         self.history = history
         self.embedder = embedder
         self.llm = llm
+        self.graph = graph
         self._locks: defaultdict[tuple[tuple[str, str], ...], asyncio.Lock] = defaultdict(asyncio.Lock)
 
     async def _vector(self, text: str, cache: dict[str, list[float]] | None = None) -> list[float]:
@@ -121,7 +130,21 @@ class VgMemory:
                 results = [r for f in facts if (r := await self._add_new(f, scope, request.metadata))]
             else:
                 results = await self._infer(request, scope)
-        return {"results": results, "relations": {"added_entities": [], "deleted_entities": []}}
+            relations = await self._graph_changes(results, scope)
+        return {"results": results, "relations": relations}
+
+    async def _graph_changes(self, results: list[dict[str, Any]], scope: dict[str, str]) -> dict[str, Any]:
+        """With the graph store on: relations of new text are merged, those of replaced text removed."""
+        added: list[dict[str, str]] = []
+        deleted: list[dict[str, str]] = []
+        if self.graph is None:
+            return relations_payload(added, deleted)
+        for result in results:
+            if result["event"] in ("UPDATE", "DELETE"):
+                deleted.extend(await self.graph.forget([result["id"]]))
+            if result["event"] in ("ADD", "UPDATE"):
+                added.extend(await self.graph.add(result["memory"], scope, result["id"]))
+        return relations_payload(added, deleted)
 
     async def _infer(self, request: AddRequest, scope: dict[str, str]) -> list[dict[str, Any]]:
         conversation = "\n".join(f"{m.role}: {m.content}" for m in request.messages)
@@ -228,7 +251,8 @@ class VgMemory:
         if threshold is not None and not 0 <= threshold <= 1:
             raise BadRequest("threshold must be between 0 and 1")
         hits = await self.store.search(await self._vector(query), filters, max(1, limit), threshold)
-        return {"results": [public(record, score) for record, score in hits], "relations": []}
+        relations = await self.graph.search(query, filters, max(1, limit)) if self.graph is not None else []
+        return {"results": [public(record, score) for record, score in hits], "relations": relations}
 
     async def list_scope(self, scope: Scope, limit: int) -> dict[str, Any]:
         filters = require_scope(scope)
@@ -247,6 +271,9 @@ class VgMemory:
         if record is None:
             raise MemoryNotFound(memory_id)
         result = await self._update(record, data.strip())
+        if self.graph is not None:
+            scope = {k: record[k] for k in ("user_id", "agent_id", "run_id") if record.get(k)}
+            await self._graph_changes([result], scope)
         return {"message": "Memory updated successfully!", **result}
 
     async def delete(self, memory_id: str) -> dict[str, Any]:
@@ -254,6 +281,8 @@ class VgMemory:
         if record is None:
             raise MemoryNotFound(memory_id)
         await self._delete(record)
+        if self.graph is not None:
+            await self.graph.forget([memory_id])
         return {"message": "Memory deleted successfully!", "id": memory_id}
 
     async def delete_all(self, scope: Scope) -> dict[str, Any]:
@@ -262,6 +291,8 @@ class VgMemory:
             records = await self.store.list_scope(filters, 100_000)
             for record in records:
                 await self._delete(record)
+            if self.graph is not None:
+                await self.graph.forget([r["id"] for r in records])
         return {"message": "Memories deleted successfully!", "deleted": len(records)}
 
     async def history_of(self, memory_id: str) -> list[dict[str, Any]]:
