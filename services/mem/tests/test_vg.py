@@ -89,8 +89,12 @@ async def test_scopes_are_isolated_and_delete_by_scope(mem: Any) -> None:
         "results"
     ]
     assert [r["memory"] for r in found] == ["My favourite colour is blue"]
+    alice_ids = [r["id"] for r in alice]
     deleted = (await mem.delete(VG, params={"user_id": "alice"})).json()
     assert deleted["deleted"] == 2
+    for memory_id in alice_ids:  # each deletion is in the history
+        events = [(h["event"], h["is_deleted"]) for h in (await mem.get(f"{VG}/{memory_id}/history")).json()]
+        assert events == [("ADD", False), ("DELETE", True)]
     assert (await mem.get(VG, params={"user_id": "alice"})).json()["results"] == []
     assert len((await mem.get(VG, params={"user_id": "bob"})).json()["results"]) == 1
 
