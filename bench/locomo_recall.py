@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -60,7 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", type=int, default=10)
     args = parser.parse_args()
-    from memory_vs_mem0 import mem0_python
+    from memory_vs_mem0 import mem0_python, run_mem0
 
     turns, queries = load(args.conversations)
     work = Path(tempfile.mkdtemp(prefix="lore-bench-locomo-"))
@@ -103,16 +102,7 @@ def main() -> None:
             "turns": turns,
             "queries": [{"user": q["user"], "query": q["query"]} for q in queries],
         }
-        done = subprocess.run(
-            [str(python), str(HERE / "mem0_driver.py")],
-            input=json.dumps(job),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise SystemExit(f"mem0 driver failed:\n{done.stderr[-3000:]}")
-        mem0 = json.loads(done.stdout.strip().splitlines()[-1])
+        mem0 = run_mem0(python, job)
     finally:
         mem.stop()
         llm.stop()

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -52,6 +53,21 @@ def mem0_python(work: Path) -> Path:
         check=True,
     )
     return python
+
+
+def run_mem0(python: Path, job: dict[str, Any]) -> dict[str, Any]:
+    """Run the mem0 half in mem0's venv; returns what the driver printed."""
+    done = subprocess.run(
+        [str(python), str(HERE / "mem0_driver.py")],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"mem0 driver failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def main() -> None:
@@ -118,16 +134,7 @@ def main() -> None:
             "adds": adds,
             "queries": queries,
         }
-        done = subprocess.run(
-            [str(python), str(HERE / "mem0_driver.py")],
-            input=json.dumps(job),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise SystemExit(f"mem0 driver failed:\n{done.stderr[-3000:]}")
-        mem0 = json.loads(done.stdout.strip().splitlines()[-1])
+        mem0 = run_mem0(python, job)
     finally:
         mem.stop()
         llm.stop()
