@@ -3,27 +3,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
-from litestar import Litestar
 
 from lore_common.settings import load_settings
-from lore_common.testing.processes import app_lifespan
+from lore_common.testing.asgi import AppClient, running
 from lore_docdb.app import create_app
-
-
-class AppClient(httpx.AsyncClient):
-    """An HTTP client bound to an in-process app whose lifespan runs on the test's own event loop,
-    so tests can also inspect the app's stores (`client.app.state`) directly."""
-
-    def __init__(self, app: Litestar, **kwargs: Any) -> None:
-        super().__init__(
-            transport=httpx.ASGITransport(app=app), base_url="http://docdb.test", timeout=30, **kwargs
-        )
-        self.app = app
-
 
 ClientFactory = Callable[..., AbstractAsyncContextManager[AppClient]]
 
@@ -49,7 +34,7 @@ def docdb_factory(tmp_path: Path, db_env: dict[str, str]) -> ClientFactory:
             **env,
         }
         app = create_app(load_settings(tmp_path / "config", environ=environ))
-        async with app_lifespan(app), AppClient(app) as client:
+        async with running(app, "http://docdb.test") as client:
             yield client
 
     return make

@@ -3,23 +3,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
-from litestar import Litestar
 
 from lore_common.settings import load_settings
-from lore_common.testing.processes import app_lifespan
+from lore_common.testing.asgi import AppClient, running
 from lore_mem.app import create_app
-
-
-class AppClient(httpx.AsyncClient):
-    def __init__(self, app: Litestar, **kwargs: Any) -> None:
-        super().__init__(
-            transport=httpx.ASGITransport(app=app), base_url="http://mem.test", timeout=30, **kwargs
-        )
-        self.app = app
 
 
 @pytest.fixture
@@ -41,7 +30,7 @@ def mem_factory(
             **env,
         }
         app = create_app(load_settings(tmp_path / "config", environ=environ))
-        async with app_lifespan(app), AppClient(app) as client:
+        async with running(app, "http://mem.test") as client:
             yield client
 
     return make
