@@ -46,16 +46,6 @@ class Unprocessable(LoreError):
     status_code = 422
 
 
-class NotImplementedYet(LoreError):
-    """A contract route whose module is not built yet: say so plainly, never fake success."""
-
-    status_code = 501
-
-
-class ServiceUnavailable(LoreError):
-    status_code = 503
-
-
 def error_body(style: ErrorStyle, status: int, message: str, detail: Any = None) -> dict[str, Any]:
     if style == "envelope":
         return {"success": False, "code": status, "message": message, "detail": detail}

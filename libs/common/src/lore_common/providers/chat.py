@@ -257,7 +257,3 @@ async def complete_structured(
         f"after {attempts} attempts: "
         f"{problem}"
     )
-
-
-def messages(system: str, user: str) -> list[ChatMessage]:
-    return [ChatMessage("system", system), ChatMessage("user", user)]

@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import ctypes
 import hashlib
-import os
 import signal
 import subprocess
 import sys
@@ -156,13 +155,3 @@ async def open_graph_store(config: GraphStoreConfig, data_dir: Path) -> GraphSto
     embedded = EmbeddedFalkorDB(data_dir / "falkordb")
     await embedded.start()
     return GraphStore(FalkorDB(unix_socket_path=str(embedded.socket)), embedded)
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -6,7 +6,6 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from lore_common.providers.embedders import Embedder
 from lore_common.providers.offline import keywords
@@ -174,7 +173,3 @@ def dedupe(ranked_lists: Sequence[Sequence[Hit]]) -> list[Hit]:
         hit = by_id[chunk_id]
         result.append(Hit(hit.chunk_id, score, hit.text, hit.dataset, hit.file))
     return result
-
-
-def as_payload(hits: Sequence[Hit]) -> list[dict[str, Any]]:
-    return [{"chunk_id": h.chunk_id, "score": h.score} for h in hits]

@@ -250,14 +250,6 @@ class KnowledgeBaseService:
         except Exception as exc:
             log.error("kb_delete_failed", kb=name, error=f"{type(exc).__name__}: {exc}")
 
-    async def wait_for_deletions(self) -> None:
-        for task in list(self._deleters.values()):
-            with_timeout = asyncio.wait_for(asyncio.shield(task), 30)
-            try:
-                await with_timeout
-            except Exception as exc:
-                log.warning("kb_delete_wait_failed", error=str(exc))
-
 
 def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
