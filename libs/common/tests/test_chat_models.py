@@ -22,6 +22,7 @@ from lore_common.providers.chat import (
     create_chat_model,
 )
 from lore_common.settings import LLMConfig
+from lore_common.testing.replies import chat_completion as completion
 
 OPENAI_URL = "https://llm.example.test/v1"
 ANTHROPIC_URL = "https://anthropic.example.test"
@@ -39,25 +40,6 @@ def openai_config(**overrides: Any) -> LLMConfig:
     }
     base.update(overrides)
     return msgspec.convert(base, LLMConfig)
-
-
-def completion(content: str, model: str = "gpt-4o-mini") -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-AbC123",
-        "object": "chat.completion",
-        "created": 1732233600,
-        "model": model,
-        "system_fingerprint": "fp_0ba0d124f1",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49},
-    }
 
 
 def rate_limited() -> httpx.Response:

@@ -11,6 +11,7 @@ import httpx
 import pytest
 import respx
 
+from lore_common.testing.replies import chat_completion as completion
 from lore_docdb.chat.retrieval import rrf
 
 DS = "/api/v1/docdb/files/raw-files/datasets"
@@ -32,19 +33,6 @@ DOCS = {
     ),
     "hopper.md": "Grace Hopper developed the first compiler, A-0, in 1952, and later worked on COBOL.",
 }
-
-
-def completion(content: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1732233600,
-        "model": "gpt-4o-mini",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-    }
 
 
 async def build_kb(client: Any, mode: int = 0, name: str = "science") -> None:

@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 import respx
 
+from lore_common.testing.replies import chat_completion as completion
+
 DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
 TASKS = "/api/v1/docdb/files/processing/tasks"
@@ -23,24 +25,6 @@ MODEL_ENV = {
     "LORE__DOCDB__LLM__RETRY_BACKOFF": "0.01",
 }
 TEXT = "Ada Lovelace wrote the first program for the Analytical Engine designed by Charles Babbage."
-
-
-def completion(content: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-9xYz",
-        "object": "chat.completion",
-        "created": 1732233600,
-        "model": "gpt-4o-mini-2024-07-18",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 310, "completion_tokens": 120, "total_tokens": 430},
-    }
 
 
 EXTRACTION = {

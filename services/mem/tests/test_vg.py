@@ -8,6 +8,8 @@ import httpx
 import pytest
 import respx
 
+from lore_common.testing.replies import chat_completion as completion
+
 VG = "/api/v1/mem/vg"
 LLM = "https://llm.example.test/v1"
 
@@ -131,19 +133,6 @@ async def test_twenty_concurrent_adds_in_one_scope_lose_nothing_and_duplicate_no
     )
     stored = [r["memory"] for r in (await mem.get(VG, params={"user_id": "g"})).json()["results"]]
     assert sorted(stored) == sorted(set(texts)) and len(stored) == 15
-
-
-def completion(content: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-mem",
-        "object": "chat.completion",
-        "created": 1732233600,
-        "model": "gpt-4o-mini",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 80, "completion_tokens": 30, "total_tokens": 110},
-    }
 
 
 MODEL = {

@@ -185,6 +185,8 @@ class GenConfig(Section):
     docdb_url: str = "http://127.0.0.1:8101"
     kb_name: str | None = None
     sql_row_limit: int = 1000
+    sql_timeout: float = 10.0
+    max_entities: int = 50
 
 
 class MemKbEmbedding(EmbeddingConfig):

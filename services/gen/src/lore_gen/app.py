@@ -1,61 +1,82 @@
-"""gen: table generation with a WebSocket progress stream, and tag trees."""
+"""gen: table generation with a WebSocket progress stream, and tag trees.
+
+gen grounds its work in docdb over HTTP (`gen.docdb_url`), keeps its generated tables in its own
+relational store, and its task records under `data_dir/tasks/`.
+"""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from litestar import Litestar, WebSocket, websocket
+import structlog
+from litestar import Litestar
 
 from lore_common.logging import configure_logging
-from lore_common.providers.container import open_providers
+from lore_common.providers.chat import ChatModel, create_chat_model
 from lore_common.settings import Settings, load_settings
 from lore_common.stores import open_stores
-from lore_common.web import PlannedRoute, create_service_app
+from lore_common.web import create_service_app
+from lore_gen.docdb import DocdbClient
+from lore_gen.tables.routes import TablePipelineController, pipeline_stream
+from lore_gen.tables.service import TablePipeline, TableService
+from lore_gen.tables.store import TableStore
+from lore_gen.tag_trees.routes import TagTreeController
+from lore_gen.tag_trees.service import TagTreeService
+from lore_gen.tasks import TaskRunner, TaskStore
 
 PREFIX = "/api/v1/gen"
 
-PLANNED = [
-    PlannedRoute(("POST",), f"{PREFIX}/pipeline/submit", "the table-generation pipeline"),
-    PlannedRoute(("GET",), f"{PREFIX}/pipeline/status/{{task_id:str}}", "the table-generation pipeline"),
-    PlannedRoute(("POST",), f"{PREFIX}/tag-tree/generate", "tag-tree generation"),
-    PlannedRoute(("POST",), f"{PREFIX}/tag-tree/submit", "spreadsheet tag trees"),
-    PlannedRoute(("GET",), f"{PREFIX}/tag-tree/status/{{task_id:str}}", "tag-tree generation"),
-]
+log = structlog.get_logger("lore.gen")
 
 
-@websocket(f"{PREFIX}/pipeline/stream")
-async def pipeline_stream(socket: WebSocket[Any, Any, Any]) -> None:
-    """Until the pipeline lands, answer the client's first message with an `error` message and close."""
-    await socket.accept()
-    with contextlib.suppress(Exception):
-        await socket.receive_data(mode="text")
-    await socket.send_json(
-        {"type": "error", "message": "the table-generation pipeline is not built yet in this version of Lore"}
-    )
-    await socket.close(code=1011, reason="not built yet")
+@dataclass
+class GenModels:
+    """What `/health` reports under `models`: gen calls a chat model and docdb, no embedder."""
+
+    llm: ChatModel
+    docdb_url: str
+
+    def describe(self) -> dict[str, Any]:
+        return {"llm": self.llm.name, "docdb_url": self.docdb_url}
 
 
 def create_app(settings: Settings) -> Litestar:
-    data_dir = Path(settings.gen.server.data_dir)
+    config = settings.gen
+    data_dir = Path(config.server.data_dir)
 
     @contextlib.asynccontextmanager
-    async def stores_lifespan(app: Litestar) -> AsyncIterator[None]:
-        async with (
-            open_stores(data_dir, name="gen", database=settings.gen.database) as stores,
-            open_providers(settings.gen.llm, settings.gen.embedding_api) as providers,
-        ):
+    async def services_lifespan(app: Litestar) -> AsyncIterator[None]:
+        async with open_stores(data_dir, name="gen", database=config.database) as stores:
+            assert stores.sql is not None
+            llm = create_chat_model(config.llm)
+            docdb = DocdbClient(config.docdb_url, timeout=config.llm.timeout)
+            tables = TableStore(stores.sql, config.sql_row_limit, config.sql_timeout)
+            task_store = TaskStore(data_dir / "tasks")
+            interrupted = task_store.recover()
+            if interrupted:
+                log.warning("tasks_interrupted", count=interrupted)
+            runner = TaskRunner(task_store)
             app.state.stores = stores
-            app.state.providers = providers
-            yield
+            app.state.providers = GenModels(llm, config.docdb_url)
+            app.state.tables = TableService(TablePipeline(llm, docdb, tables, config), runner, config)
+            app.state.tag_trees = TagTreeService(llm, docdb, runner)
+            try:
+                yield
+            finally:
+                await runner.shutdown()
+                await tables.aclose()
+                await docdb.aclose()
+                await llm.aclose()
 
     return create_service_app(
         service="gen",
-        route_handlers=[pipeline_stream],
-        planned=PLANNED,
-        lifespan=[stores_lifespan],
+        route_handlers=[TablePipelineController, pipeline_stream, TagTreeController],
+        planned=[],
+        lifespan=[services_lifespan],
         health_checks=lambda app: app.state.stores.health_checks(),
         state={"settings": settings},
         description="Table generation and tag trees.",

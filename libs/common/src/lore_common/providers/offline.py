@@ -12,6 +12,10 @@ structured `inputs`:
 | `rewrite` | `query`, `n` | JSON `{queries[]}`: keyword, reordered and narrowed variants |
 | `judge` | `question`, `evidence[]` | JSON `{sufficient, next_question}` by keyword coverage |
 | `summarize` | `texts[]` | the leading sentences of the texts |
+| `design_table` | `question`, `passages[]`, `max_entities` | JSON `{title, entities[], columns[]}` |
+| `fill_row` | `entity`, `columns[]`, `passages[]` | JSON `{row}`: type and evidence sentence, rest null |
+| `write_sql` | `table`, `limit` | JSON `{sql}`: `SELECT * FROM table LIMIT n` |
+| `tag_tree` | `topic`, `entities[{name,type,description}]` | JSON `{description, nodes[]}` by entity type |
 | anything else | | a plain statement that no language model is configured |
 
 Entities: English capitalised phrases, acronyms and quoted titles; Chinese names, places,
@@ -275,6 +279,90 @@ def judge(question: str, evidence: Sequence[str]) -> dict[str, Any]:
     }
 
 
+OFFLINE_TABLE_COLUMNS = ("name", "type", "evidence")
+
+
+def design_table(question: str, passages: Sequence[str], max_entities: int = 20) -> dict[str, Any]:
+    """Title from the question; entities named in the question, else the most mentioned ones in the
+    passages; fixed columns the offline model can fill honestly (it cannot compute other attributes)."""
+    named = []
+    for entity in extract_entities(question)["entities"]:
+        # A question lists its subjects ("Curie and Hopper"): each is a row of its own.
+        parts = re.split(r"\s+(?:and|&)\s+", entity["name"])
+        named.extend(parts if all(p[:1].isupper() for p in parts) else [entity["name"]])
+    named = list(dict.fromkeys(named))
+    if not named:
+        counts: Counter[str] = Counter()
+        first_seen: dict[str, str] = {}
+        for passage in passages:
+            for entity in extract_entities(passage)["entities"]:
+                key = entity["name"].lower()
+                counts[key] += 1
+                first_seen.setdefault(key, entity["name"])
+        named = [first_seen[key] for key, _ in counts.most_common()]
+    title = question.strip().rstrip("?？.。") or "table"
+    return {"title": title, "entities": named[:max_entities], "columns": list(OFFLINE_TABLE_COLUMNS)}
+
+
+def fill_row(entity: str, columns: Sequence[str], passages: Sequence[str]) -> dict[str, Any]:
+    """The entity's name, its extracted type and the first passage sentence that mentions it; every
+    other cell stays null: nothing is invented."""
+    evidence: str | None = None
+    kind: str | None = None
+    needle = entity.lower()
+    for passage in passages:
+        for sentence in sentences(passage):
+            if needle in sentence.lower():
+                evidence = sentence[:300]
+                found = extract_entities(sentence)["entities"]
+                kind = next((e["type"] for e in found if e["name"].lower() == needle), None)
+                break
+        if evidence:
+            break
+    row: dict[str, Any] = {column: None for column in columns}
+    if columns:
+        row[columns[0]] = entity
+    for column in columns:
+        if column.lower() == "type":
+            row[column] = kind
+        elif column.lower() in ("evidence", "description"):
+            row[column] = evidence
+    return {"row": row}
+
+
+def write_sql(table: str, limit: int) -> dict[str, str]:
+    # The caller's guard validates this like any model-written query.
+    return {"sql": f'SELECT * FROM "{table}" LIMIT {int(limit)}'}  # noqa: S608
+
+
+def tag_tree(topic: str, entities: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One node per entity type under the topic, the entities as leaves. Without entities (no KB) the
+    offline model cannot invent a taxonomy, and the single root node says so."""
+    if not entities:
+        return {
+            "description": "offline model: no language model is configured, so no taxonomy was generated",
+            "nodes": [{"node_name": topic, "description": "configure gen.llm to generate sub-topics"}],
+        }
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for entity in entities:
+        groups.setdefault(str(entity.get("type") or "entity"), []).append(entity)
+    children = [
+        {
+            "node_name": kind,
+            "description": f"{len(members)} entities of type {kind}",
+            "children": [
+                {"node_name": str(m["name"]), "description": str(m.get("description") or "")[:300]}
+                for m in members
+            ],
+        }
+        for kind, members in groups.items()
+    ]
+    return {
+        "description": f"entities of the knowledge base grouped by type (offline model) for {topic}",
+        "nodes": [{"node_name": topic, "description": "", "children": children}],
+    }
+
+
 def summarize(texts: Sequence[str], max_sentences: int = 3) -> str:
     picked: list[str] = []
     for text in texts:
@@ -310,6 +398,22 @@ class OfflineChat:
             result = rewrite(str(inputs.get("query", "")), int(inputs.get("n", 3)))
         elif task == "judge":
             result = judge(str(inputs.get("question", "")), [str(e) for e in inputs.get("evidence", [])])
+        elif task == "design_table":
+            result = design_table(
+                str(inputs.get("question", "")),
+                [str(p) for p in inputs.get("passages", [])],
+                int(inputs.get("max_entities", 20)),
+            )
+        elif task == "fill_row":
+            result = fill_row(
+                str(inputs.get("entity", "")),
+                [str(c) for c in inputs.get("columns", [])],
+                [str(p) for p in inputs.get("passages", [])],
+            )
+        elif task == "write_sql":
+            result = write_sql(str(inputs.get("table", "")), int(inputs.get("limit", 100)))
+        elif task == "tag_tree":
+            result = tag_tree(str(inputs.get("topic", "")), list(inputs.get("entities", [])))
         else:
             return (
                 "No language model is configured (provider: offline). The offline model only extracts from "

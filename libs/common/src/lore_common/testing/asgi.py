@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -27,3 +28,13 @@ async def running(app: Litestar, base_url: str) -> AsyncIterator[AppClient]:
     """Start the app's lifespan, yield a client, shut the app down."""
     async with app_lifespan(app), AppClient(app, base_url) as client:
         yield client
+
+
+async def wait_done(client: AppClient, path: str, limit: float = 20.0) -> dict[str, Any]:
+    """Poll a gen or mem status path until its `status` is completed or failed."""
+    async with asyncio.timeout(limit):
+        while True:
+            body: dict[str, Any] = (await client.get(path)).json()
+            if body["status"] in ("completed", "failed"):
+                return body
+            await asyncio.sleep(0.02)

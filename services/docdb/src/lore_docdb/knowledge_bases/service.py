@@ -18,12 +18,12 @@ import msgspec
 import structlog
 
 from lore_common.errors import BadRequest, Conflict, NotFound
+from lore_common.naming import check_name
 from lore_docdb.datasets.store import RawFiles
 from lore_docdb.index.graph import GraphIndex
 from lore_docdb.index.models import KbDatasetRow, KnowledgeBaseRow
 from lore_docdb.index.store import IndexStore, KbExists
 from lore_docdb.index.vectors import VectorIndex
-from lore_docdb.naming import check_name
 from lore_docdb.schemas.service import SchemaService
 from lore_docdb.tasks.models import TaskRow
 from lore_docdb.tasks.service import TaskService

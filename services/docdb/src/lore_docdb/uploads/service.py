@@ -25,10 +25,10 @@ import msgspec
 import structlog
 
 from lore_common.errors import BadRequest, NotFound
+from lore_common.naming import safe_filename
 from lore_docdb.datasets.models import UploadedFile
 from lore_docdb.datasets.service import DatasetService, stream_to_file
 from lore_docdb.datasets.store import UPLOADS
-from lore_docdb.naming import safe_filename
 
 log = structlog.get_logger("lore.docdb.uploads")
 MERGE_BUFFER = 8 * 1024 * 1024

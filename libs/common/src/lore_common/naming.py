@@ -1,4 +1,4 @@
-"""Names that reach the filesystem: dataset and KB names by the contract's rule, and safe filenames."""
+"""Names that reach the filesystem or another service: dataset and KB names, safe filenames."""
 
 from __future__ import annotations
 

@@ -1,0 +1,91 @@
+"""Routes of contract 4.8: submit, status and the WebSocket stream of the table pipeline."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import msgspec
+from litestar import Controller, Request, WebSocket, get, post, websocket
+from litestar.exceptions import WebSocketDisconnect
+from litestar.params import FromPath, JSONBody
+
+from lore_common.errors import LoreError
+from lore_gen.tables.models import SubmitRequest
+from lore_gen.tables.service import TableService
+
+STREAM_DESCRIPTION = """\
+After connecting, send one JSON text message: the submit body
+(`{"question": str, "sql_question": str|null, "top_k": 5, "threshold": 0.5, "max_workers": 16,
+"kb_name": str|null}`). The server answers with `{"type": "progress", "step": n, "name", "task_id", ...}`
+for each step (1 schema, 2 rows — repeated with `done`/`total` —, 3 table, 4 sql), then
+`{"type": "result", "data": {table_name, schema, csv_data, sql, query_results}}` or
+`{"type": "error", "message"}`, and closes. A malformed message gets an `error` message. The task also
+keeps running, and stays readable at `/pipeline/status/{task_id}`, if the client disconnects."""
+
+
+def tables_of(request: Request[Any, Any, Any] | WebSocket[Any, Any, Any]) -> TableService:
+    service: TableService = request.app.state.tables
+    return service
+
+
+class TablePipelineController(Controller):
+    path = "/api/v1/gen/pipeline"
+    tags = ["table generation"]
+
+    @post(
+        "/submit",
+        status_code=200,
+        summary="Start the table pipeline; returns `{task_id, status}` at once",
+        description="Poll `/pipeline/status/{task_id}` or use the WebSocket `/pipeline/stream`.",
+    )
+    async def submit(self, request: Request[Any, Any, Any], data: JSONBody[SubmitRequest]) -> dict[str, Any]:
+        record = await tables_of(request).submit(data)
+        return {"task_id": record.task_id, "status": record.status}
+
+    @get(
+        "/status/{task_id:str}",
+        summary="`{task_id, status, result}`: pending, running (with `step`), completed or failed (`error`)",
+    )
+    async def status(self, request: Request[Any, Any, Any], task_id: FromPath[str]) -> dict[str, Any]:
+        record = await tables_of(request).status(task_id)
+        return record.public()
+
+
+@websocket("/api/v1/gen/pipeline/stream", description=STREAM_DESCRIPTION, tags=["table generation"])
+async def pipeline_stream(socket: WebSocket[Any, Any, Any]) -> None:
+    await socket.accept()
+    service = tables_of(socket)
+    try:
+        raw = await socket.receive_data(mode="text")
+    except WebSocketDisconnect:
+        return
+    try:
+        body = msgspec.json.decode(raw, type=SubmitRequest)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        await socket.send_json({"type": "error", "message": f"invalid submit message: {exc}"})
+        await socket.close(code=1008, reason="invalid submit message")
+        return
+
+    events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    try:
+        record = await service.submit(body, listener=events.put_nowait)
+    except LoreError as exc:
+        await socket.send_json({"type": "error", "message": exc.message})
+        await socket.close(code=1000)
+        return
+    try:
+        while True:
+            event = await events.get()
+            if event["type"] == "progress":
+                event = {**event, "task_id": record.task_id}
+            await socket.send_json(event)
+            if event["type"] in ("result", "error"):
+                break
+        await socket.close(code=1000)
+    except (WebSocketDisconnect, OSError, RuntimeError):
+        pass  # the client left; the task runs on and its status stays readable
+    finally:
+        with contextlib.suppress(Exception):
+            service.runner.detach(record.task_id, events.put_nowait)

@@ -1,0 +1,299 @@
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from litestar.testing import TestClient
+from sqlalchemy import text
+
+from lore_common.testing.asgi import wait_done
+from lore_common.testing.fake_docdb import FakeDocdb
+from lore_common.testing.replies import prompt_of, reply
+
+SUBMIT = "/api/v1/gen/pipeline/submit"
+STATUS = "/api/v1/gen/pipeline/status"
+PASSAGES = {
+    "curie.txt": "Marie Curie was born in 1867 in Warsaw. She won Nobel Prizes in 1903 and 1911.",
+    "hopper.txt": "Grace Hopper was born in 1906 in New York City. She wrote the first compiler.",
+}
+QUESTION = "When and where were Marie Curie, Grace Hopper and Nikola Tesla born?"
+ROWS = {
+    "Marie Curie": {"name": "Marie Curie", "birth_year": 1867, "birthplace": "Warsaw"},
+    # The model echoes the columns as it named them, numbers as text: both are normalised.
+    "Grace Hopper": {"Name": "Grace Hopper", "Birth Year": "1906", "Birthplace": "New York City"},
+}
+
+
+@pytest.fixture(autouse=True)
+def chem_kb(docdb_fake: FakeDocdb) -> None:
+    docdb_fake.add_kb("chem", PASSAGES)
+
+
+class ScriptedModel:
+    """A realistic model for the pipeline's three prompts; `sql` lists the SQL replies in order."""
+
+    def __init__(self, sql: list[str] | None = None) -> None:
+        self.sql = sql or [
+            'SELECT "name", "birth_year" FROM "{table}" WHERE "birth_year" IS NOT NULL ORDER BY 2'
+        ]
+        self.filled: dict[str, str] = {}
+        self.sql_prompts: list[list[dict[str, Any]]] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        system, user = prompt_of(request)
+        if system.startswith("You design"):
+            assert "Marie Curie was born in 1867" in user  # the question's evidence reached the model
+            return reply(
+                {
+                    "title": "Births of scientists",
+                    "entities": ["Marie Curie", "Grace Hopper", "Nikola Tesla"],
+                    "columns": ["Name", "Birth Year", "Birthplace"],
+                }
+            )
+        if system.startswith("You fill"):
+            entity = re.search(r"Entity: (.+)", user)
+            assert entity is not None
+            self.filled[entity.group(1)] = user
+            return reply({"row": ROWS[entity.group(1)]})
+        if system.startswith("You write"):
+            messages = json.loads(request.content)["messages"]
+            table = re.search(r'Table: "([^"]+)"', " ".join(m["content"] for m in messages))
+            assert table is not None
+            self.sql_prompts.append(messages)
+            sql = self.sql[min(len(self.sql_prompts), len(self.sql)) - 1]
+            return reply({"sql": sql.format(table=table.group(1))})
+        raise AssertionError(f"unexpected prompt: {system[:80]}")
+
+
+async def run_table(client: Any, **body: Any) -> dict[str, Any]:
+    response = await client.post(
+        SUBMIT, json={"question": QUESTION, "kb_name": "chem", "threshold": 0.3, **body}
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["status"] == "pending"
+    return await wait_done(client, f"{STATUS}/{response.json()['task_id']}")
+
+
+async def test_grounded_table_fills_rows_from_evidence_and_answers_with_sql(gen_factory: Any) -> None:
+    model = ScriptedModel()
+    async with gen_factory(llm=model) as client:
+        done = await run_table(client)
+        assert done["status"] == "completed", done
+        result = done["result"]
+        assert result["schema"] == {
+            "title": "Births of scientists",
+            "entities": ["Marie Curie", "Grace Hopper", "Nikola Tesla"],
+            "columns": ["name", "birth_year", "birthplace"],
+        }
+        rows = {row["name"]: row for row in result["csv_data"]}
+        assert rows["Marie Curie"] == {"name": "Marie Curie", "birth_year": 1867, "birthplace": "Warsaw"}
+        assert rows["Grace Hopper"]["birth_year"] == 1906
+        # No evidence for Tesla in the KB: an empty row, and the model was never asked to invent one.
+        assert rows["Nikola Tesla"] == {"name": "Nikola Tesla", "birth_year": None, "birthplace": None}
+        assert set(model.filled) == {"Marie Curie", "Grace Hopper"}
+        assert "born in 1867 in Warsaw" in model.filled["Marie Curie"]
+        assert result["query_results"] == [
+            {"name": "Marie Curie", "birth_year": 1867},
+            {"name": "Grace Hopper", "birth_year": 1906},
+        ]
+        assert result["sql"].endswith("LIMIT 1000")
+        # The rows live in a real SQL table with numeric columns.
+        engine = client.app.state.tables.pipeline.tables.engine
+        async with engine.connect() as connection:
+            total = await connection.execute(text(f'SELECT SUM("birth_year") FROM "{result["table_name"]}"'))
+            assert total.scalar() == 1867 + 1906
+
+
+async def test_rejected_sql_is_regenerated_once_with_the_reason(gen_factory: Any) -> None:
+    model = ScriptedModel(sql=['DROP TABLE "{table}"', 'SELECT COUNT(*) AS n FROM "{table}"'])
+    async with gen_factory(llm=model) as client:
+        done = await run_table(client)
+        assert done["status"] == "completed", done
+        assert done["result"]["query_results"] == [{"n": 3}]
+        assert len(model.sql_prompts) == 2
+        assert "rejected: only SELECT queries may run, not DROP" in model.sql_prompts[1][-1]["content"]
+
+
+@pytest.mark.parametrize(
+    "bad_sql",
+    [
+        'DROP TABLE "{table}"',
+        'SELECT * FROM "{table}"; DELETE FROM "{table}"',
+        'UPDATE "{table}" SET "birthplace" = \'x\'',
+        "SELECT sql FROM sqlite_master",
+        "ATTACH DATABASE '{attach}' AS stolen",
+        "PRAGMA writable_schema = 1",
+    ],
+)
+async def test_unsafe_sql_never_runs_and_the_task_fails_saying_why(
+    gen_factory: Any, bad_sql: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    attach = tmp_path / "attached.db"
+    model = ScriptedModel(sql=[bad_sql.replace("{attach}", str(attach))])
+    async with gen_factory(llm=model) as client:
+        executed: list[str] = []
+        store = client.app.state.tables.pipeline.tables
+        original = store.query
+
+        async def spy(sql: str) -> Any:
+            executed.append(sql)
+            return await original(sql)
+
+        monkeypatch.setattr(store, "query", spy)
+        done = await run_table(client)
+        assert done["status"] == "failed"
+        assert "rejected" in done["error"] and "after one regeneration" in done["error"]
+        assert executed == []
+        assert len(model.sql_prompts) == 2
+        async with store.engine.connect() as connection:  # the generated table is untouched
+            names = await connection.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'"))
+            generated = [n for (n,) in names if n.startswith("gen_")]
+            assert len(generated) == 1
+            count = await connection.execute(text(f'SELECT COUNT(*) FROM "{generated[0]}"'))
+            assert count.scalar() == 3
+    assert not attach.exists()
+
+
+async def test_the_read_only_connection_refuses_writes_even_without_the_guard(gen_factory: Any) -> None:
+    async with gen_factory(llm=ScriptedModel()) as client:
+        done = await run_table(client)
+        store = client.app.state.tables.pipeline.tables
+        with pytest.raises(Exception, match=r"readonly|read-only|query_only"):
+            await store.query(f'DELETE FROM "{done["result"]["table_name"]}"')
+        assert len(await store.query(f'SELECT * FROM "{done["result"]["table_name"]}"')) == 3
+
+
+@pytest.mark.postgres
+async def test_the_pipeline_on_postgresql_answers_and_its_reads_are_read_only(
+    gen_factory: Any, postgres_url: str
+) -> None:
+    model = ScriptedModel(sql=['SELECT "name" FROM "{table}" WHERE "birthplace" LIKE \'%York%\''])
+    async with gen_factory(llm=model, LORE__GEN__DATABASE__URL=postgres_url) as client:
+        done = await run_table(client)
+        assert done["status"] == "completed", done
+        assert done["result"]["query_results"] == [{"name": "Grace Hopper"}]
+        store = client.app.state.tables.pipeline.tables
+        assert store.dialect == "postgres"
+        table = done["result"]["table_name"]
+        with pytest.raises(Exception, match="read-only transaction"):
+            await store.query(f'DELETE FROM "{table}"')
+        assert len(await store.query(f'SELECT * FROM "{table}"')) == 3
+
+
+async def test_a_model_failure_fails_the_task_naming_the_model(gen_factory: Any) -> None:
+    def broken(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            500, json={"error": {"message": "The server had an error", "type": "server_error"}}
+        )
+
+    async with gen_factory(llm=broken) as client:
+        done = await run_table(client)
+        assert done["status"] == "failed"
+        assert "model openai:gpt-4o-mini" in done["error"] and "HTTP 500" in done["error"]
+        assert done["result"] is None
+
+
+async def test_offline_model_builds_an_honest_table_from_retrieved_evidence(gen_factory: Any) -> None:
+    async with gen_factory() as client:
+        response = await client.post(
+            SUBMIT,
+            json={
+                "question": "What do we know about Marie Curie and Grace Hopper?",
+                "kb_name": "chem",
+                "threshold": 0.3,
+            },
+        )
+        done = await wait_done(client, f"{STATUS}/{response.json()['task_id']}")
+        assert done["status"] == "completed", done
+        result = done["result"]
+        assert result["schema"]["columns"] == ["name", "type", "evidence"]
+        assert result["schema"]["entities"] == ["Marie Curie", "Grace Hopper"]
+        rows = {row["name"]: row for row in result["csv_data"]}
+        assert "1867" in rows["Marie Curie"]["evidence"]
+        assert rows["Grace Hopper"]["evidence"] == "Grace Hopper was born in 1906 in New York City."
+        assert result["sql"] == f'SELECT * FROM "{result["table_name"]}" LIMIT 1000'
+        assert len(result["query_results"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        ({"question": "  "}, 400, "question is empty"),
+        ({}, 400, "question"),
+        ({"question": "q", "top_k": 0}, 400, "top_k"),
+        ({"question": "q", "threshold": 1.5}, 400, "threshold"),
+        ({"question": "q", "max_workers": 0}, 400, "max_workers"),
+        ({"question": "q", "colour": "red"}, 400, "colour"),
+        ({"question": "q", "kb_name": "../etc"}, 400, "invalid knowledge base name"),
+        ({"question": "q", "kb_name": "nope"}, 404, "'nope' does not exist"),
+    ],
+)
+async def test_bad_submissions_are_refused_with_a_reason(
+    gen_factory: Any, body: dict[str, Any], status: int, says: str
+) -> None:
+    async with gen_factory() as client:
+        response = await client.post(SUBMIT, json=body)
+        assert response.status_code == status
+        assert says in json.dumps(response.json()["detail"])
+
+
+async def test_unknown_task_is_404_and_docdb_down_is_503(gen_factory: Any, docdb_fake: FakeDocdb) -> None:
+    async with gen_factory() as client:
+        assert (await client.get(f"{STATUS}/no-such-task")).status_code == 404
+        assert (await client.get(f"{STATUS}/..%2F..%2Fetc")).status_code == 404
+        docdb_fake.down = True
+        response = await client.post(SUBMIT, json={"question": "q", "kb_name": "chem"})
+        assert response.status_code == 503
+        assert "http://docdb.fake" in response.json()["detail"]
+
+
+async def test_status_survives_a_restart_and_unfinished_tasks_become_failed(
+    gen_factory: Any, tmp_path: Path
+) -> None:
+    async with gen_factory(llm=ScriptedModel()) as client:
+        done = await run_table(client)
+    # A task a dead process left running.
+    stale = tmp_path / "gen" / "tasks" / "table" / "stale-task.json"
+    stale.write_text(json.dumps({"task_id": "stale-task", "kind": "table", "status": "running", "step": 2}))
+    async with gen_factory() as client:
+        again = (await client.get(f"{STATUS}/{done['task_id']}")).json()
+        assert again["status"] == "completed"
+        assert again["result"] == done["result"]
+        interrupted = (await client.get(f"{STATUS}/stale-task")).json()
+        assert interrupted["status"] == "failed" and "interrupted" in interrupted["error"]
+
+
+def _stream(client: TestClient[Any], message: str) -> list[dict[str, Any]]:
+    events = []
+    with client.websocket_connect("/api/v1/gen/pipeline/stream") as socket:
+        socket.send_text(message)
+        while True:
+            event = socket.receive_json()
+            events.append(event)
+            if event["type"] in ("result", "error"):
+                break
+    return events
+
+
+def test_websocket_streams_each_step_then_the_result(gen_app: Any, mocked_http: Any) -> None:
+    with mocked_http(ScriptedModel()), TestClient(gen_app(model=True)) as client:
+        events = _stream(client, json.dumps({"question": QUESTION, "kb_name": "chem", "threshold": 0.3}))
+        steps = [e["step"] for e in events if e["type"] == "progress"]
+        assert steps[0] == 1 and steps[-1] == 4 and sorted(steps) == steps and set(steps) == {1, 2, 3, 4}
+        rows = [e for e in events if e.get("name") == "rows"]
+        assert rows[-1]["done"] == rows[-1]["total"] == 3
+        assert events[-1]["type"] == "result"
+        data = events[-1]["data"]
+        assert {"table_name", "schema", "csv_data", "sql", "query_results"} <= set(data)
+        task_id = events[0]["task_id"]
+        assert client.get(f"{STATUS}/{task_id}").json()["status"] == "completed"
+
+        malformed = _stream(client, "{not json")
+        assert malformed == [malformed[0]] and malformed[0]["type"] == "error"
+        assert "invalid submit message" in malformed[0]["message"]
+        refused = _stream(client, json.dumps({"question": "q", "kb_name": "missing"}))
+        assert refused[0] == {"type": "error", "message": "knowledge base 'missing' does not exist in docdb"}
