@@ -74,8 +74,6 @@ def test_health_reports_every_service_and_its_stores(lore: Lore) -> None:
 def test_unbuilt_contract_routes_say_so_with_501(lore: Lore) -> None:
     r = httpx.post(f"{lore.url}/api/v1/mem/kb/query", json={"query": "x"}, timeout=10)
     assert r.status_code == 501 and "not built yet" in r.json()["detail"]
-    r = httpx.post(f"{lore.url}/api/v1/gen/pipeline/submit", json={"question": "q"}, timeout=10)
-    assert r.status_code == 501
 
 
 def test_vg_memory_through_the_gateway(lore: Lore) -> None:
@@ -153,12 +151,31 @@ def test_openapi_document_merges_the_three_services(lore: Lore) -> None:
     assert "/api/v1/mem/vg/add" in paths
 
 
-async def test_gen_stream_through_the_gateway_answers_with_an_error_message(lore: Lore) -> None:
+async def test_gen_table_stream_through_the_gateway_grounds_rows_in_docdb(lore: Lore) -> None:
+    """Runs after the docdb test built KB `e2e`; gen reaches docdb over HTTP (offline model)."""
     ws_url = lore.url.replace("http", "ws") + "/api/v1/gen/pipeline/stream"
+    body = {"question": "What did Grace Hopper develop?", "kb_name": "e2e", "threshold": 0.0}
     async with aiohttp.ClientSession() as session, session.ws_connect(ws_url) as ws:
-        await ws.send_json({"question": "GDP by country"})
+        await ws.send_json(body)
+        events = []
+        while not events or events[-1]["type"] == "progress":
+            events.append(await ws.receive_json(timeout=30))
+        closing = await ws.receive(timeout=10)
+        assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+    steps = [e["step"] for e in events if e["type"] == "progress"]
+    assert set(steps) == {1, 2, 3, 4} and steps == sorted(steps)
+    assert events[-1]["type"] == "result", events[-1]
+    data = events[-1]["data"]
+    assert data["csv_data"] == data["query_results"]
+    assert data["csv_data"][0]["name"] == "Grace Hopper"
+    assert "first compiler" in data["csv_data"][0]["evidence"]
+    status = httpx.get(f"{lore.url}/api/v1/gen/pipeline/status/{events[0]['task_id']}", timeout=10).json()
+    assert status["status"] == "completed" and status["result"] == data
+
+    async with aiohttp.ClientSession() as session, session.ws_connect(ws_url) as ws:
+        await ws.send_str("not json")
         message = await ws.receive_json(timeout=10)
-        assert message["type"] == "error" and "not built yet" in message["message"]
+        assert message["type"] == "error" and "invalid submit message" in message["message"]
 
 
 def test_secrets_never_reach_the_logs(lore: Lore) -> None:

@@ -66,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["LORE_CONFIG_DIR"] = args.config_dir
     settings = load_settings()
     g = settings.gateway
+    # gen talks to the docdb this launcher starts, on whatever port docdb was given.
+    os.environ.setdefault(
+        "LORE__GEN__DOCDB_URL", f"http://{settings.docdb.server.host}:{settings.docdb.server.port}"
+    )
     children = [
         Child(
             "docdb", "lore_docdb", f"http://{settings.docdb.server.host}:{settings.docdb.server.port}/health"

@@ -92,9 +92,10 @@ class TaskStore:
         os.replace(temp, path)
 
     async def save(self, record: TaskRecord) -> None:
+        """Durable first, visible second: a reader never sees a state the disk does not hold."""
         record.updated_at = _now()
-        self._remember(record)
         await asyncio.to_thread(self._write, record)
+        self._remember(record)
 
     def _remember(self, record: TaskRecord) -> None:
         self._memory[record.task_id] = record
@@ -173,22 +174,27 @@ class TaskRunner:
             listener(event)
 
     async def _run(self, record: TaskRecord, body: Callable[[Report], Awaitable[Any]]) -> None:
+        current = record
+
         async def report(step: int, name: str, **extra: Any) -> None:
-            record.step, record.step_name, record.progress = step, name, extra
+            # Progress lives in memory: status reads it there, and after a crash the task is failed
+            # anyway. Only state changes are written (and fsynced) to disk.
+            current.step, current.step_name, current.progress = step, name, extra
+            current.updated_at = _now()
             self._emit(record.task_id, {"type": "progress", "step": step, "name": name, **extra})
-            await self.store.save(record)
+
+        def moved(**changes: Any) -> TaskRecord:
+            return msgspec.structs.replace(current, **changes)
 
         try:
-            record.status = "running"
-            await self.store.save(record)
+            current = moved(status="running")
+            await self.store.save(current)
             result = await body(report)
-            record.status, record.result, record.progress = "completed", result, {}
-            await self.store.save(record)
+            await self.store.save(moved(status="completed", result=result, progress={}))
             self._emit(record.task_id, {"type": "result", "data": result})
         except asyncio.CancelledError:
-            record.status, record.error = "failed", "interrupted: the gen service stopped"
             with contextlib.suppress(Exception):
-                self.store._write(record)
+                self.store._write(moved(status="failed", error="interrupted: the gen service stopped"))
             raise
         except Exception as exc:
             message = (
@@ -197,8 +203,7 @@ class TaskRunner:
                 else f"{type(exc).__name__}: {exc}"
             )
             log.warning("task_failed", task_id=record.task_id, kind=record.kind, error=message)
-            record.status, record.error = "failed", message
-            await self.store.save(record)
+            await self.store.save(moved(status="failed", error=message))
             self._emit(record.task_id, {"type": "error", "message": message, "task_id": record.task_id})
         finally:
             self._running.pop(record.task_id, None)

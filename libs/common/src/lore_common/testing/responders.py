@@ -45,3 +45,23 @@ def _newest_line(prompt: str) -> str:
         if line.lower().startswith("user:"):
             return line.split(":", 1)[1].strip()
     return prompt.strip().splitlines()[-1].strip() if prompt.strip() else ""
+
+
+def table(body: dict[str, Any]) -> str:
+    """Answers gen's table prompts: the entities named in the question (comma-separated after a colon),
+    a row with a deterministic number per entity, and an aggregate SQL query over the table."""
+    messages = body.get("messages") or []
+    system = str(messages[0].get("content", "")) if messages else ""
+    user = _last_user_text(body)
+    if system.startswith("You design"):
+        question = user.split("Question:", 1)[1].split("\n", 1)[0]
+        names = [n.strip(" ?.") for n in question.split(":", 1)[-1].split(",") if n.strip(" ?.")]
+        return json.dumps({"title": "Benchmark table", "entities": names, "columns": ["name", "score", "note"]})
+    if system.startswith("You fill"):
+        entity = user.split("Entity:", 1)[1].split("\n", 1)[0].strip()
+        score = sum(ord(ch) for ch in entity) % 1000
+        return json.dumps({"row": {"name": entity, "score": score, "note": f"{entity} noted"}})
+    if system.startswith("You write"):
+        table_name = user.split('Table: "', 1)[1].split('"', 1)[0]
+        return json.dumps({"sql": f'SELECT COUNT(*) AS n, MAX("score") AS top FROM "{table_name}"'})
+    return json.dumps({"error": "unexpected prompt"})
