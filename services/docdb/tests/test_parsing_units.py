@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lore_docdb.parsing.chunking import chunk_sentences, chunk_text, count_tokens
+from lore_common.chunking import chunk_sentences, chunk_text, count_tokens
 from lore_docdb.parsing.extract import ExtractionError, extract_text
 
 

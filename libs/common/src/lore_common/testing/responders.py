@@ -56,12 +56,15 @@ def table(body: dict[str, Any]) -> str:
     if system.startswith("You design"):
         question = user.split("Question:", 1)[1].split("\n", 1)[0]
         names = [n.strip(" ?.") for n in question.split(":", 1)[-1].split(",") if n.strip(" ?.")]
-        return json.dumps({"title": "Benchmark table", "entities": names, "columns": ["name", "score", "note"]})
+        columns = ["name", "score", "note"]
+        return json.dumps({"title": "Benchmark table", "entities": names, "columns": columns})
     if system.startswith("You fill"):
         entity = user.split("Entity:", 1)[1].split("\n", 1)[0].strip()
         score = sum(ord(ch) for ch in entity) % 1000
         return json.dumps({"row": {"name": entity, "score": score, "note": f"{entity} noted"}})
     if system.startswith("You write"):
         table_name = user.split('Table: "', 1)[1].split('"', 1)[0]
-        return json.dumps({"sql": f'SELECT COUNT(*) AS n, MAX("score") AS top FROM "{table_name}"'})
+        # gen's guard validates this like any model-written query.
+        sql = f'SELECT COUNT(*) AS n, MAX("score") AS top FROM "{table_name}"'  # noqa: S608
+        return json.dumps({"sql": sql})
     return json.dumps({"error": "unexpected prompt"})

@@ -16,15 +16,16 @@ from typing import Any
 import msgspec
 import structlog
 
+from lore_common.chunking import chunk_sentences, chunk_text
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_common.providers.embedders import Embedder
+from lore_common.providers.extraction import Extraction
 from lore_common.settings import Settings
 from lore_docdb.index.bm25 import Bm25Cache
 from lore_docdb.index.graph import GraphIndex, entity_id
 from lore_docdb.index.models import ChunkRow
 from lore_docdb.index.store import IndexStore
 from lore_docdb.index.vectors import VectorIndex
-from lore_docdb.parsing.chunking import chunk_sentences, chunk_text
 from lore_docdb.parsing.extract import ExtractionError, extract_text, supported
 from lore_docdb.schemas.models import ENTITY_TYPES, EntityDefinition
 from lore_docdb.schemas.service import extraction_prompt
@@ -37,25 +38,6 @@ STAGES = ("extract", "chunk", "embed", "index", "graph", "merge")
 
 class Cancelled(Exception):
     """The task was cancelled; the pipeline stops at the boundary where it noticed."""
-
-
-class ExtractedEntity(msgspec.Struct):
-    name: str
-    type: str = "客观实体"
-    description: str = ""
-    subtype: str | None = None
-
-
-class ExtractedRelation(msgspec.Struct):
-    source: str
-    target: str
-    description: str = ""
-    weight: float = 1.0
-
-
-class Extraction(msgspec.Struct):
-    entities: list[ExtractedEntity] = []
-    relations: list[ExtractedRelation] = []
 
 
 @dataclass
