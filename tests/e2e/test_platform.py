@@ -71,9 +71,20 @@ def test_health_reports_every_service_and_its_stores(lore: Lore) -> None:
     assert (lore.data / "docdb" / "falkordb").is_dir()
 
 
-def test_unbuilt_contract_routes_say_so_with_501(lore: Lore) -> None:
-    r = httpx.post(f"{lore.url}/api/v1/mem/kb/query", json={"query": "x"}, timeout=10)
-    assert r.status_code == 501 and "not built yet" in r.json()["detail"]
+def test_kb_memory_through_the_gateway_with_the_local_embedder(lore: Lore) -> None:
+    base = f"{lore.url}/api/v1/mem/kb"
+    fact = "The orchard behind the old mill grows forty quince trees."
+    job = httpx.post(f"{base}/insert", files={"query": (None, fact)}, timeout=30)
+    assert job.status_code == 202
+    deadline = time.monotonic() + 10
+    while (status := httpx.get(f"{base}/insert/{job.json()['id']}", timeout=10).json())["status"] != "done":
+        assert status["status"] in ("accepted", "processing") and time.monotonic() < deadline, status
+        time.sleep(0.1)
+    answer = httpx.post(
+        f"{base}/query", json={"query": "How many quince trees grow in the orchard?"}, timeout=30
+    )
+    assert answer.status_code == 200
+    assert fact in answer.json()["rag_memory"] and "forty quince" in answer.json()["final_answer"]
 
 
 def test_vg_memory_through_the_gateway(lore: Lore) -> None:

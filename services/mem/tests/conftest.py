@@ -26,6 +26,9 @@ def mem_factory(
             "LORE__MEM__SERVER__DATA_DIR": str(tmp_path / "mem"),
             "LORE__MEM__EMBEDDING_API__PROVIDER": "hashing",
             "LORE__MEM__EMBEDDING_API__DIM": "256",
+            "LORE__MEM__MEMORYKB__EMBEDDING__PROVIDER": "hashing",
+            "LORE__MEM__MEMORYKB__EMBEDDING__DIM": "256",
+            "LORE__MEM__MEMORYKB__COMMUNITY_INTERVAL": "0.05",
             **db_env,
             **env,
         }

@@ -199,6 +199,14 @@ class MemoryKbConfig(Section):
     pm_llm: LLMConfig | None = None
     stt: LLMConfig | None = None
     vision: LLMConfig | None = None
+    # Inserts processed at once (captions, extraction, embedding); each commits on its own.
+    max_concurrent_inserts: int = 8
+    # Query breadth: chunks (naive, local sources), entities (local), community summaries (global).
+    chunk_top_k: int = 5
+    entity_top_k: int = 10
+    community_top_k: int = 5
+    # Communities are recomputed after inserts, at most once per this many seconds.
+    community_interval: float = 1.0
 
 
 class VgEmbedderInner(Section):

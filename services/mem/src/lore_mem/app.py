@@ -9,10 +9,16 @@ from pathlib import Path
 from litestar import Litestar
 
 from lore_common.logging import configure_logging
+from lore_common.providers.chat import create_chat_model
 from lore_common.providers.container import open_providers
-from lore_common.settings import GraphStoreConfig, Settings, load_settings
+from lore_common.providers.embedders import Embedder, create_embedder
+from lore_common.settings import EmbeddingConfig, GraphStoreConfig, Settings, load_settings
 from lore_common.stores import open_stores
-from lore_common.web import PlannedRoute, create_service_app
+from lore_common.web import create_service_app
+from lore_mem.kb.media import Captioner
+from lore_mem.kb.routes import KbController
+from lore_mem.kb.service import KbMemory
+from lore_mem.kb.store import KbStore
 from lore_mem.vg.graph import VgGraph
 from lore_mem.vg.routes import VgController
 from lore_mem.vg.service import VgMemory
@@ -20,10 +26,45 @@ from lore_mem.vg.store import HistoryStore, MemoryStore
 
 PREFIX = "/api/v1/mem"
 
-PLANNED = [
-    PlannedRoute(("POST",), f"{PREFIX}/kb/insert", "kb memory insert"),
-    PlannedRoute(("POST",), f"{PREFIX}/kb/query", "kb memory query"),
-]
+
+def _same_local_model(a: EmbeddingConfig, b: EmbeddingConfig) -> bool:
+    return a.provider == b.provider == "local" and a.model == b.model
+
+
+@contextlib.asynccontextmanager
+async def open_kb_memory(settings: Settings, data_dir: Path, shared: Embedder) -> AsyncIterator[KbMemory]:
+    """The `kb` memory: its own model, the vg embedder when both name the same local model (one copy
+    of the weights in memory), its file store under `data_dir/kb`."""
+    config = settings.mem.memorykb
+    own = (
+        None
+        if _same_local_model(config.embedding, settings.mem.embedding_api)
+        else create_embedder(config.embedding)
+    )
+    embedder = own or shared
+    llm = create_chat_model(config.llm)
+    pm = create_chat_model(config.pm_llm) if config.pm_llm and config.pm_llm.provider != "offline" else None
+    captioner = Captioner(config.stt, config.vision)
+    memory = KbMemory(
+        KbStore(data_dir / "kb", embedder.dim),
+        embedder,
+        llm,
+        pm,
+        captioner,
+        config,
+        settings.parameter.chunk_config,
+    )
+    await memory.start()
+    try:
+        yield memory
+    finally:
+        await memory.stop()
+        await captioner.aclose()
+        await llm.aclose()
+        if pm is not None:
+            await pm.aclose()
+        if own is not None:
+            await own.aclose()
 
 
 def create_app(settings: Settings) -> Litestar:
@@ -63,12 +104,14 @@ def create_app(settings: Settings) -> Litestar:
             if graph is not None:
                 await graph.ensure()
             app.state.vg = VgMemory(memories, history, providers.embedder, providers.llm, graph)
-            yield
+            async with open_kb_memory(settings, data_dir, providers.embedder) as kb:
+                app.state.kb = kb
+                yield
 
     return create_service_app(
         service="mem",
-        route_handlers=[VgController],
-        planned=PLANNED,
+        route_handlers=[VgController, KbController],
+        planned=[],
         lifespan=[stores_lifespan],
         health_checks=lambda app: app.state.stores.health_checks(),
         state={"settings": settings},

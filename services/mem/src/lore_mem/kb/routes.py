@@ -1,0 +1,87 @@
+"""Routes of contract 4.10 (`kb` memory), plus the insert job's status (beyond the contract)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from pathlib import Path
+from typing import Any
+
+from litestar import Controller, Request, get, post
+from litestar.datastructures import UploadFile
+from litestar.params import FromPath, JSONBody
+
+from lore_common.errors import BadRequest
+from lore_mem.kb.models import QueryRequest
+from lore_mem.kb.service import MEDIA_KINDS, KbMemory
+
+MAX_INSERT_BYTES = 512 * 1024 * 1024
+COPY_CHUNK = 1024 * 1024
+
+
+def kb_of(request: Request[Any, Any, Any]) -> KbMemory:
+    service: KbMemory = request.app.state.kb
+    return service
+
+
+async def _spool(upload: UploadFile, folder: Path) -> Path:
+    """Stream an upload into a file of ours (never whole in memory)."""
+    await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+    target = folder / uuid.uuid4().hex
+    handle = await asyncio.to_thread(open, target, "wb")
+    try:
+        while chunk := await upload.read(COPY_CHUNK):
+            await asyncio.to_thread(handle.write, chunk)
+    finally:
+        await asyncio.to_thread(handle.close)
+        await upload.close()
+    return target
+
+
+class KbController(Controller):
+    path = "/api/v1/mem/kb"
+    tags = ["kb memory"]
+
+    @post(
+        "/insert",
+        status_code=202,
+        request_max_body_size=MAX_INSERT_BYTES,
+        summary="Queue text (and optional video, audio, image) for the knowledge-graph memory",
+        description=(
+            "multipart: `query` (text, required), `video`, `audio`, `image` (files, optional). Answers 202 "
+            "with the insert job `{id, query, status: accepted, videocaption, audiocaption, imagecaption}`; "
+            "follow it at `GET /api/v1/mem/kb/insert/{id}` (accepted → processing → done | failed)."
+        ),
+    )
+    async def insert(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
+        service = kb_of(request)
+        # request.form() reads multipart (the contract) and also a plain url-encoded form (`curl -d`).
+        data = await request.form()
+        query = data.get("query")
+        if not isinstance(query, str) or not query.strip():
+            for value in data.values():
+                if isinstance(value, UploadFile):
+                    await value.close()
+            raise BadRequest("query is empty: send the text to remember in the form field `query`")
+        incoming = service.store.media_dir / ".incoming"
+        media: dict[str, tuple[str, Path]] = {}
+        try:
+            for kind in MEDIA_KINDS:
+                value = data.get(kind)
+                if isinstance(value, UploadFile) and value.filename:
+                    media[kind] = (value.filename, await _spool(value, incoming))
+            job = await service.insert(query, media)
+        finally:
+            for _, path in media.values():
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+        return job.accepted()
+
+    @get("/insert/{job_id:str}", summary="An insert job: accepted → processing → done | failed")
+    async def insert_status(self, request: Request[Any, Any, Any], job_id: FromPath[str]) -> dict[str, Any]:
+        return (await kb_of(request).job(job_id)).public()
+
+    @post("/query", status_code=200, summary="Ask the knowledge-graph memory (hybrid, local, global, naive)")
+    async def query(self, request: Request[Any, Any, Any], data: JSONBody[QueryRequest]) -> dict[str, Any]:
+        return await kb_of(request).query(data)

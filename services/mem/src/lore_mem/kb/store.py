@@ -1,0 +1,259 @@
+"""The `kb` store: local files under `data_dir/kb/`, held in memory for queries.
+
+Layout:
+- `segments/<seq>.seg`: what one insert added (chunks, entity and relation mentions, their vectors),
+  msgpack, written to a temp file, fsynced and renamed: an insert is in the store whole or not at all.
+- `snapshot.bin`: every segment up to `last_seq` merged; written the same way when segments pile up,
+  after which the merged segment files are deleted (a crash in between only leaves segments the
+  loader skips by sequence number).
+- `communities.bin`: the latest communities with their summaries and summary vectors.
+- `jobs/<id>.json`: insert jobs; `media/<id>/`: uploaded files until their job finishes.
+
+Start-up loads the snapshot, then the newer segments in order; stray temp files are removed.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import structlog
+
+from lore_common.matrix import VectorTable
+from lore_mem.kb.models import (
+    ChunkRecord,
+    Community,
+    CommunityFile,
+    EntityRecord,
+    InsertJob,
+    RelationRecord,
+    Segment,
+    Snapshot,
+)
+
+log = structlog.get_logger("lore.mem.kb")
+
+MAX_DESCRIPTIONS = 8
+COMPACT_AFTER_SEGMENTS = 256
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(temp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, path)
+
+
+def relation_key(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a <= b else (b, a)
+
+
+class KbStore:
+    def __init__(self, root: Path, dim: int) -> None:
+        self.root = root
+        self.dim = dim
+        self.segments_dir = root / "segments"
+        self.jobs_dir = root / "jobs"
+        self.media_dir = root / "media"
+        self.last_seq = 0
+        self.chunks: dict[str, ChunkRecord] = {}
+        self.entities: dict[str, EntityRecord] = {}
+        self.relations: dict[tuple[str, str], RelationRecord] = {}
+        self.neighbours: dict[str, set[str]] = defaultdict(set)
+        self.chunk_vectors = VectorTable(dim)
+        self.entity_vectors = VectorTable(dim)
+        self.communities: list[Community] = []
+        self.community_vectors = VectorTable(dim)
+        self.communities_version = 0
+        self._segment_files = 0
+
+    # ------------------------------------------------------------------ loading
+
+    def _vectors(self, data: bytes, count: int) -> np.ndarray[Any, Any]:
+        matrix = np.frombuffer(data, dtype=np.float32)
+        if matrix.size != count * self.dim:
+            raise ValueError(
+                f"the kb store holds {self.dim}-d vectors only if each record has one; found {matrix.size} "
+                f"values for {count} records: the embedding model changed (mem.memorykb.embedding)?"
+            )
+        return matrix.reshape(count, self.dim)
+
+    def load(self) -> None:
+        for folder in (self.root, self.segments_dir, self.jobs_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+            for temp in folder.glob(".*.tmp"):
+                temp.unlink(missing_ok=True)
+        snapshot_path = self.root / "snapshot.bin"
+        if snapshot_path.exists():
+            snapshot = msgspec.msgpack.decode(snapshot_path.read_bytes(), type=Snapshot)
+            if snapshot.dim != self.dim:
+                raise ValueError(
+                    f"the kb store at {self.root} holds {snapshot.dim}-d vectors but the embedder makes "
+                    f"{self.dim}-d ones: use the same mem.memorykb.embedding model or a new data_dir"
+                )
+            self._apply(
+                Segment(
+                    seq=snapshot.last_seq,
+                    job_id="snapshot",
+                    chunks=snapshot.chunks,
+                    chunk_vectors=snapshot.chunk_vectors,
+                    entities=snapshot.entities,
+                    entity_vectors=snapshot.entity_vectors,
+                    relations=snapshot.relations,
+                )
+            )
+        for path in sorted(self.segments_dir.glob("*.seg")):
+            segment = msgspec.msgpack.decode(path.read_bytes(), type=Segment)
+            if segment.seq > self.last_seq:
+                self._apply(segment)
+            self._segment_files += 1
+        communities_path = self.root / "communities.bin"
+        if communities_path.exists():
+            stored = msgspec.msgpack.decode(communities_path.read_bytes(), type=CommunityFile)
+            self._set_communities(stored)
+        log.info("kb_store_loaded", chunks=len(self.chunks), entities=len(self.entities), seq=self.last_seq)
+
+    # ------------------------------------------------------------------ writing
+
+    def next_seq(self) -> int:
+        return self.last_seq + 1
+
+    def write_segment(self, segment: Segment) -> None:
+        """Durable first (this file, in a worker thread), then visible (`apply`, on the event loop)."""
+        write_atomic(self.segments_dir / f"{segment.seq:012d}.seg", msgspec.msgpack.encode(segment))
+
+    def apply(self, segment: Segment) -> None:
+        self._apply(segment)
+        self._segment_files += 1
+
+    def needs_compaction(self) -> bool:
+        return self._segment_files >= COMPACT_AFTER_SEGMENTS
+
+    def _apply(self, segment: Segment) -> None:
+        chunk_matrix = self._vectors(segment.chunk_vectors, len(segment.chunks))
+        for chunk in segment.chunks:
+            self.chunks[chunk.id] = chunk
+        self.chunk_vectors.add([c.id for c in segment.chunks], chunk_matrix)
+        entity_matrix = self._vectors(segment.entity_vectors, len(segment.entities))
+        for entity in segment.entities:
+            known = self.entities.get(entity.key)
+            if known is None:
+                self.entities[entity.key] = EntityRecord(
+                    key=entity.key,
+                    name=entity.name,
+                    type=entity.type,
+                    descriptions=list(entity.descriptions[:MAX_DESCRIPTIONS]),
+                    chunk_ids=list(entity.chunk_ids),
+                )
+            else:
+                _merge(known.descriptions, entity.descriptions, MAX_DESCRIPTIONS)
+                _merge(known.chunk_ids, entity.chunk_ids)
+        self.entity_vectors.add([e.key for e in segment.entities], entity_matrix)
+        for relation in segment.relations:
+            key = relation_key(relation.source, relation.target)
+            known_relation = self.relations.get(key)
+            if known_relation is None:
+                self.relations[key] = RelationRecord(
+                    source=key[0],
+                    target=key[1],
+                    descriptions=list(relation.descriptions[:MAX_DESCRIPTIONS]),
+                    weight=relation.weight,
+                    chunk_ids=list(relation.chunk_ids),
+                )
+            else:
+                known_relation.weight += relation.weight
+                _merge(known_relation.descriptions, relation.descriptions, MAX_DESCRIPTIONS)
+                _merge(known_relation.chunk_ids, relation.chunk_ids)
+            self.neighbours[key[0]].add(key[1])
+            self.neighbours[key[1]].add(key[0])
+        self.last_seq = max(self.last_seq, segment.seq)
+
+    def snapshot(self) -> Snapshot:
+        """Everything merged (built on the event loop, so no insert changes it meanwhile)."""
+        return Snapshot(
+            last_seq=self.last_seq,
+            dim=self.dim,
+            chunks=list(self.chunks.values()),
+            chunk_vectors=self._rows_bytes(self.chunk_vectors, self.chunks.keys()),
+            entities=list(self.entities.values()),
+            entity_vectors=self._rows_bytes(self.entity_vectors, self.entities.keys()),
+            relations=list(self.relations.values()),
+        )
+
+    def write_snapshot(self, snapshot: Snapshot) -> None:
+        """Replace the snapshot, then drop the segment files it covers."""
+        write_atomic(self.root / "snapshot.bin", msgspec.msgpack.encode(snapshot))
+        for path in self.segments_dir.glob("*.seg"):
+            if int(path.stem) <= snapshot.last_seq:
+                path.unlink(missing_ok=True)
+        self._segment_files = 0
+
+    @staticmethod
+    def _rows_bytes(table: VectorTable, ids: Iterable[str]) -> bytes:
+        rows = [table.rows[i] for i in ids]
+        return table.matrix[rows].astype(np.float32).tobytes() if rows else b""
+
+    def save_communities(self, communities: list[Community], vectors: np.ndarray[Any, Any]) -> None:
+        stored = CommunityFile(
+            version=self.communities_version + 1,
+            communities=communities,
+            vectors=np.asarray(vectors, dtype=np.float32).tobytes(),
+        )
+        write_atomic(self.root / "communities.bin", msgspec.msgpack.encode(stored))
+        self._set_communities(stored)
+
+    def _set_communities(self, stored: CommunityFile) -> None:
+        table = VectorTable(self.dim)
+        table.add([c.id for c in stored.communities], self._vectors(stored.vectors, len(stored.communities)))
+        self.communities, self.community_vectors = stored.communities, table
+        self.communities_version = stored.version
+
+    # ------------------------------------------------------------------ jobs
+
+    def save_job(self, job: InsertJob) -> None:
+        write_atomic(self.jobs_dir / f"{job.id}.json", msgspec.json.encode(job))
+
+    def read_job(self, job_id: str) -> InsertJob | None:
+        path = self.jobs_dir / f"{job_id}.json"
+        try:
+            return msgspec.json.decode(path.read_bytes(), type=InsertJob)
+        except FileNotFoundError:
+            return None
+
+    def unfinished_jobs(self) -> list[InsertJob]:
+        jobs = []
+        for path in self.jobs_dir.glob("*.json"):
+            try:
+                job = msgspec.json.decode(path.read_bytes(), type=InsertJob)
+            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+                continue
+            if job.status in ("accepted", "processing"):
+                jobs.append(job)
+        return jobs
+
+    # ------------------------------------------------------------------ reads
+
+    def entity_chunks(self, keys: Iterable[str]) -> dict[str, int]:
+        """Chunk id → how many of the entities it mentions."""
+        counts: dict[str, int] = defaultdict(int)
+        for key in keys:
+            entity = self.entities.get(key)
+            if entity:
+                for chunk_id in entity.chunk_ids:
+                    counts[chunk_id] += 1
+        return counts
+
+
+def _merge(target: list[str], extra: Iterable[str], cap: int | None = None) -> None:
+    for item in extra:
+        if item not in target and (cap is None or len(target) < cap):
+            target.append(item)
