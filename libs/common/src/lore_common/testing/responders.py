@@ -68,3 +68,17 @@ def table(body: dict[str, Any]) -> str:
         sql = f'SELECT COUNT(*) AS n, MAX("score") AS top FROM "{table_name}"'  # noqa: S608
         return json.dumps({"sql": sql})
     return json.dumps({"error": "unexpected prompt"})
+
+
+def kb(body: dict[str, Any]) -> str:
+    """Answers mem `kb`'s prompts: extraction (the offline extractor's findings), community summaries
+    (the first lines given) and answers (the first context passage)."""
+    messages = body.get("messages") or []
+    system = str(messages[0].get("content", "")) if messages else ""
+    user = _last_user_text(body)
+    if system.startswith("Extract"):
+        return entities(body)
+    if system.startswith("You summarise"):
+        return " ".join(user.splitlines()[:3])
+    context = user.split("Context:", 1)[-1].strip().splitlines()
+    return context[0] if context else "I do not know."

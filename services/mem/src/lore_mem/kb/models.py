@@ -85,7 +85,9 @@ class Segment(msgspec.Struct, kw_only=True):
     chunks: list[ChunkRecord]
     chunk_vectors: bytes  # float32, len(chunks) × dim
     entities: list[EntityRecord]
-    entity_vectors: bytes  # float32, len(entities) × dim (used for keys not seen before)
+    # Vectors of the entities that were new when the insert was extracted (known ones keep theirs).
+    vector_keys: list[str]
+    entity_vectors: bytes  # float32, len(vector_keys) × dim
     relations: list[RelationRecord]
 
 

@@ -50,6 +50,7 @@ log = structlog.get_logger("lore.mem.kb")
 MEDIA_KINDS = ("video", "audio", "image")
 MAX_QUERY_CHARS = 4096
 RELATIONS_PER_ENTITY = 5
+NAMED_ENTITY_WEIGHT = 2.0
 
 EXTRACT_SYSTEM = (
     "Extract the entities and relations of the text for a knowledge-graph memory. Reply with one JSON "
@@ -284,8 +285,10 @@ class KbMemory:
                 if chunk.id not in relation.chunk_ids:
                     relation.chunk_ids.append(chunk.id)
         entity_list = list(entities.values())
+        # Only entities the store does not know yet need a vector (a known one keeps its first).
+        fresh = [e for e in entity_list if e.key not in self.store.entity_vectors.rows]
         texts = [c.text for c in chunks] + [
-            f"{e.name}: {e.descriptions[0] if e.descriptions else e.type}" for e in entity_list
+            f"{e.name}: {e.descriptions[0] if e.descriptions else e.type}" for e in fresh
         ]
         vectors = np.asarray(await self.embedder.embed(texts), dtype=np.float32).reshape(len(texts), -1)
         if vectors.shape[1] != self.store.dim:
@@ -296,6 +299,7 @@ class KbMemory:
             "chunks": chunks,
             "chunk_vectors": vectors[: len(chunks)].tobytes(),
             "entities": entity_list,
+            "vector_keys": [e.key for e in fresh],
             "entity_vectors": vectors[len(chunks) :].tobytes(),
             "relations": list(relations.values()),
         }
@@ -383,9 +387,14 @@ class KbMemory:
 
     def _local(self, context: Context, question: str, vector: np.ndarray[Any, Any]) -> None:
         store = self.store
-        picked = [key for key, _ in store.entity_vectors.search(vector, self.config.entity_top_k)]
-        lowered = f" {entity_key(question)} "
-        named = [k for k in store.entities if len(k) >= 3 and f" {k} " in lowered]
+        # Entities the question names count double; the nearest ones by their similarity.
+        weights = {
+            key: max(score, 0.0)
+            for key, score in store.entity_vectors.search(vector, self.config.entity_top_k)
+        }
+        named = store.named_in(question)
+        weights.update({key: NAMED_ENTITY_WEIGHT for key in named})
+        picked = list(weights)
         keys = list(dict.fromkeys(named + picked))
         found = [store.entities[k] for k in keys if k in store.entities]
         context.sections["Entities"] = [
@@ -401,8 +410,8 @@ class KbMemory:
                 if line not in relation_lines:
                     relation_lines.append(line)
         context.sections["Relations"] = relation_lines
-        counts = store.entity_chunks(keys)
-        ranked = sorted(counts, key=lambda cid: (-counts[cid], cid))[: self.config.chunk_top_k]
+        scores = store.entity_chunks(weights)
+        ranked = sorted(scores, key=lambda cid: (-scores[cid], cid))[: self.config.chunk_top_k]
         self._chunks(context, ranked)
 
     def _global(self, context: Context, vector: np.ndarray[Any, Any]) -> None:

@@ -14,7 +14,9 @@ Start-up loads the snapshot, then the newer segments in order; stray temp files 
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
@@ -41,6 +43,8 @@ log = structlog.get_logger("lore.mem.kb")
 
 MAX_DESCRIPTIONS = 8
 COMPACT_AFTER_SEGMENTS = 256
+MIN_NAME_CHARS = 3
+MAX_NAME_WORDS = 6
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -51,6 +55,11 @@ def write_atomic(path: Path, data: bytes) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temp, path)
+
+
+def name_form(text: str) -> str:
+    """The form names are matched in: lower-case words joined by one space, punctuation dropped."""
+    return " ".join(re.findall(r"\w+", text.lower()))
 
 
 def relation_key(a: str, b: str) -> tuple[str, str]:
@@ -69,6 +78,7 @@ class KbStore:
         self.entities: dict[str, EntityRecord] = {}
         self.relations: dict[tuple[str, str], RelationRecord] = {}
         self.neighbours: dict[str, set[str]] = defaultdict(set)
+        self.names: dict[str, str] = {}  # name_form(name) → entity key
         self.chunk_vectors = VectorTable(dim)
         self.entity_vectors = VectorTable(dim)
         self.communities: list[Community] = []
@@ -107,6 +117,7 @@ class KbStore:
                     chunks=snapshot.chunks,
                     chunk_vectors=snapshot.chunk_vectors,
                     entities=snapshot.entities,
+                    vector_keys=[e.key for e in snapshot.entities],
                     entity_vectors=snapshot.entity_vectors,
                     relations=snapshot.relations,
                 )
@@ -143,7 +154,7 @@ class KbStore:
         for chunk in segment.chunks:
             self.chunks[chunk.id] = chunk
         self.chunk_vectors.add([c.id for c in segment.chunks], chunk_matrix)
-        entity_matrix = self._vectors(segment.entity_vectors, len(segment.entities))
+        entity_matrix = self._vectors(segment.entity_vectors, len(segment.vector_keys))
         for entity in segment.entities:
             known = self.entities.get(entity.key)
             if known is None:
@@ -154,10 +165,13 @@ class KbStore:
                     descriptions=list(entity.descriptions[:MAX_DESCRIPTIONS]),
                     chunk_ids=list(entity.chunk_ids),
                 )
+                form = name_form(entity.name)
+                if len(form) >= MIN_NAME_CHARS:
+                    self.names.setdefault(form, entity.key)
             else:
                 _merge(known.descriptions, entity.descriptions, MAX_DESCRIPTIONS)
                 _merge(known.chunk_ids, entity.chunk_ids)
-        self.entity_vectors.add([e.key for e in segment.entities], entity_matrix)
+        self.entity_vectors.add(segment.vector_keys, entity_matrix)
         for relation in segment.relations:
             key = relation_key(relation.source, relation.target)
             known_relation = self.relations.get(key)
@@ -242,15 +256,28 @@ class KbStore:
 
     # ------------------------------------------------------------------ reads
 
-    def entity_chunks(self, keys: Iterable[str]) -> dict[str, int]:
-        """Chunk id → how many of the entities it mentions."""
-        counts: dict[str, int] = defaultdict(int)
-        for key in keys:
+    def named_in(self, text: str) -> list[str]:
+        """Keys of the entities whose names appear in the text as whole words, longest first."""
+        words = name_form(text).split()
+        found: list[str] = []
+        for size in range(min(MAX_NAME_WORDS, len(words)), 0, -1):
+            for start in range(len(words) - size + 1):
+                key = self.names.get(" ".join(words[start : start + size]))
+                if key is not None and key not in found:
+                    found.append(key)
+        return found
+
+    def entity_chunks(self, weights: dict[str, float]) -> dict[str, float]:
+        """Chunk id → the summed weight of the entities it mentions, each damped by how many chunks
+        mention it (an entity in every chunk says little about any one of them)."""
+        scores: dict[str, float] = defaultdict(float)
+        for key, weight in weights.items():
             entity = self.entities.get(key)
             if entity:
+                share = weight / (1.0 + math.log1p(len(entity.chunk_ids)))
                 for chunk_id in entity.chunk_ids:
-                    counts[chunk_id] += 1
-        return counts
+                    scores[chunk_id] += share
+        return scores
 
 
 def _merge(target: list[str], extra: Iterable[str], cap: int | None = None) -> None:
