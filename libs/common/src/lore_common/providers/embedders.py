@@ -124,6 +124,7 @@ class LocalEmbedder:
         # 100-sentence batch costs ~5x less per sentence than 5-sentence calls one after another.
         self._pending: list[tuple[list[str], bool, asyncio.Future[Vectors]]] = []
         self._draining = False
+        self._drainer: asyncio.Task[None] | None = None
 
     @property
     def dim(self) -> int:
@@ -159,7 +160,7 @@ class LocalEmbedder:
         self._pending.append((texts, query, future))
         if not self._draining:
             self._draining = True
-            loop.create_task(self._drain())
+            self._drainer = loop.create_task(self._drain())
         return await future
 
     async def _drain(self) -> None:
