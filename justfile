@@ -22,3 +22,10 @@ fmt:
 # Benchmarks: `just bench gateway`, `just bench embedders`.
 bench name *args:
     uv run --frozen python bench/{{name}}.py "${@:2}"
+
+# Container images, one per process (needs a Docker engine): `just images 0.1.0`.
+images tag="0.1.0" registry="ghcr.io/lore-dev":
+    docker build -f deploy/docker/Dockerfile --build-arg PACKAGE=lore-gateway --build-arg APP=lore_gateway.app:build_app --build-arg PORT=8000 -t {{registry}}/lore-gateway:{{tag}} .
+    docker build -f deploy/docker/Dockerfile --build-arg PACKAGE=lore-docdb --build-arg APP=lore_docdb.app:build_app --build-arg PORT=8101 -t {{registry}}/lore-docdb:{{tag}} .
+    docker build -f deploy/docker/Dockerfile --build-arg PACKAGE=lore-gen --build-arg APP=lore_gen.app:build_app --build-arg PORT=8102 -t {{registry}}/lore-gen:{{tag}} .
+    docker build -f deploy/docker/Dockerfile --build-arg PACKAGE=lore-mem --build-arg APP=lore_mem.app:build_app --build-arg PORT=8103 -t {{registry}}/lore-mem:{{tag}} .

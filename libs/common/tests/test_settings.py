@@ -144,3 +144,14 @@ def test_redaction_of_real_settings_hides_env_secrets(tmp_path: Path) -> None:
     text = str(redact(to_dict(s)))
     assert "sk-abc" not in text
     assert ":pw@" not in text
+
+
+def test_readme_environment_reference_matches_the_settings() -> None:
+    from pathlib import Path
+
+    from lore_common.settings_reference import env_reference, readme_block
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    assert readme_block(readme) == env_reference(), (
+        "README's environment reference is stale: run `uv run python -m lore_common.settings_reference`"
+    )

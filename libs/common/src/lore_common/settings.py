@@ -163,7 +163,7 @@ class DocdbConfig(Section):
     max_upload_size: int = 512 * 1024 * 1024
     # Chunked-upload sessions idle longer than this (seconds) are removed by a sweep every interval.
     upload_session_ttl: int = 24 * 3600
-    upload_sweep_interval: int = 600
+    upload_sweep_interval: float = 600.0
     # Running parse tasks beat every interval; one silent for `task_stale_after` seconds is interrupted.
     task_heartbeat_interval: float = 5.0
     task_stale_after: float = 60.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import structlog
@@ -13,15 +13,23 @@ log = structlog.get_logger("lore.tasks")
 
 
 @contextlib.asynccontextmanager
-async def periodic(interval_s: float, job: Callable[[], Any], name: str = "sweep") -> AsyncIterator[None]:
-    """Run blocking `job` in a thread every `interval_s` seconds while the context is open.
+async def periodic(
+    interval_s: float,
+    job: Callable[[], Any],
+    name: str = "sweep",
+    when: Callable[[], Awaitable[bool]] | None = None,
+) -> AsyncIterator[None]:
+    """Run blocking `job` in a thread every `interval_s` seconds while the context is open, on the
+    runs where `when` (say, "this replica leads") answers true.
 
     A failing run is logged and the next one still happens; leaving the context stops the loop."""
 
     async def loop() -> None:
         while True:
             try:
-                await asyncio.to_thread(job)
+                if when is None or await when():
+                    result = await asyncio.to_thread(job)
+                    log.info("periodic_job_ran", job=name, result=result)
             except Exception as exc:
                 log.warning("periodic_job_failed", job=name, error=f"{type(exc).__name__}: {exc}")
             await asyncio.sleep(interval_s)

@@ -14,6 +14,7 @@ from lore_common.logging import configure_logging
 from lore_common.providers.container import open_providers
 from lore_common.settings import Settings, load_settings
 from lore_common.stores import open_stores
+from lore_common.stores.sql import Leadership
 from lore_common.tasks import periodic
 from lore_common.web import PlannedRoute, create_service_app
 from lore_docdb.chat.retrieval import Retriever
@@ -78,7 +79,9 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             datasets = DatasetService(raw, task_store, stores.objects, cfg.max_upload_size)
             uploads = UploadService(datasets)
             pipeline = ParsePipeline(settings, index, vectors, graph, providers.embedder, providers.llm, bm25)
-            tasks = TaskService(task_store, index, pipeline, raw.root, settings)
+            # With several replicas on one PostgreSQL, one of them runs the sweeps.
+            leadership = Leadership(stores.sql, "lore-docdb-sweeps")
+            tasks = TaskService(task_store, index, pipeline, raw.root, settings, leadership.is_leader)
             kbs = KnowledgeBaseService(
                 index, vectors, graph, tasks, task_store, schemas, raw, data_dir / "kbs", bm25.bump
             )
@@ -120,10 +123,16 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             await kbs.resume_deletions()
             await tasks.start()
             try:
-                async with periodic(cfg.upload_sweep_interval, lambda: uploads.sweep(cfg.upload_session_ttl)):
+                async with periodic(
+                    cfg.upload_sweep_interval,
+                    lambda: uploads.sweep(cfg.upload_session_ttl),
+                    name="upload_sweep",
+                    when=leadership.is_leader,
+                ):
                     yield
             finally:
                 await tasks.stop()
+                await leadership.release()
 
     return create_service_app(
         service="docdb",

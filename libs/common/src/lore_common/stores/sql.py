@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import zlib
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from lore_common.settings import DatabaseConfig
@@ -54,3 +56,47 @@ def create_engine(config: DatabaseConfig, data_dir: Path, name: str) -> AsyncEng
 async def ping(engine: AsyncEngine) -> None:
     async with engine.connect() as connection:
         await connection.execute(text("SELECT 1"))
+
+
+class Leadership:
+    """One replica among several sharing a PostgreSQL database runs the periodic sweeps.
+
+    The leader holds a session-level `pg_try_advisory_lock` on a connection it keeps open; if the
+    leader dies its connection drops, the lock goes with it, and the next replica to ask takes over.
+    On SQLite one process owns the store, so it always leads.
+    """
+
+    def __init__(self, engine: AsyncEngine, name: str) -> None:
+        self.engine = engine
+        self.key = zlib.crc32(name.encode()) & 0x7FFFFFFF
+        self._connection: AsyncConnection | None = None
+
+    async def is_leader(self) -> bool:
+        if self.engine.dialect.name == "sqlite":
+            return True
+        if self._connection is not None:
+            try:
+                await self._connection.execute(text("SELECT 1"))
+                return True
+            except Exception:  # the connection (and with it the lock) is gone
+                await self.release()
+        connection = await self.engine.connect()
+        try:
+            got = (
+                await connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": self.key})
+            ).scalar()
+            await connection.commit()
+        except Exception:
+            await connection.close()
+            raise
+        if got:
+            self._connection = connection
+            return True
+        await connection.close()
+        return False
+
+    async def release(self) -> None:
+        if self._connection is not None:
+            connection, self._connection = self._connection, None
+            with contextlib.suppress(Exception):
+                await connection.close()

