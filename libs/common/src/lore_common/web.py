@@ -14,7 +14,9 @@ from litestar import Litestar, MediaType, Request, Response, get, route
 from litestar.config.app import AppConfig
 from litestar.handlers import BaseRouteHandler
 from litestar.middleware import DefineMiddleware
+from litestar._openapi.plugin import OpenAPIPlugin
 from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Schema
 from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.types import ControllerRouterHandler
 
@@ -137,4 +139,43 @@ def create_service_app(
     app = Litestar.from_config(config)
     for key, value in (state or {}).items():
         app.state[key] = value
+    document_errors(app, error_style)
     return app
+
+
+ERROR_STATUSES = ("400", "404", "500")
+
+
+def error_schema(style: ErrorStyle) -> Schema:
+    if style == "envelope":
+        return Schema(
+            type=OpenAPIType.OBJECT,
+            required=["success", "code", "message"],
+            properties={
+                "success": Schema(type=OpenAPIType.BOOLEAN),
+                "code": Schema(type=OpenAPIType.INTEGER),
+                "message": Schema(type=OpenAPIType.STRING),
+                "detail": Schema(),
+            },
+        )
+    return Schema(type=OpenAPIType.OBJECT, required=["detail"], properties={"detail": Schema()})
+
+
+def document_errors(app: Litestar, style: ErrorStyle) -> None:
+    """Every operation documents the error body it really sends (our shape, not Litestar's default
+    `{status_code, detail, extra}`), for 400/404/500 and any other error status it lists."""
+    openapi = app.plugins.get(OpenAPIPlugin).provide_openapi()
+    body = {"application/json": OpenAPIMediaType(schema=error_schema(style))}
+    for path, item in (openapi.paths or {}).items():
+        if path == "/health" or path.startswith("/schema"):
+            continue
+        for method in ("get", "put", "post", "delete", "patch"):
+            operation = getattr(item, method, None)
+            if operation is None:
+                continue
+            responses = dict(operation.responses or {})
+            for status in {*ERROR_STATUSES, *(code for code in responses if code[:1] in "45")}:
+                known = responses.get(status)
+                description = known.description if isinstance(known, OpenAPIResponse) else "Error"
+                responses[status] = OpenAPIResponse(description=description, content=body)
+            operation.responses = responses
