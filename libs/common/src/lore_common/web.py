@@ -11,13 +11,13 @@ from typing import Any, cast
 
 import msgspec
 from litestar import Litestar, MediaType, Request, Response, get, route
+from litestar._openapi.plugin import OpenAPIPlugin
 from litestar.config.app import AppConfig
 from litestar.handlers import BaseRouteHandler
 from litestar.middleware import DefineMiddleware
-from litestar._openapi.plugin import OpenAPIPlugin
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Schema
 from litestar.openapi.plugins import ScalarRenderPlugin
+from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Schema
 from litestar.types import ControllerRouterHandler
 
 from lore_common import __version__
