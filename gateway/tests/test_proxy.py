@@ -184,3 +184,53 @@ def test_unknown_module_is_404_from_the_gateway(running: Running) -> None:
     assert response.status_code == 404
     assert "detail" in response.json()
     assert os.environ.get("LORE__GATEWAY__PORT") is None  # the fixture never leaks into this process
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory, running: Running) -> Iterator[str]:
+    """A second gateway in front of the same sink, with API keys configured."""
+    tmp = tmp_path_factory.mktemp("gw-auth")
+    port = free_port()
+    gateway = ServerProcess(
+        [sys.executable, "-m", "lore_gateway"],
+        env={
+            "LORE_CONFIG_DIR": str(tmp),
+            "LORE__GATEWAY__PORT": str(port),
+            "LORE__GATEWAY__DOCDB_URL": running_sink_url(running),
+            "LORE__GATEWAY__GEN_URL": running_sink_url(running),
+            "LORE__GATEWAY__MEM_URL": f"http://127.0.0.1:{running.dead_port}",
+            "LORE__GATEWAY__API_KEYS": '["key-one-secret", "key-two-secret"]',
+        },
+        log_path=tmp / "gateway.log",
+    )
+    try:
+        gateway.wait_healthy(f"http://127.0.0.1:{port}/")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        gateway.stop()
+    assert "key-one-secret" not in (tmp / "gateway.log").read_text()
+
+
+def running_sink_url(running: Running) -> str:
+    health = httpx.get(f"{running.url}/health", timeout=10).json()
+    return str(health["services"]["docdb"]["url"])
+
+
+async def test_api_keys_guard_the_api_but_not_health(guarded: str) -> None:
+    path = f"{guarded}/api/v1/docdb/echo-headers"
+    refused = httpx.get(path, timeout=10)
+    assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")
+    assert "Authorization: Bearer" in refused.json()["detail"]
+    assert httpx.get(path, headers={"Authorization": "Bearer wrong"}, timeout=10).status_code == 401
+    assert httpx.get(path, headers={"Authorization": "Basic key-one-secret"}, timeout=10).status_code == 401
+    for key in ("key-one-secret", "key-two-secret"):
+        assert httpx.get(path, headers={"Authorization": f"Bearer {key}"}, timeout=10).status_code == 200
+    assert httpx.get(f"{guarded}/", timeout=10).status_code == 200
+    assert httpx.get(f"{guarded}/health", timeout=10).status_code in (200, 503)  # open to probes
+    ws = guarded.replace("http", "ws") + "/api/v1/gen/pipeline/stream"
+    async with aiohttp.ClientSession() as session:
+        with pytest.raises(aiohttp.WSServerHandshakeError):
+            await session.ws_connect(ws)
+        async with session.ws_connect(ws, headers={"Authorization": "Bearer key-two-secret"}) as socket:
+            await socket.send_str("ping")
+            assert (await socket.receive(timeout=10)).data

@@ -7,6 +7,8 @@ so the gateway adds as little latency as it can; everything else is a small Lite
 from __future__ import annotations
 
 import asyncio
+import hmac
+import json
 import time
 from typing import Any
 
@@ -16,7 +18,7 @@ from litestar.middleware import DefineMiddleware
 
 from lore_common import __version__
 from lore_common.errors import exception_handlers
-from lore_common.logging import RequestIdMiddleware, configure_logging
+from lore_common.logging import REQUEST_ID_HEADER, RequestIdMiddleware, configure_logging, request_id_from
 from lore_common.settings import GatewayConfig, Settings, load_settings
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
@@ -33,11 +35,49 @@ class Gateway:
             {"docdb": config.docdb_url, "gen": config.gen_url, "mem": config.mem_url}, config.connect_timeout
         )
         self.app = self._build_litestar()
+        self._keys = [key.encode() for key in config.api_keys if key]
+
+    @staticmethod
+    async def _refuse(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 1008, "reason": "missing or wrong API key"})
+            return
+        body = json.dumps({"detail": "missing or wrong API key: send `Authorization: Bearer <key>`"}).encode()
+        request_id = request_id_from(scope.get("headers", []))
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b'Bearer realm="lore"'),
+                    (b"content-length", str(len(body)).encode()),
+                    (REQUEST_ID_HEADER.encode(), request_id.encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    def _authorised(self, scope: Scope) -> bool:
+        """Without configured keys everything passes; with them, `/api/v1/…` needs a matching Bearer key."""
+        if not self._keys:
+            return True
+        for name, value in scope.get("headers", []):
+            if name.lower() == b"authorization":
+                scheme, _, token = value.decode("latin-1").partition(" ")
+                offered = token.strip().encode()
+                if scheme.lower() == "bearer" and offered:
+                    return any(hmac.compare_digest(offered, key) for key in self._keys)
+        return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
             module = self.proxy.module_of(scope["path"])
             if module is not None:
+                if not self._authorised(scope):
+                    await self._refuse(scope, receive, send)
+                    return
                 if scope["type"] == "http":
                     await self.proxy.http(module, scope, receive, send)
                 else:

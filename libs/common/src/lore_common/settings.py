@@ -143,6 +143,8 @@ class GatewayConfig(Section):
     mem_url: str = "http://127.0.0.1:8103"
     connect_timeout: float = 2.0
     health_timeout: float = 2.0
+    # Bearer keys the gateway accepts on /api/v1/… (`Authorization: Bearer <key>`); empty: no auth.
+    api_keys: list[str] = msgspec.field(default_factory=list)
 
 
 class DocdbConfig(Section):
@@ -396,7 +398,7 @@ def to_dict(settings: Settings) -> dict[str, Any]:
 
 REDACTED = "***"
 _SECRET_KEY = re.compile(
-    r"^(.*[_-])?(api_?key|password|passwd|secret|secret_key|token|access_key|access_key_id|credentials?"
+    r"^(.*[_-])?(api_?keys?|password|passwd|secret|secret_key|token|access_key|access_key_id|credentials?"
     r"|authorization|auth)$",
     re.I,
 )
