@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from lore_common.testing.processes import ServerProcess, free_port, python_module
@@ -69,3 +70,38 @@ def test_no_input_gets_a_server_error_and_every_response_matches_its_schema(
         timeout=540,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-12000:] + result.stderr[-2000:]
+
+
+TRAVERSALS = ["..%2F..%2Fetc%2Fpasswd", "..", "%2e%2e%2f%2e%2e%2fetc", "a%00b", "..%5C..%5Cwindows"]
+PATHS = [
+    "/api/v1/docdb/files/raw-files/datasets/{x}/files",
+    "/api/v1/docdb/files/raw-files/datasets/demo/files/{x}",
+    "/api/v1/docdb/files/knowledge-bases/{x}",
+    "/api/v1/docdb/files/processing/tasks/{x}",
+    "/api/v1/docdb/config/{x}",
+    "/api/v1/gen/pipeline/status/{x}",
+    "/api/v1/gen/tag-tree/status/{x}",
+    "/api/v1/mem/vg/{x}",
+    "/api/v1/mem/vg/{x}/history",
+    "/api/v1/mem/kb/insert/{x}",
+]
+
+
+@pytest.mark.parametrize("template", PATHS)
+def test_path_traversal_in_path_parameters_is_refused(stack: dict[str, str], template: str) -> None:
+    for attempt in TRAVERSALS:
+        for method in ("GET", "DELETE"):
+            response = httpx.request(method, stack["gateway"] + template.replace("{x}", attempt), timeout=30)
+            assert 400 <= response.status_code < 500 or response.status_code == 405, (attempt, response.text)
+            assert "root:" not in response.text
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/docdb/chat", "/api/v1/gen/pipeline/submit", "/api/v1/mem/vg/add", "/api/v1/mem/kb/query"]
+)
+def test_oversize_json_bodies_are_413(stack: dict[str, str], path: str) -> None:
+    body = b'{"query": "' + b"x" * (11 * 1024 * 1024) + b'"}'
+    response = httpx.post(
+        stack["gateway"] + path, content=body, headers={"content-type": "application/json"}, timeout=60
+    )
+    assert response.status_code == 413, response.text[:300]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
@@ -141,6 +142,15 @@ class Proxy:
                 return value.strip() not in (b"0", b"")
         return False
 
+    async def _alive(self, module: str) -> bool:
+        """Whether the service still answers (it refused a body) or is gone (it died mid-request)."""
+        try:
+            timeout = aiohttp.ClientTimeout(total=2)
+            async with self.session.get(f"{self.downstreams[module]}/health", timeout=timeout) as response:
+                return response.status < 500 or response.status == 503
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            return False
+
     async def http(self, module: str, scope: Scope, receive: Receive, send: Send) -> None:
         request_id = request_id_from(scope.get("headers", []))
         url = self._target(module, scope)
@@ -166,6 +176,22 @@ class Proxy:
         except ClientGone:
             return
         except (aiohttp.ClientConnectionError, TimeoutError, OSError) as exc:
+            if data is not None and _closed_while_sending(exc) and await self._alive(module):
+                # The service answered early (413) and closed while the body was still arriving; the
+                # HTTP client cannot read that early answer, so say what it was.
+                start, end = _json(
+                    413,
+                    {
+                        "detail": f"the {module} service refused the request body before it was fully sent: "
+                        "it is larger than this route accepts (JSON bodies up to 10 MB; files: the upload "
+                        "routes and their limits)",
+                        "service": module,
+                    },
+                )
+                start["headers"].append((REQUEST_ID_HEADER.encode(), request_id.encode()))
+                await send(start)
+                await send(end)
+                return
             reason = str(exc) or type(exc).__name__
             log.warning(
                 "downstream_unreachable", module=module, url=str(url), error=reason, request_id=request_id
@@ -259,3 +285,12 @@ class Proxy:
                     await send({"type": "websocket.close", "code": upstream.close_code or 1000, "reason": ""})
         finally:
             await upstream.close()
+
+
+def _closed_while_sending(exc: BaseException) -> bool:
+    current: BaseException | None = exc
+    while current is not None:
+        if isinstance(current, OSError) and current.errno in (errno.EPIPE, errno.ECONNRESET):
+            return True
+        current = current.__cause__ or current.__context__
+    return False

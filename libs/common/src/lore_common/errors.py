@@ -6,6 +6,7 @@ docdb answers `{success: false, code, message, detail}`; gen, mem and the gatewa
 
 from __future__ import annotations
 
+import errno
 from typing import Any, Literal
 
 import structlog
@@ -64,6 +65,55 @@ def _validation_detail(exc: ValidationException) -> Any:
     return extra
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+_STORE_MODULES = (
+    (("sqlalchemy", "asyncpg", "aiosqlite"), "relational store"),
+    (("qdrant_client",), "vector store"),
+    (("falkordb", "redis"), "graph store"),
+    (("aioboto3", "aiobotocore", "botocore"), "object storage"),
+)
+
+
+def _store_of(exc: BaseException) -> str:
+    """Which store a connection error came from, by the modules its traceback went through."""
+    modules = []
+    trace = exc.__traceback__
+    while trace is not None:
+        modules.append(str(trace.tb_frame.f_globals.get("__name__", "")))
+        trace = trace.tb_next
+    for prefixes, store in _STORE_MODULES:
+        if any(module.startswith(prefixes) for module in modules):
+            return store
+    return "store"
+
+
+def store_outage(exc: BaseException) -> tuple[int, str] | None:
+    """503 when a store cannot be reached (a dropped or refused connection, a pool that timed out),
+    507 when the disk is full: conditions of the deployment, not bugs, and they pass."""
+    for item in _chain(exc):
+        if isinstance(item, OSError) and item.errno == errno.ENOSPC:
+            return 507, "the disk is full: the write was not stored; free space and retry"
+    for item in _chain(exc):
+        module = type(item).__module__
+        name = type(item).__name__
+        if module.startswith("sqlalchemy") and name in ("OperationalError", "InterfaceError", "TimeoutError"):
+            first_line = str(item).splitlines()[0][:200]
+            return 503, f"the relational store is unavailable, retry shortly ({first_line})"
+        if module.startswith("asyncpg") and ("Connection" in name or "CannotConnect" in name):
+            return 503, f"the relational store is unavailable, retry shortly ({name})"
+        if isinstance(item, ConnectionError):
+            return 503, f"the {_store_of(item)} is unavailable, retry shortly ({name}: {item})"
+    return None
+
+
 def exception_handlers(style: ErrorStyle) -> ExceptionHandlersMap:
     """Map our errors, Litestar's HTTP errors and anything unexpected to one JSON shape."""
     log = structlog.get_logger("lore.errors")
@@ -91,6 +141,11 @@ def exception_handlers(style: ErrorStyle) -> ExceptionHandlersMap:
         return response
 
     def on_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+        outage = store_outage(exc)
+        if outage is not None:
+            status, message = outage
+            log.warning("store_unavailable", path=request.url.path, status=status, error=message)
+            return respond(status, message)
         log.exception("unhandled_error", path=request.url.path, method=request.method)
         return respond(HTTP_500_INTERNAL_SERVER_ERROR, f"internal error: {type(exc).__name__}: {exc}")
 

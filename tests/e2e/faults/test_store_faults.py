@@ -1,0 +1,96 @@
+"""Store faults: PostgreSQL going away mid-service (503 with a clear message, then recovery when it
+returns) and a full disk during an upload (507, no partial file)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import pytest
+
+from lore_common.testing.processes import start_service
+from lore_common.testing.tcp_proxy import TcpProxy
+
+KB = "/api/v1/docdb/files/knowledge-bases"
+
+
+@pytest.mark.postgres
+def test_postgresql_stopping_answers_503_and_service_recovers_when_it_returns(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    parts = urlsplit(postgres_url)
+    proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432).start()
+    through_proxy = urlunsplit(parts._replace(netloc=f"{parts.username or ''}@127.0.0.1:{proxy.port}"))
+    (tmp_path / "config").mkdir()
+    docdb, url = start_service(
+        "docdb",
+        tmp_path,
+        {"LORE__DOCDB__DATABASE__URL": through_proxy, "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing"},
+    )
+    try:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            assert client.post(KB, json={"name": "before"}).status_code == 200
+            proxy.stop()
+            down = client.get(KB)
+            assert down.status_code == 503, down.text
+            assert "relational store is unavailable" in down.json()["message"]
+            assert client.get("/health").status_code == 503
+            proxy.start()
+            deadline = time.monotonic() + 20
+            while (again := client.get(KB)).status_code != 200:
+                assert time.monotonic() < deadline, again.text
+                time.sleep(0.2)
+            assert [kb["name"] for kb in again.json()["data"]] == ["before"]
+            assert client.post(KB, json={"name": "after"}).status_code == 200
+    finally:
+        docdb.stop()
+        proxy.close()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """An 8 MiB tmpfs: a disk that fills up (needs the right to mount, as root in CI)."""
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    mounted = subprocess.run(  # noqa: S603 - fixed argv
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)],  # noqa: S607
+        capture_output=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)  # noqa: S603, S607
+
+
+def test_a_full_disk_during_upload_is_507_and_leaves_no_partial_file(tmp_path: Path, small_disk: Path) -> None:
+    (tmp_path / "config").mkdir()
+    docdb, url = start_service(
+        "docdb",
+        tmp_path,
+        {
+            "LORE__DOCDB__SERVER__DATA_DIR": str(small_disk),
+            "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
+            "LORE__DOCDB__GRAPH_STORE__ENABLED": "false",
+        },
+    )
+    datasets = "/api/v1/docdb/files/raw-files/datasets"
+    try:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            assert client.post(datasets, json={"name": "big"}).status_code == 200
+            assert client.post(f"{datasets}/big/files", files={"files": ("small.txt", b"fits")}).status_code == 200
+            full = client.post(f"{datasets}/big/files", files={"files": ("huge.bin", b"\0" * (12 * 1024 * 1024))})
+            assert full.status_code == 507, full.text
+            assert "disk is full" in full.json()["message"]
+            listed = client.get(f"{datasets}/big/files").json()["files"]
+            assert [f["name"] for f in listed] == ["small.txt"]
+            assert not list((small_disk / "raw" / "big").glob(".tmp-*"))
+            # Space comes back: the next upload works.
+            assert client.post(f"{datasets}/big/files", files={"files": ("again.txt", b"ok")}).status_code == 200
+    finally:
+        docdb.stop()
