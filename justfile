@@ -29,3 +29,7 @@ images tag="0.1.0" registry="ghcr.io/lore-dev":
     docker build -f deploy/docker/Dockerfile --build-arg PACKAGE=lore-docdb --build-arg APP=lore_docdb.app:build_app --build-arg PORT=8101 -t {{registry}}/lore-docdb:{{tag}} .
     docker build -f deploy/docker/Dockerfile --build-arg PACKAGE=lore-gen --build-arg APP=lore_gen.app:build_app --build-arg PORT=8102 -t {{registry}}/lore-gen:{{tag}} .
     docker build -f deploy/docker/Dockerfile --build-arg PACKAGE=lore-mem --build-arg APP=lore_mem.app:build_app --build-arg PORT=8103 -t {{registry}}/lore-mem:{{tag}} .
+
+# Soak: 10 minutes of mixed traffic through the gateway; errors, p50/p99 per minute, RSS (bench/soak.py).
+soak *args:
+    uv run --frozen python bench/soak.py "$@"
