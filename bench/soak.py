@@ -60,9 +60,11 @@ async def run(
     rng = random.Random(11)
     timings: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     errors: list[str] = []
-    uploaded: list[str] = []
+    # Uploads fill the current batch dataset; a parse op parses that batch into the KB and opens the
+    # next one: steady work per operation while the KB keeps growing (as new documents arrive).
+    batch = {"current": 0}
     async with httpx.AsyncClient(base_url=base, timeout=120) as client:
-        await client.post(DS, json={"name": "soak"})
+        await client.post(DS, json={"name": "soak-0"})
         await client.post(KB, json={"name": "soak"})
 
         async def op(kind: str, minute: int, n: int) -> None:
@@ -85,10 +87,9 @@ async def run(
             elif kind == "upload":
                 name = f"note-{n}.txt"
                 text = f"Report {n} on {topic}: measurements at station {n % 17} rose by {n % 9} percent."
-                r = await client.post(f"{DS}/soak/files", files={"files": (name, text.encode())})
+                dataset = f"soak-{batch['current']}"
+                r = await client.post(f"{DS}/{dataset}/files", files={"files": (name, text.encode())})
                 ok = r.status_code == 200
-                if ok:
-                    uploaded.append(name)
             elif kind == "kb_insert":
                 r = await client.post(
                     "/api/v1/mem/kb/insert", files={"query": (None, f"Station {n} watches {topic}.")}
@@ -99,9 +100,12 @@ async def run(
                     "/api/v1/mem/kb/query", json={"query": f"Which station watches {topic}?"}
                 )
                 ok = r.status_code == 200
-            else:  # parse: re-parse the dataset with what was uploaded so far (409 while one runs is fine)
-                r = await client.post(f"{KB}/soak/parse", json={"datasets": ["soak"], "force": True})
-                ok = r.status_code in (200, 409)
+            else:  # parse the current batch, open the next one
+                dataset = f"soak-{batch['current']}"
+                batch["current"] += 1
+                await client.post(DS, json={"name": f"soak-{batch['current']}"})
+                r = await client.post(f"{KB}/soak/parse", json={"datasets": [dataset]})
+                ok = r.status_code == 200
             timings[kind][minute].append((time.perf_counter() - started) * 1000)
             if not ok:
                 errors.append(f"{kind}: HTTP {r.status_code} {r.text[:200]}")
