@@ -102,8 +102,8 @@ async def run(
                 ok = r.status_code == 200
             else:  # parse the current batch, open the next one
                 dataset = f"soak-{batch['current']}"
+                await client.post(DS, json={"name": f"soak-{batch['current'] + 1}"})  # exists before use
                 batch["current"] += 1
-                await client.post(DS, json={"name": f"soak-{batch['current']}"})
                 r = await client.post(f"{KB}/soak/parse", json={"datasets": [dataset]})
                 ok = r.status_code == 200
             timings[kind][minute].append((time.perf_counter() - started) * 1000)
