@@ -97,7 +97,8 @@ def test_path_traversal_in_path_parameters_is_refused(stack: dict[str, str], tem
 
 
 @pytest.mark.parametrize(
-    "path", ["/api/v1/docdb/chat", "/api/v1/gen/pipeline/submit", "/api/v1/mem/vg/add", "/api/v1/mem/kb/query"]
+    "path",
+    ["/api/v1/docdb/chat", "/api/v1/gen/pipeline/submit", "/api/v1/mem/vg/add", "/api/v1/mem/kb/query"],
 )
 def test_oversize_json_bodies_are_413(stack: dict[str, str], path: str) -> None:
     body = b'{"query": "' + b"x" * (11 * 1024 * 1024) + b'"}'

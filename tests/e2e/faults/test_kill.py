@@ -4,6 +4,7 @@ nothing stuck in a running state, no half-written data visible, every acknowledg
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -14,10 +15,26 @@ from typing import Any
 import httpx
 import pytest
 
-from lore_common.testing.processes import ServerProcess, free_port, python_module, start_fake_llm, start_service
+from lore_common.testing.processes import (
+    ServerProcess,
+    free_port,
+    python_module,
+    start_fake_llm,
+    start_service,
+)
 
 KB = "/api/v1/docdb/files/knowledge-bases"
 DS = "/api/v1/docdb/files/raw-files/datasets"
+
+
+def in_flight(method: str, url: str, **kwargs: Any) -> None:
+    """Send a request from a thread; the kill cuts it off, which is the point."""
+
+    def send() -> None:
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.request(method, url, timeout=30, **kwargs)
+
+    threading.Thread(target=send, daemon=True).start()
 
 
 def kill9(process: ServerProcess) -> None:
@@ -58,7 +75,9 @@ def test_gen_killed_during_a_table_task(tmp_path: Path, slow_llm: str) -> None:
     gen, url = start_service("gen", tmp_path, env)
     with httpx.Client(base_url=url, timeout=30) as client:
         task = client.post("/api/v1/gen/pipeline/submit", json={"question": "Compare: Alpha, Beta"}).json()
-        assert poll(client, f"/api/v1/gen/pipeline/status/{task['task_id']}", {"running"})["status"] == "running"
+        assert (
+            poll(client, f"/api/v1/gen/pipeline/status/{task['task_id']}", {"running"})["status"] == "running"
+        )
     kill9(gen)
     gen, url = start_service("gen", tmp_path, env)
     try:
@@ -82,21 +101,30 @@ def test_mem_killed_during_kb_insert_and_vg_add(tmp_path: Path, slow_llm: str) -
         # Acknowledged writes before the crash: a vg memory (offline model) and a finished kb insert.
         vg = client.post(
             "/api/v1/mem/vg/add",
-            json={"messages": [{"role": "user", "content": "I keep my bicycle in the blue shed."}], "user_id": "u"},
+            json={
+                "messages": [{"role": "user", "content": "I keep my bicycle in the blue shed."}],
+                "user_id": "u",
+            },
         ).json()
-        kept = client.post("/api/v1/mem/kb/insert", files={"query": (None, "The Kestrel bridge opened in 1931.")})
-        assert poll(client, f"/api/v1/mem/kb/insert/{kept.json()['id']}", {"done", "failed"})["status"] == "done"
-        cut = client.post("/api/v1/mem/kb/insert", files={"query": (None, "The Osprey tunnel closed in 1999.")})
-        assert poll(client, f"/api/v1/mem/kb/insert/{cut.json()['id']}", {"processing"})["status"] == "processing"
+        kept = client.post(
+            "/api/v1/mem/kb/insert", files={"query": (None, "The Kestrel bridge opened in 1931.")}
+        )
+        assert (
+            poll(client, f"/api/v1/mem/kb/insert/{kept.json()['id']}", {"done", "failed"})["status"] == "done"
+        )
+        cut = client.post(
+            "/api/v1/mem/kb/insert", files={"query": (None, "The Osprey tunnel closed in 1999.")}
+        )
+        assert (
+            poll(client, f"/api/v1/mem/kb/insert/{cut.json()['id']}", {"processing"})["status"]
+            == "processing"
+        )
         # A vg add in flight when the process dies.
-        threading.Thread(
-            target=lambda: httpx.post(
-                f"{url}/api/v1/mem/vg/add",
-                json={"messages": [{"role": "user", "content": "My locker code is 4411."}], "user_id": "u"},
-                timeout=30,
-            ),
-            daemon=True,
-        ).start()
+        in_flight(
+            "POST",
+            f"{url}/api/v1/mem/vg/add",
+            json={"messages": [{"role": "user", "content": "My locker code is 4411."}], "user_id": "u"},
+        )
         time.sleep(0.05)
     kill9(mem)
     mem, url = start_service("mem", tmp_path, env)
@@ -104,7 +132,9 @@ def test_mem_killed_during_kb_insert_and_vg_add(tmp_path: Path, slow_llm: str) -
         with httpx.Client(base_url=url, timeout=30) as client:
             job = client.get(f"/api/v1/mem/kb/insert/{cut.json()['id']}").json()
             assert job["status"] == "failed" and "interrupted" in job["error"]
-            answer = client.post("/api/v1/mem/kb/query", json={"query": "Kestrel bridge", "mode": "naive"}).json()
+            answer = client.post(
+                "/api/v1/mem/kb/query", json={"query": "Kestrel bridge", "mode": "naive"}
+            ).json()
             assert "1931" in answer["rag_memory"] and "Osprey" not in answer["rag_memory"]
             memories = client.get("/api/v1/mem/vg", params={"user_id": "u"}).json()["results"]
             texts = [m["memory"] for m in memories]
@@ -147,7 +177,6 @@ def test_gateway_reports_a_killed_downstream_then_recovers_without_a_restart(tmp
         gen.stop()
 
 
-
 def docdb_env() -> dict[str, str]:
     return {"LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing", "LORE__DOCDB__GRAPH_STORE__ENABLED": "false"}
 
@@ -165,8 +194,10 @@ def test_docdb_killed_during_a_chunked_upload_complete(tmp_path: Path) -> None:
         ).json()
         upload = f"{DS}/media/upload/{init['upload_id']}"
         for i in range(len(payload) // chunk):
-            client.post(f"{upload}/chunk", params={"chunk_index": i}, content=payload[i * chunk : (i + 1) * chunk])
-    threading.Thread(target=lambda: httpx.post(f"{url}{upload}/complete", timeout=30), daemon=True).start()
+            client.post(
+                f"{upload}/chunk", params={"chunk_index": i}, content=payload[i * chunk : (i + 1) * chunk]
+            )
+    in_flight("POST", f"{url}{upload}/complete")
     time.sleep(0.02)
     kill9(docdb)
     docdb, url = start_service("docdb", tmp_path, docdb_env())
@@ -192,9 +223,10 @@ def test_docdb_killed_during_a_kb_deletion_finishes_it_after_restart(tmp_path: P
         client.post(f"{DS}/notes/files", files={"files": ("notes.txt", text.encode())})
         client.post(KB, json={"name": "doomed"})
         task = client.post(f"{KB}/doomed/parse", json={"datasets": ["notes"]}).json()["data"]["tasks"][0]
-        assert poll(client, f"/api/v1/docdb/files/processing/tasks/{task['task_id']}", {"completed"})[
-            "status"
-        ] == "completed"
+        assert (
+            poll(client, f"/api/v1/docdb/files/processing/tasks/{task['task_id']}", {"completed"})["status"]
+            == "completed"
+        )
         collections = tmp_path / "docdb" / "qdrant" / "collection"
         assert any(p.name.endswith("doomed") for p in collections.iterdir())
         assert client.delete(f"{KB}/doomed").status_code == 202

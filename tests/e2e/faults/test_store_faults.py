@@ -68,7 +68,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount_point)], check=False)  # noqa: S603, S607
 
 
-def test_a_full_disk_during_upload_is_507_and_leaves_no_partial_file(tmp_path: Path, small_disk: Path) -> None:
+def test_a_full_disk_during_upload_is_507_and_leaves_no_partial_file(
+    tmp_path: Path, small_disk: Path
+) -> None:
     (tmp_path / "config").mkdir()
     docdb, url = start_service(
         "docdb",
@@ -83,14 +85,21 @@ def test_a_full_disk_during_upload_is_507_and_leaves_no_partial_file(tmp_path: P
     try:
         with httpx.Client(base_url=url, timeout=60) as client:
             assert client.post(datasets, json={"name": "big"}).status_code == 200
-            assert client.post(f"{datasets}/big/files", files={"files": ("small.txt", b"fits")}).status_code == 200
-            full = client.post(f"{datasets}/big/files", files={"files": ("huge.bin", b"\0" * (12 * 1024 * 1024))})
+            assert (
+                client.post(f"{datasets}/big/files", files={"files": ("small.txt", b"fits")}).status_code
+                == 200
+            )
+            full = client.post(
+                f"{datasets}/big/files", files={"files": ("huge.bin", b"\0" * (12 * 1024 * 1024))}
+            )
             assert full.status_code == 507, full.text
             assert "disk is full" in full.json()["message"]
             listed = client.get(f"{datasets}/big/files").json()["files"]
             assert [f["name"] for f in listed] == ["small.txt"]
             assert not list((small_disk / "raw" / "big").glob(".tmp-*"))
             # Space comes back: the next upload works.
-            assert client.post(f"{datasets}/big/files", files={"files": ("again.txt", b"ok")}).status_code == 200
+            assert (
+                client.post(f"{datasets}/big/files", files={"files": ("again.txt", b"ok")}).status_code == 200
+            )
     finally:
         docdb.stop()
