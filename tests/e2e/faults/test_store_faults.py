@@ -56,8 +56,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     """An 8 MiB tmpfs: a disk that fills up (needs the right to mount, as root in CI)."""
     mount_point = tmp_path / "small"
     mount_point.mkdir()
-    mounted = subprocess.run(  # noqa: S603 - fixed argv
-        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)],  # noqa: S607
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)],
         capture_output=True,
     )
     if mounted.returncode != 0:
@@ -65,7 +65,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     try:
         yield mount_point
     finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)  # noqa: S603, S607
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 def test_a_full_disk_during_upload_is_507_and_leaves_no_partial_file(
