@@ -147,12 +147,9 @@ class KbMemory:
         job = InsertJob(id=str(uuid.uuid4()), query=query)
         folder = self.store.media_dir / job.id
         for kind, (filename, temp) in media.items():
-            suffix = (
-                Path(filename).suffix.lower()[:10]
-                if re.fullmatch(r"\.[\w]{1,9}", Path(filename).suffix)
-                else ""
-            )
-            target = folder / f"{kind}{suffix}"
+            # We name the file ourselves; only a plain extension of the client's name is kept.
+            suffix = Path(filename).suffix.lower()
+            target = folder / (kind + (suffix if re.fullmatch(r"\.\w{1,9}", suffix) else ""))
             await asyncio.to_thread(_move, temp, target)
             job.media[kind] = target.name
         await asyncio.to_thread(self.store.save_job, job)
