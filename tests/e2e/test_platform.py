@@ -189,6 +189,30 @@ async def test_gen_table_stream_through_the_gateway_grounds_rows_in_docdb(lore: 
         assert message["type"] == "error" and "invalid submit message" in message["message"]
 
 
+def test_gen_kb_tag_tree_uses_the_real_docdb_overview(lore: Lore) -> None:
+    """Runs after the docdb test built KB `e2e`: the tree groups that KB's entities (offline model)."""
+    base = f"{lore.url}/api/v1/gen/tag-tree"
+    task = httpx.post(
+        f"{base}/generate", json={"topic": "computing", "mode": "kb", "kb_name": "e2e"}, timeout=10
+    )
+    assert task.status_code == 200
+    deadline = time.monotonic() + 30
+    while (status := httpx.get(f"{base}/status/{task.json()['task_id']}", timeout=10).json())[
+        "status"
+    ] != "completed":
+        assert status["status"] in ("pending", "running") and time.monotonic() < deadline, status
+        time.sleep(0.1)
+    result = status["result"]
+    names = json.dumps(result["nodes"])
+    assert "Grace Hopper" in names and result["kb_entity_nodes"] >= 1
+    assert (
+        httpx.post(
+            f"{base}/generate", json={"topic": "x", "mode": "kb", "kb_name": "ghost"}, timeout=10
+        ).status_code
+        == 404
+    )
+
+
 def test_secrets_never_reach_the_logs(lore: Lore) -> None:
     text = lore.log.read_text()
     assert SECRET not in text and "s3-secret-e2e" not in text
