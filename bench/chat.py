@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 from lore_common.testing.processes import start_fake_llm, start_service, wait_task
+from lore_common.testing.stats import percentile
 
 DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
@@ -43,11 +44,6 @@ def paragraph(rng: random.Random, i: int) -> str:
         f"Finding {i}: research on {a} {rng.choice(VERBS)} our understanding of {b}, "
         f"according to experiment {rng.randint(1, 99999)} reported in volume {rng.randint(1, 300)}."
     )
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 last_info: dict[str, float] = {}

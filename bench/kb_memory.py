@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 
 from lore_common.testing.processes import start_fake_llm, start_service
+from lore_common.testing.stats import percentile
 
 INSERT = "/api/v1/mem/kb/insert"
 QUERY = "/api/v1/mem/kb/query"
@@ -42,11 +43,6 @@ def document(rng: random.Random, i: int) -> tuple[str, str]:
         f"The project studies {rng.choice(['tides', 'soil', 'bridges', 'bees'])}."
     )
     return code, text
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def insert_until_queryable(client: httpx.AsyncClient, code: str, text: str) -> float:

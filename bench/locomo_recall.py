@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 
 from lore_common.testing.processes import start_fake_llm, start_service
+from lore_common.testing.stats import percentile
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parents[0].parent / "shared" / "data" / "locomo" / "locomo10.json"
@@ -48,11 +49,6 @@ def load(limit: int) -> tuple[list[dict[str, str]], list[dict[str, object]]]:
 def recall(found: list[list[str | None]], queries: list[dict[str, object]]) -> float:
     hits = sum(1 for ids, q in zip(found, queries, strict=True) if set(q["evidence"]) <= set(ids))  # type: ignore[arg-type]
     return hits / len(queries)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from lore_common.testing.processes import start_fake_llm, start_service
+from lore_common.testing.stats import percentile
 
 HERE = Path(__file__).resolve().parent
 DIM = 256
@@ -35,11 +36,6 @@ WORDS = (
 def sentence(rng: random.Random, i: int) -> str:
     a, b = rng.sample(WORDS, 2)
     return f"Fact {i}: I like {a} and I often talk about {b} with friend number {rng.randint(1, 999)}."
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def mem0_python(work: Path) -> Path:

@@ -26,17 +26,13 @@ import httpx
 import psutil
 
 from lore_common.testing.processes import ServerProcess, free_port
+from lore_common.testing.stats import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
 WEIGHTS = {"chat": 35, "vg_search": 20, "vg_add": 15, "upload": 10, "kb_insert": 8, "kb_query": 8, "parse": 4}
 TOPICS = ["tides", "glaciers", "volcanoes", "coral", "monsoons", "deserts", "aurora", "rivers"]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
 def rss_by_process(launcher: ServerProcess) -> dict[str, float]:
