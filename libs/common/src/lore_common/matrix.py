@@ -1,4 +1,8 @@
-"""An append-only table of unit vectors with exact top-k search: one matrix product, no server."""
+"""In-process vector tables with exact top-k search: one matrix product, no server.
+
+`VectorTable` is append-only; `PointMirror` mirrors a Qdrant collection (points with payloads, put,
+remove, filtered search) so that Qdrant local mode, which scans every point in Python, is only the
+durable copy and never the search path."""
 
 from __future__ import annotations
 
@@ -46,9 +50,102 @@ class VectorTable:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         query = query / (float(np.linalg.norm(query)) or 1.0)
         scores = self.matrix @ query
-        top = np.argpartition(-scores, min(limit, len(scores)) - 1)[:limit] if len(scores) > limit else None
-        order = top[np.argsort(-scores[top])] if top is not None else np.argsort(-scores)
-        return [(self.ids[i], float(scores[i])) for i in order]
+        return [(self.ids[i], float(scores[i])) for i in top_rows(scores, limit)]
 
     def vectors_bytes(self) -> bytes:
         return self.matrix.astype(np.float32).tobytes()
+
+
+def top_rows(scores: np.ndarray[Any, Any], limit: int) -> np.ndarray[Any, Any]:
+    """Indexes of the `limit` highest scores, best first (argpartition, then a small sort)."""
+    if len(scores) > limit:
+        top = np.argpartition(-scores, limit - 1)[:limit]
+        return top[np.argsort(-scores[top], kind="stable")]
+    return np.argsort(-scores, kind="stable")
+
+
+class PointMirror:
+    """Points (id, unit vector, payload) with the payload keys in `keys` kept as columns for filters.
+    A removed row is filled by the last one, so rows stay dense and a search is one product."""
+
+    def __init__(self, dim: int, keys: Sequence[str]) -> None:
+        self.dim = dim
+        self.ids: list[str] = []
+        self.rows: dict[str, int] = {}
+        self.columns: dict[str, list[Any]] = {key: [] for key in keys}
+        self.vectors = np.zeros((0, dim), dtype=np.float32)
+        self.payloads: list[dict[str, Any]] = []
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def put(
+        self, point_id: str, vector: Sequence[float] | np.ndarray[Any, Any], payload: dict[str, Any]
+    ) -> None:
+        row = np.asarray(vector, dtype=np.float32).reshape(-1)
+        row = row / (float(np.linalg.norm(row)) or 1.0)
+        index = self.rows.get(point_id)
+        if index is None:
+            index = len(self.ids)
+            self.rows[point_id] = index
+            self.ids.append(point_id)
+            self.payloads.append(payload)
+            for key, column in self.columns.items():
+                column.append(payload.get(key))
+            if index >= self.vectors.shape[0]:
+                grown = np.zeros((max(64, self.vectors.shape[0] * 2), self.dim), dtype=np.float32)
+                grown[: self.vectors.shape[0]] = self.vectors
+                self.vectors = grown
+        else:
+            self.payloads[index] = payload
+            for key, column in self.columns.items():
+                column[index] = payload.get(key)
+        self.vectors[index] = row
+
+    def remove(self, point_id: str) -> None:
+        index = self.rows.pop(point_id, None)
+        if index is None:
+            return
+        last = len(self.ids) - 1
+        if index != last:
+            moved = self.ids[last]
+            self.ids[index] = moved
+            self.rows[moved] = index
+            self.vectors[index] = self.vectors[last]
+            self.payloads[index] = self.payloads[last]
+            for column in self.columns.values():
+                column[index] = column[last]
+        self.ids.pop()
+        self.payloads.pop()
+        for column in self.columns.values():
+            column.pop()
+
+    def rows_where(self, where: dict[str, Any]) -> np.ndarray[Any, Any]:
+        mask = np.ones(len(self.ids), dtype=bool)
+        for key, value in where.items():
+            mask &= np.asarray(self.columns[key], dtype=object) == value
+        return np.flatnonzero(mask)
+
+    def search(
+        self,
+        vector: Sequence[float] | np.ndarray[Any, Any],
+        limit: int,
+        threshold: float | None = None,
+        where: dict[str, Any] | None = None,
+    ) -> list[tuple[int, float]]:
+        """(row, cosine) of the nearest points, best first, optionally only rows matching `where`."""
+        if not self.ids or limit <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        query = query / (float(np.linalg.norm(query)) or 1.0)
+        rows = self.rows_where(where) if where else None
+        if rows is not None and rows.size == 0:
+            return []
+        scores = (self.vectors[rows] if rows is not None else self.vectors[: len(self.ids)]) @ query
+        hits = []
+        for i in top_rows(scores, limit):
+            score = float(scores[i])
+            if threshold is not None and score < threshold:
+                break
+            hits.append((int(rows[i]) if rows is not None else int(i), score))
+        return hits

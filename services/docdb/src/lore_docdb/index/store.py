@@ -133,10 +133,15 @@ class IndexStore:
             )
             return list(rows.all())
 
-    async def chunks_of_kb(self, kb: str) -> list[tuple[str, str]]:
+    async def chunks_of_kb(self, kb: str) -> list[tuple[str, str, str, str]]:
+        """(chunk_id, text, dataset, file) of every chunk of the KB."""
         async with self.session() as session:
-            rows = await session.exec(select(ChunkRow.chunk_id, ChunkRow.text).where(ChunkRow.kb_name == kb))
-            return [(r[0], r[1]) for r in rows.all()]
+            rows = await session.exec(
+                select(ChunkRow.chunk_id, ChunkRow.text, ChunkRow.dataset, ChunkRow.file).where(
+                    ChunkRow.kb_name == kb
+                )
+            )
+            return [(r[0], r[1], r[2], r[3]) for r in rows.all()]
 
     async def get_chunks(self, chunk_ids: Sequence[str]) -> list[ChunkRow]:
         if not chunk_ids:

@@ -27,12 +27,11 @@ import structlog
 from lore_common.errors import BadRequest, NotFound
 from lore_common.naming import safe_filename
 from lore_docdb.datasets.models import UploadedFile
-from lore_docdb.datasets.service import DatasetService, stream_to_file
+from lore_docdb.datasets.service import BufferedWriter, DatasetService, stream_to_file
 from lore_docdb.datasets.store import UPLOADS
 
 log = structlog.get_logger("lore.docdb.uploads")
 MERGE_BUFFER = 8 * 1024 * 1024
-WRITE_BUFFER = 1024 * 1024
 DATA_FILE = "data.bin"
 _UPLOAD_ID = re.compile(r"^[0-9a-f]{32}$")
 SESSION_FILE = "session.json"
@@ -134,20 +133,16 @@ class UploadService:
             fd = await asyncio.to_thread(os.open, folder / DATA_FILE, os.O_WRONLY)
         except FileNotFoundError as exc:
             raise UploadSessionNotFound(session.upload_id) from exc
-        written = 0
-        pending = bytearray()
+        received = 0
         try:
+            writer = BufferedWriter(fd, offset)
             async for piece in body:
-                if written + len(pending) + len(piece) > expected:
+                received += len(piece)
+                if received > expected:
                     raise BadRequest(f"chunk {index} is longer than its Content-Length of {expected} bytes")
-                pending += piece
-                if len(pending) >= WRITE_BUFFER:
-                    await asyncio.to_thread(os.pwrite, fd, bytes(pending), offset + written)
-                    written += len(pending)
-                    pending.clear()
-            if pending:
-                await asyncio.to_thread(os.pwrite, fd, bytes(pending), offset + written)
-                written += len(pending)
+                await writer.add(piece)
+            await writer.flush()
+            written = writer.written
         finally:
             await asyncio.to_thread(os.close, fd)
         if written != expected:

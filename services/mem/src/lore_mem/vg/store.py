@@ -6,12 +6,12 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from qdrant_client import AsyncQdrantClient, models
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from lore_common.matrix import PointMirror
 from lore_mem.vg.models import HistoryRow, utcnow
 
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
@@ -26,86 +26,15 @@ def scope_filter(scope: dict[str, str], extra: Sequence[models.FieldCondition] =
     )
 
 
-class ScopeMirror:
-    """An in-process copy of the memories (ids, scope columns, vectors, hashes) for exact, fast scoped
-    search. Qdrant local mode scans every point for a filtered search; this scans only the scope's
-    rows with one matrix product. Qdrant stays the durable store; the mirror is rebuilt at start-up."""
-
-    def __init__(self, dim: int) -> None:
-        self.dim = dim
-        self.ids: list[str] = []
-        self.rows: dict[str, int] = {}
-        self.scopes: dict[str, list[str | None]] = {key: [] for key in SCOPE_KEYS}
-        self.vectors = np.zeros((0, dim), dtype=np.float32)
-        self.payloads: list[dict[str, Any]] = []
-
-    def put(self, memory_id: str, vector: Sequence[float], payload: dict[str, Any]) -> None:
-        row = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(row)) or 1.0
-        row = row / norm
-        if memory_id in self.rows:
-            index = self.rows[memory_id]
-            self.vectors[index] = row
-            self.payloads[index] = payload
-            for key in SCOPE_KEYS:
-                self.scopes[key][index] = payload.get(key)
-            return
-        self.rows[memory_id] = len(self.ids)
-        self.ids.append(memory_id)
-        self.payloads.append(payload)
-        for key in SCOPE_KEYS:
-            self.scopes[key].append(payload.get(key))
-        if len(self.ids) > self.vectors.shape[0]:
-            grown = np.zeros((max(64, self.vectors.shape[0] * 2), self.dim), dtype=np.float32)
-            grown[: self.vectors.shape[0]] = self.vectors
-            self.vectors = grown
-        self.vectors[len(self.ids) - 1] = row
-
-    def remove(self, memory_id: str) -> None:
-        index = self.rows.pop(memory_id, None)
-        if index is None:
-            return
-        last = len(self.ids) - 1
-        if index != last:  # move the last row into the hole
-            moved = self.ids[last]
-            self.ids[index] = moved
-            self.rows[moved] = index
-            self.vectors[index] = self.vectors[last]
-            self.payloads[index] = self.payloads[last]
-            for key in SCOPE_KEYS:
-                self.scopes[key][index] = self.scopes[key][last]
-        self.ids.pop()
-        self.payloads.pop()
-        for key in SCOPE_KEYS:
-            self.scopes[key].pop()
-
-    def rows_of(self, scope: dict[str, str]) -> np.ndarray[Any, Any]:
-        mask = np.ones(len(self.ids), dtype=bool)
-        for key, value in scope.items():
-            mask &= np.asarray(self.scopes[key], dtype=object) == value
-        return np.flatnonzero(mask)
-
-    def search(
-        self, vector: Sequence[float], scope: dict[str, str], limit: int, threshold: float | None
-    ) -> list[tuple[int, float]]:
-        rows = self.rows_of(scope)
-        if rows.size == 0:
-            return []
-        query = np.asarray(vector, dtype=np.float32)
-        query = query / (float(np.linalg.norm(query)) or 1.0)
-        scores = self.vectors[rows] @ query
-        top = np.argsort(-scores)[:limit]
-        return [(int(rows[i]), float(scores[i])) for i in top if threshold is None or scores[i] >= threshold]
-
-
 class MemoryStore:
-    """Memories in a Qdrant collection. With Qdrant local mode, reads go to an in-process `ScopeMirror`."""
+    """Memories in a Qdrant collection. With Qdrant local mode, which scans every point for a filtered
+    search, reads go to an in-process `PointMirror` rebuilt at start-up; Qdrant stays the durable store."""
 
     def __init__(self, client: AsyncQdrantClient, collection: str, server: bool) -> None:
         self.client = client
         self.collection = collection
         self.server = server
-        self.mirror: ScopeMirror | None = None
+        self.mirror: PointMirror | None = None
 
     async def ensure(self, dim: int) -> None:
         if not await self.client.collection_exists(self.collection):
@@ -118,7 +47,7 @@ class MemoryStore:
                         self.collection, key, models.PayloadSchemaType.KEYWORD
                     )
         if not self.server:
-            self.mirror = ScopeMirror(dim)
+            self.mirror = PointMirror(dim, SCOPE_KEYS)
             offset: Any = None
             while True:
                 points, offset = await self.client.scroll(
@@ -166,7 +95,7 @@ class MemoryStore:
             mirror = self.mirror
             return [
                 ({"id": mirror.ids[i], **mirror.payloads[i]}, score)
-                for i, score in mirror.search(vector, scope, limit, threshold)
+                for i, score in mirror.search(vector, limit, threshold, where=scope)
             ]
         result = await self.client.query_points(
             self.collection,
@@ -181,7 +110,7 @@ class MemoryStore:
     async def list_scope(self, scope: dict[str, str], limit: int) -> list[dict[str, Any]]:
         if self.mirror is not None:
             mirror = self.mirror
-            rows = [{"id": mirror.ids[i], **mirror.payloads[i]} for i in mirror.rows_of(scope)]
+            rows = [{"id": mirror.ids[i], **mirror.payloads[i]} for i in mirror.rows_where(scope)]
         else:
             points, _ = await self.client.scroll(
                 self.collection, scroll_filter=scope_filter(scope), limit=limit, with_payload=True
@@ -191,7 +120,7 @@ class MemoryStore:
 
     async def find_hash(self, scope: dict[str, str], digest: str) -> dict[str, Any] | None:
         if self.mirror is not None:
-            for i in self.mirror.rows_of(scope):
+            for i in self.mirror.rows_where(scope):
                 if self.mirror.payloads[i].get("hash") == digest:
                     return {"id": self.mirror.ids[i], **self.mirror.payloads[i]}
             return None
