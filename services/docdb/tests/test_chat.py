@@ -64,6 +64,14 @@ def test_rrf_on_a_fixed_example() -> None:
     assert [item for item, _ in rrf([["a", "b", "c"], ["b", "d"]])] == ["b", "a", "d", "c"]
 
 
+def test_weighted_rrf_lets_the_stronger_list_lead() -> None:
+    fused = dict(rrf([["v1", "x"], ["b1", "x"]], k=2, weights=[1.0, 4.0]))
+    assert fused["b1"] == pytest.approx(4 / 3)
+    assert fused["x"] == pytest.approx(1 / 4 + 4 / 4)
+    assert fused["v1"] == pytest.approx(1 / 3)
+    assert [item for item, _ in rrf([["v1", "x"], ["b1", "x"]], k=2, weights=[1.0, 4.0])] == ["b1", "x", "v1"]
+
+
 async def test_every_client_mistake_is_code_400_with_http_200(docdb: Any) -> None:
     await docdb.post(KB, json={"name": "science"})
     cases = [
@@ -167,6 +175,18 @@ async def test_rerank_without_a_reranker_is_rrf_of_bm25_and_vectors(docdb: Any) 
     answer = await ask(docdb, "Bletchley Park Enigma", query_mode="rerank")
     assert answer["data"][0]["kb_name"] == "turing.txt"
     assert answer["query_info"]["candidates"]["bm25"] > 0
+
+
+async def test_bm25_matches_other_forms_of_a_word(docdb: Any) -> None:
+    """Stemming: "discoveries" finds "discovery", "developing" finds "developed"."""
+    await build_kb(docdb, mode=1)
+    for query, expected in (("discoveries of radium", "curie.txt"), ("developing compilers", "hopper.md")):
+        r = await docdb.post(
+            "/api/v1/docdb/retrieve", json={"kb_id": "science", "query": query, "mode": "rerank"}
+        )
+        assert r.status_code == 200, r.text
+        assert r.json()["data"][0]["kb_name"] == expected
+        assert r.json()["query_info"]["candidates"]["bm25"] >= 1
 
 
 MODEL = {

@@ -92,7 +92,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
                 index,
                 providers.embedder,
                 providers.reranker,
-                cfg.query_defaults,
+                lambda: config_service.settings.docdb.query_defaults,
                 cfg.search_params,
             )
             chat = ChatService(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from lore_common.providers.embedders import Embedder
@@ -42,12 +42,16 @@ class Trace:
         )
 
 
-def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion: score(d) = Σ 1 / (k + rank), ranks from 1; ties keep first-seen order."""
+def rrf(
+    rankings: Sequence[Sequence[str]], k: int = RRF_K, weights: Sequence[float] | None = None
+) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: score(d) = Σ w / (k + rank), ranks from 1, w = 1 unless `weights` says
+    otherwise; ties keep first-seen order."""
     scores: dict[str, float] = {}
-    for ranking in rankings:
+    for i, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[i]
         for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda pair: -pair[1])
 
 
@@ -60,7 +64,7 @@ class Retriever:
         index: IndexStore,
         embedder: Embedder,
         reranker: HTTPReranker | None,
-        defaults: QueryDefaults,
+        defaults: Callable[[], QueryDefaults],
         search: SearchParams,
     ) -> None:
         self.vectors = vectors
@@ -124,11 +128,11 @@ class Retriever:
         merged: dict[str, Hit] = {}
         for hit in vector_hits:
             merged[hit.chunk_id] = Hit(
-                hit.chunk_id, self.defaults.similarity_weight * hit.score, hit.text, hit.dataset, hit.file
+                hit.chunk_id, self.defaults().similarity_weight * hit.score, hit.text, hit.dataset, hit.file
             )
         top_occurrence = max((score for _, score in graph_hits), default=0.0) or 1.0
         for chunk_id, occurrence in graph_hits:
-            bonus = self.defaults.occur_weight * occurrence / top_occurrence
+            bonus = self.defaults().occur_weight * occurrence / top_occurrence
             if chunk_id in merged:
                 merged[chunk_id].score += bonus
             else:
@@ -137,12 +141,17 @@ class Retriever:
         return sorted((h for h in merged.values() if h.text), key=lambda h: -h.score)
 
     async def fused(self, kb: str, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
-        """BM25 + vector by RRF (no model call)."""
+        """BM25 + vector by weighted RRF (no model call); see `QueryDefaults.bm25_weight`."""
         vector_hits, bm25 = await asyncio.gather(
             self.vector(kb, query, top_k, threshold, trace), self.bm25_hits(kb, query, top_k, trace)
         )
         hits = {h.chunk_id: h for h in (*bm25, *vector_hits)}
-        fused = rrf([[h.chunk_id for h in vector_hits], [h.chunk_id for h in bm25]])
+        defaults = self.defaults()
+        fused = rrf(
+            [[h.chunk_id for h in vector_hits], [h.chunk_id for h in bm25]],
+            k=defaults.rrf_k,
+            weights=[1.0, defaults.bm25_weight],
+        )
         ordered = [Hit(cid, score, hits[cid].text, hits[cid].dataset, hits[cid].file) for cid, score in fused]
         return [h for h in ordered if h.text]
 
