@@ -198,7 +198,9 @@ async def test_cancel_running_task_rolls_back_indexed_chunks_and_graph(docdb_fac
         await asyncio.wait_for(reached_merge.wait(), 30)
         # The chunks, points and BM25 entries of this task exist now; the graph merge is about to start.
         assert await state.index.count_chunks("kb", task_id) > 0
-        assert any(c.startswith(f"{task_id}:") for c in (await state.bm25.get("kb")).chunk_ids)
+        assert any(c[0].startswith(f"{task_id}:") for c in (await state.bm25.get("kb")).chunks)
+        search = {"kb_id": "kb", "query": "Marie Curie radium", "mode": "naive"}
+        assert (await client.post("/api/v1/docdb/retrieve", json=search)).json()["data"]
         r = await client.post(f"{TASKS}/{task_id}/cancel")
         assert r.json()["data"]["status"] == "cancelling"
         release.set()
@@ -208,7 +210,9 @@ async def test_cancel_running_task_rolls_back_indexed_chunks_and_graph(docdb_fac
         assert await state.index.count_chunks("kb", task_id) == 0
         assert await state.graph.counts("kb", task_id) == (0, 0)
         bm25 = await state.bm25.get("kb")
-        assert not any(c.startswith(f"{task_id}:") for c in bm25.chunk_ids)
+        assert not any(c[0].startswith(f"{task_id}:") for c in bm25.chunks)
+        # Searches (served from the in-memory copy of the vectors) no longer find the rolled-back chunks.
+        assert (await client.post("/api/v1/docdb/retrieve", json=search)).json()["data"] == []
 
 
 async def test_remove_dataset_purges_its_data_and_keeps_raw_files(docdb_factory: Any) -> None:

@@ -134,18 +134,35 @@ class PointMirror:
         where: dict[str, Any] | None = None,
     ) -> list[tuple[int, float]]:
         """(row, cosine) of the nearest points, best first, optionally only rows matching `where`."""
-        if not self.ids or limit <= 0:
-            return []
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        query = query / (float(np.linalg.norm(query)) or 1.0)
+        return self.search_many(
+            np.asarray(vector, dtype=np.float32).reshape(1, -1), [limit], [threshold], where
+        )[0]
+
+    def search_many(
+        self,
+        queries: np.ndarray[Any, Any],
+        limits: Sequence[int],
+        thresholds: Sequence[float | None],
+        where: dict[str, Any] | None = None,
+    ) -> list[list[tuple[int, float]]]:
+        """`search` for several queries with one matrix product: the matrix is read once, not per query."""
+        if not self.ids:
+            return [[] for _ in limits]
+        queries = np.asarray(queries, dtype=np.float32).reshape(len(limits), self.dim)
+        queries = queries / np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
         rows = self.rows_where(where) if where else None
         if rows is not None and rows.size == 0:
-            return []
-        scores = (self.vectors[rows] if rows is not None else self.vectors[: len(self.ids)]) @ query
-        hits = []
-        for i in top_rows(scores, limit):
-            score = float(scores[i])
-            if threshold is not None and score < threshold:
-                break
-            hits.append((int(rows[i]) if rows is not None else int(i), score))
-        return hits
+            return [[] for _ in limits]
+        matrix = self.vectors[rows] if rows is not None else self.vectors[: len(self.ids)]
+        scores = matrix @ queries.T
+        results = []
+        for column, (limit, threshold) in enumerate(zip(limits, thresholds, strict=True)):
+            hits: list[tuple[int, float]] = []
+            column_scores = scores[:, column]
+            for i in top_rows(column_scores, limit) if limit > 0 else ():
+                score = float(column_scores[i])
+                if threshold is not None and score < threshold:
+                    break
+                hits.append((int(rows[i]) if rows is not None else int(i), score))
+            results.append(hits)
+        return results

@@ -12,14 +12,14 @@ import itertools
 import os
 import re
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Hashable, Sequence
 from typing import Any, Protocol
 
 import httpx
 import numpy as np
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from lore_common.batching import Batcher
 from lore_common.settings import EmbeddingConfig
 
 Vectors = np.ndarray[Any, np.dtype[np.float32]]
@@ -119,12 +119,9 @@ class LocalEmbedder:
         self.batch_size = max(1, min(batch_size, 256))
         self._impl: Any = None
         self._lock = threading.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
-        # Calls that arrive while the model is busy wait here and run together as one batch: a
-        # 100-sentence batch costs ~5x less per sentence than 5-sentence calls one after another.
-        self._pending: list[tuple[list[str], bool, asyncio.Future[Vectors]]] = []
-        self._draining = False
-        self._drainer: asyncio.Task[None] | None = None
+        # Calls that arrive while the model is busy wait and run together as one batch: a 100-sentence
+        # batch costs ~5x less per sentence than 5-sentence calls one after another.
+        self._batcher: Batcher[list[str], Vectors] = Batcher(self._run_group, self.batch_size, "embed")
 
     @property
     def dim(self) -> int:
@@ -154,46 +151,13 @@ class LocalEmbedder:
                 parts.append(np.asarray(impl.query(batch) if query else impl.passage(batch)))
         return normalise(np.concatenate(parts, axis=0))
 
-    async def _submit(self, texts: list[str], query: bool) -> Vectors:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Vectors] = loop.create_future()
-        self._pending.append((texts, query, future))
-        if not self._draining:
-            self._draining = True
-            self._drainer = loop.create_task(self._drain())
-        return await future
+    def _run_group(self, query: Hashable, groups: list[list[str]]) -> list[Vectors]:
+        vectors = self._run([text for texts in groups for text in texts], bool(query))
+        bounds = np.cumsum([0, *(len(texts) for texts in groups)])
+        return [vectors[a:b] for a, b in itertools.pairwise(bounds)]
 
-    async def _drain(self) -> None:
-        """Run the waiting calls, batched (same kind, up to `batch_size` texts), until none is left."""
-        loop = asyncio.get_running_loop()
-        try:
-            while self._pending:
-                kind = self._pending[0][1]
-                group: list[tuple[list[str], bool, asyncio.Future[Vectors]]] = []
-                size = 0
-                rest = []
-                for item in self._pending:
-                    if item[1] == kind and (not group or size + len(item[0]) <= self.batch_size):
-                        group.append(item)
-                        size += len(item[0])
-                    else:
-                        rest.append(item)
-                self._pending = rest
-                texts = [text for item in group for text in item[0]]
-                try:
-                    vectors = await loop.run_in_executor(self._executor, self._run, texts, kind)
-                except Exception as exc:
-                    for _, _, future in group:
-                        if not future.done():
-                            future.set_exception(exc)
-                    continue
-                start = 0
-                for item_texts, _, future in group:
-                    if not future.done():
-                        future.set_result(vectors[start : start + len(item_texts)])
-                    start += len(item_texts)
-        finally:
-            self._draining = False
+    async def _submit(self, texts: list[str], query: bool) -> Vectors:
+        return await self._batcher.submit(query, texts, size=len(texts))
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
@@ -205,7 +169,7 @@ class LocalEmbedder:
         return row
 
     async def aclose(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._batcher.close()
 
 
 # ------------------------------------------------------------------ OpenAI-compatible HTTP

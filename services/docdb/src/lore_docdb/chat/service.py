@@ -138,7 +138,7 @@ class ChatService:
         top_k = body.top_k if body.top_k is not None else self.defaults().top_k
         if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
             raise ChatInputError("top_k must be an integer >= 1")
-        row = await self.index.get_kb(kb)
+        row = await self.index.cached_kb(kb)
         if row is None:
             raise ChatInputError(f"knowledge base {kb!r} does not exist")
         if row.status != "ready":

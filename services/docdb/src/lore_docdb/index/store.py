@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -19,9 +20,14 @@ class KbExists(Exception):
 
 
 class IndexStore:
+    # How long `cached_kb` may answer from memory. Writes by this process drop the entry at once; another
+    # replica's write (a deletion, the first parse's mode) is seen within this time.
+    KB_CACHE_SECONDS = 1.0
+
     def __init__(self, engine: AsyncEngine, batch_size: int = 500) -> None:
         self.engine = engine
         self.batch_size = batch_size
+        self._kb_cache: dict[str, tuple[float, KnowledgeBaseRow]] = {}
 
     def session(self) -> AsyncSession:
         return AsyncSession(self.engine, expire_on_commit=False)
@@ -42,12 +48,35 @@ class IndexStore:
         async with self.session() as session:
             return await session.get(KnowledgeBaseRow, name)
 
+    async def cached_kb(self, name: str) -> KnowledgeBaseRow | None:
+        """`get_kb` for the chat path, which reads a KB's row on every question: a database round
+        trip costs more than the rest of the retrieval on SQLite."""
+        now = time.monotonic()
+        hit = self._kb_cache.get(name)
+        if hit is not None and now - hit[0] < self.KB_CACHE_SECONDS:
+            return hit[1]
+        row = await self.get_kb(name)
+        if row is None:
+            self._kb_cache.pop(name, None)
+        else:
+            self._kb_cache[name] = (now, row)
+        return row
+
+    def _changed(self, name: str) -> None:
+        self._kb_cache.pop(name, None)
+
     async def list_kbs(self) -> list[KnowledgeBaseRow]:
         async with self.session() as session:
             return list((await session.exec(select(KnowledgeBaseRow).order_by(KnowledgeBaseRow.name))).all())
 
     async def mark_deleting(self, name: str, purge_db: bool) -> bool:
         """Flip `ready` → `deleting` atomically; False when it was already deleting."""
+        try:
+            return await self._mark_deleting(name, purge_db)
+        finally:
+            self._changed(name)
+
+    async def _mark_deleting(self, name: str, purge_db: bool) -> bool:
         async with self.session() as session:
             row = await session.get(KnowledgeBaseRow, name, with_for_update=True)
             if row is None or row.status == "deleting":
@@ -65,6 +94,7 @@ class IndexStore:
                 row.mode = mode
                 session.add(row)
                 await session.commit()
+        self._changed(name)
 
     async def delete_kb_rows(self, name: str, purge_db: bool) -> None:
         async with self.session() as session:
@@ -73,6 +103,7 @@ class IndexStore:
             await session.exec(delete(KbDatasetRow).where(col(KbDatasetRow.kb_name) == name))
             await session.exec(delete(KnowledgeBaseRow).where(col(KnowledgeBaseRow.name) == name))
             await session.commit()
+        self._changed(name)
 
     # ------------------------------------------------------------ datasets of a KB
 

@@ -49,6 +49,7 @@ class VectorIndex:
         self.mirrored = not server
         self._mirrors: dict[str, PointMirror] = {}
         self._loading: dict[str, asyncio.Lock] = {}
+        self._queued: dict[str, list[tuple[Any, int, float | None, asyncio.Future[list[VectorHit]]]]] = {}
 
     async def _mirror(self, kb: str) -> PointMirror | None:
         """The KB's in-memory copy (local mode only; None when the collection does not exist)."""
@@ -153,8 +154,7 @@ class VectorIndex:
             mirror = await self._mirror(kb)
             if mirror is None:
                 return []
-            found = mirror.search(query, top_k, threshold if threshold > 0 else None)
-            return [VectorHit(score, mirror.payloads[row]) for row, score in found]
+            return await self._search_mirror(kb, query, top_k, threshold if threshold > 0 else None)
         name = collection_name(kb)
         if not await self.client.collection_exists(name):
             return []
@@ -168,3 +168,40 @@ class VectorIndex:
             with_payload=True,
         )
         return [VectorHit(float(p.score), p.payload or {}) for p in result.points]
+
+    def _search_mirror(
+        self, kb: str, query: Any, top_k: int, threshold: float | None
+    ) -> asyncio.Future[list[VectorHit]]:
+        """Searches of one KB queued in the same event-loop turn run as one matrix product. Under load
+        they arrive together (the embedder answers a whole batch of queries at once), so 32 queries
+        read the KB's matrix once instead of 32 times; alone, a query waits for nothing."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[VectorHit]] = loop.create_future()
+        queue = self._queued.setdefault(kb, [])
+        if not queue:
+            loop.call_soon(self._run_queued, kb)
+        queue.append((query, top_k, threshold, future))
+        return future
+
+    def _run_queued(self, kb: str) -> None:
+        queue = self._queued.pop(kb, [])
+        mirror = self._mirrors.get(kb)
+        try:
+            if mirror is None:
+                found: list[list[tuple[int, float]]] = [[] for _ in queue]
+            else:
+                found = mirror.search_many(
+                    np.stack([np.asarray(q[0], dtype=np.float32).reshape(-1) for q in queue]),
+                    [q[1] for q in queue],
+                    [q[2] for q in queue],
+                )
+        except Exception as exc:
+            for *_, future in queue:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (*_, future), hits in zip(queue, found, strict=True):
+            if not future.done() and mirror is not None:
+                future.set_result([VectorHit(score, mirror.payloads[row]) for row, score in hits])
+            elif not future.done():
+                future.set_result([])
