@@ -20,11 +20,17 @@ class Batcher(Generic[Item, Result]):
     by each submission's `size`) and returns one result per item, in order."""
 
     def __init__(
-        self, run: Callable[[Hashable, list[Item]], Sequence[Result]], max_size: int, name: str
+        self,
+        run: Callable[[Hashable, list[Item]], Sequence[Result]],
+        max_size: int,
+        name: str,
+        executor: ThreadPoolExecutor | None = None,
     ) -> None:
         self.run = run
         self.max_size = max(1, max_size)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        # A caller may pass its own one-thread executor, so that other work on the same data runs
+        # on the same thread, never beside a batch.
+        self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         self._pending: list[tuple[Hashable, Item, int, asyncio.Future[Result]]] = []
         self._draining = False
         self._drainer: asyncio.Task[None] | None = None

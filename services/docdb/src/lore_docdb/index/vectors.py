@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from qdrant_client import AsyncQdrantClient, models
 
+from lore_common.batching import Batcher
 from lore_common.errors import LoreError
 from lore_common.matrix import PointMirror
 
@@ -40,7 +42,11 @@ class VectorIndex:
     """With a Qdrant server, searches use its HNSW index. Qdrant local mode scans every point in Python
     (about 25 ms per query at 10k chunks), so there each KB is mirrored in memory (`PointMirror`,
     loaded on first use) and searched with one matrix product; Qdrant stays the durable copy. Local
-    mode allows one process per store, so the mirror cannot go stale."""
+    mode allows one process per store, so the mirror cannot go stale.
+
+    Mirrors are read and changed only on one worker thread: searches leave the event loop free (the
+    product releases the GIL), and a search never sees a half-applied change. Concurrent searches of a
+    KB run as one batch (`Batcher`), which reads the KB's matrix once for all of them."""
 
     def __init__(self, client: AsyncQdrantClient, server: bool = True) -> None:
         self.client = client
@@ -49,7 +55,13 @@ class VectorIndex:
         self.mirrored = not server
         self._mirrors: dict[str, PointMirror] = {}
         self._loading: dict[str, asyncio.Lock] = {}
-        self._queued: dict[str, list[tuple[Any, int, float | None, asyncio.Future[list[VectorHit]]]]] = {}
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectors")
+        self._searches: Batcher[tuple[Any, int, float | None], list[VectorHit]] = Batcher(
+            self._search_batch, 256, "vectors", executor=self._thread
+        )
+
+    async def _on_thread(self, fn: Callable[[], None]) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._thread, fn)
 
     async def _mirror(self, kb: str) -> PointMirror | None:
         """The KB's in-memory copy (local mode only; None when the collection does not exist)."""
@@ -107,29 +119,35 @@ class VectorIndex:
             models.PointStruct(id=point_id(str(p["chunk_id"])), vector=v.tolist(), payload=dict(p))
             for v, p in zip(vectors, payloads, strict=True)
         ]
-        await self.client.upsert(collection_name(kb), points=points, wait=True)
-        mirror = self._mirrors.get(kb)
-        if mirror is not None:
-            for point, vector in zip(points, vectors, strict=True):
-                mirror.put(str(point.id), vector, point.payload or {})
+        # Under the KB's loading lock, so that a mirror being loaded cannot miss this write.
+        async with self._loading.setdefault(kb, asyncio.Lock()):
+            await self.client.upsert(collection_name(kb), points=points, wait=True)
+            mirror = self._mirrors.get(kb)
+            if mirror is not None:
+
+                def put() -> None:
+                    for point, vector in zip(points, vectors, strict=True):
+                        mirror.put(str(point.id), vector, point.payload or {})
+
+                await self._on_thread(put)
 
     async def delete_where(self, kb: str, key: str, value: str) -> None:
         name = collection_name(kb)
         if not await self.client.collection_exists(name):
             return
-        await self.client.delete(
-            name,
-            points_selector=models.FilterSelector(
-                filter=models.Filter(
-                    must=[models.FieldCondition(key=key, match=models.MatchValue(value=value))]
-                )
-            ),
-            wait=True,
+        selector = models.FilterSelector(
+            filter=models.Filter(must=[models.FieldCondition(key=key, match=models.MatchValue(value=value))])
         )
-        mirror = self._mirrors.get(kb)
-        if mirror is not None:
-            for row in sorted(mirror.rows_where({key: value}).tolist(), reverse=True):
-                mirror.remove(mirror.ids[row])
+        async with self._loading.setdefault(kb, asyncio.Lock()):
+            await self.client.delete(name, points_selector=selector, wait=True)
+            mirror = self._mirrors.get(kb)
+            if mirror is not None:
+
+                def remove() -> None:
+                    for row in sorted(mirror.rows_where({key: value}).tolist(), reverse=True):
+                        mirror.remove(mirror.ids[row])
+
+                await self._on_thread(remove)
 
     async def count(self, kb: str, key: str | None = None, value: str | None = None) -> int:
         name = collection_name(kb)
@@ -154,7 +172,7 @@ class VectorIndex:
             mirror = await self._mirror(kb)
             if mirror is None:
                 return []
-            return await self._search_mirror(kb, query, top_k, threshold if threshold > 0 else None)
+            return await self._searches.submit(kb, (query, top_k, threshold if threshold > 0 else None))
         name = collection_name(kb)
         if not await self.client.collection_exists(name):
             return []
@@ -169,39 +187,18 @@ class VectorIndex:
         )
         return [VectorHit(float(p.score), p.payload or {}) for p in result.points]
 
-    def _search_mirror(
-        self, kb: str, query: Any, top_k: int, threshold: float | None
-    ) -> asyncio.Future[list[VectorHit]]:
-        """Searches of one KB queued in the same event-loop turn run as one matrix product. Under load
-        they arrive together (the embedder answers a whole batch of queries at once), so 32 queries
-        read the KB's matrix once instead of 32 times; alone, a query waits for nothing."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[list[VectorHit]] = loop.create_future()
-        queue = self._queued.setdefault(kb, [])
-        if not queue:
-            loop.call_soon(self._run_queued, kb)
-        queue.append((query, top_k, threshold, future))
-        return future
+    def _search_batch(
+        self, kb: Hashable, queries: list[tuple[Any, int, float | None]]
+    ) -> list[list[VectorHit]]:
+        mirror = self._mirrors.get(str(kb))
+        if mirror is None:
+            return [[] for _ in queries]
+        found = mirror.search_many(
+            np.stack([np.asarray(q[0], dtype=np.float32).reshape(-1) for q in queries]),
+            [q[1] for q in queries],
+            [q[2] for q in queries],
+        )
+        return [[VectorHit(score, mirror.payloads[row]) for row, score in hits] for hits in found]
 
-    def _run_queued(self, kb: str) -> None:
-        queue = self._queued.pop(kb, [])
-        mirror = self._mirrors.get(kb)
-        try:
-            if mirror is None:
-                found: list[list[tuple[int, float]]] = [[] for _ in queue]
-            else:
-                found = mirror.search_many(
-                    np.stack([np.asarray(q[0], dtype=np.float32).reshape(-1) for q in queue]),
-                    [q[1] for q in queue],
-                    [q[2] for q in queue],
-                )
-        except Exception as exc:
-            for *_, future in queue:
-                if not future.done():
-                    future.set_exception(exc)
-            return
-        for (*_, future), hits in zip(queue, found, strict=True):
-            if not future.done() and mirror is not None:
-                future.set_result([VectorHit(score, mirror.payloads[row]) for row, score in hits])
-            elif not future.done():
-                future.set_result([])
+    def close(self) -> None:
+        self._searches.close()
