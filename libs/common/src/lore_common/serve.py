@@ -1,6 +1,16 @@
-"""Run a service factory under granian, the one server every Lore process uses."""
+"""Run a service factory under granian, the one server every Lore process uses.
+
+One worker (the default) runs in this process, on granian's embedded server: a supervisor process
+with a single child would cost ~30 MB of RSS per service for nothing. Several workers use granian's
+process supervisor."""
 
 from __future__ import annotations
+
+import asyncio
+import importlib
+import signal
+from collections.abc import Callable
+from typing import Any
 
 from granian.constants import Interfaces
 from granian.server import Server
@@ -8,8 +18,35 @@ from granian.server import Server
 from lore_common.settings import ServerConfig
 
 
+def _load(target: str) -> Callable[[], Any]:
+    module, _, name = target.partition(":")
+    factory: Callable[[], Any] = getattr(importlib.import_module(module), name)
+    return factory
+
+
+async def _serve_here(target: str, server: ServerConfig) -> None:
+    from granian.server.embed import Server as EmbeddedServer
+
+    embedded = EmbeddedServer(
+        _load(target),  # type: ignore[arg-type]
+        address=server.host,
+        port=server.port,
+        interface=Interfaces.ASGI,
+        factory=True,
+        log_access=False,
+        websockets=True,
+    )
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, embedded.stop)
+    await embedded.serve()
+
+
 def serve(target: str, server: ServerConfig, workers: int = 1) -> None:
     """Serve `module:factory` on the configured address; blocks until SIGINT/SIGTERM."""
+    if workers <= 1:
+        asyncio.run(_serve_here(target, server))
+        return
     Server(
         target,
         address=server.host,

@@ -20,7 +20,7 @@ from lore_docdb.tasks.store import TaskStore
 
 log = structlog.get_logger("lore.docdb.datasets")
 COPY_BUFFER = 1024 * 1024
-STREAM_BUFFER = 4 * 1024 * 1024
+STREAM_BUFFER = 1024 * 1024
 MAX_PIECES = 512  # below IOV_MAX (1024)
 
 
