@@ -28,7 +28,7 @@ async def _serve_here(target: str, server: ServerConfig) -> None:
     from granian.server.embed import Server as EmbeddedServer
 
     embedded = EmbeddedServer(
-        _load(target),  # type: ignore[arg-type]
+        _load(target),
         address=server.host,
         port=server.port,
         interface=Interfaces.ASGI,
