@@ -1,8 +1,8 @@
 """Run a service factory under granian, the one server every Lore process uses.
 
-One worker (the default) runs in this process, on granian's embedded server: a supervisor process
-with a single child would cost ~30 MB of RSS per service for nothing. Several workers use granian's
-process supervisor."""
+`python -m lore_<service>` runs one worker inside its own process, on granian's embedded server: a
+supervisor process with a single child would cost ~30 MB of RSS per service for nothing. Containers
+run the granian command line instead, where `LORE_WORKERS` > 1 uses granian's process supervisor."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from granian.constants import Interfaces
-from granian.server import Server
+from granian.server.embed import Server
 
 from lore_common.settings import ServerConfig
 
@@ -24,10 +24,8 @@ def _load(target: str) -> Callable[[], Any]:
     return factory
 
 
-async def _serve_here(target: str, server: ServerConfig) -> None:
-    from granian.server.embed import Server as EmbeddedServer
-
-    embedded = EmbeddedServer(
+async def _serve(target: str, server: ServerConfig) -> None:
+    embedded = Server(
         _load(target),
         address=server.host,
         port=server.port,
@@ -42,18 +40,6 @@ async def _serve_here(target: str, server: ServerConfig) -> None:
     await embedded.serve()
 
 
-def serve(target: str, server: ServerConfig, workers: int = 1) -> None:
+def serve(target: str, server: ServerConfig) -> None:
     """Serve `module:factory` on the configured address; blocks until SIGINT/SIGTERM."""
-    if workers <= 1:
-        asyncio.run(_serve_here(target, server))
-        return
-    Server(
-        target,
-        address=server.host,
-        port=server.port,
-        interface=Interfaces.ASGI,
-        factory=True,
-        workers=workers,
-        log_access=False,
-        websockets=True,
-    ).serve()
+    asyncio.run(_serve(target, server))
