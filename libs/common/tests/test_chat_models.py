@@ -57,14 +57,17 @@ def rate_limited() -> httpx.Response:
     )
 
 
+# The SDKs send through aiohttp (`DefaultAioHttpClient`): respx's `httpx` mocker intercepts it.
+provider = respx.mock(using="httpx", assert_all_called=False)
+
 REQUEST = ChatRequest(
     messages=[ChatMessage("system", "Be brief."), ChatMessage("user", "Capital of France?")]
 )
 
 
-@respx.mock
+@provider
 async def test_openai_normal_reply_sends_model_and_messages() -> None:
-    route = respx.post(f"{OPENAI_URL}/chat/completions").mock(
+    route = provider.post(f"{OPENAI_URL}/chat/completions").mock(
         return_value=httpx.Response(200, json=completion("Paris."))
     )
     model = OpenAIChat(openai_config())
@@ -79,9 +82,9 @@ async def test_openai_normal_reply_sends_model_and_messages() -> None:
     await model.aclose()
 
 
-@respx.mock
+@provider
 async def test_openai_429_then_success_is_retried() -> None:
-    route = respx.post(f"{OPENAI_URL}/chat/completions").mock(
+    route = provider.post(f"{OPENAI_URL}/chat/completions").mock(
         side_effect=[rate_limited(), httpx.Response(200, json=completion("Paris."))]
     )
     model = OpenAIChat(openai_config())
@@ -89,9 +92,11 @@ async def test_openai_429_then_success_is_retried() -> None:
     assert route.call_count == 2
 
 
-@respx.mock
+@provider
 async def test_openai_timeout_fails_clearly_after_the_configured_retries() -> None:
-    route = respx.post(f"{OPENAI_URL}/chat/completions").mock(side_effect=httpx.ReadTimeout("read timed out"))
+    route = provider.post(f"{OPENAI_URL}/chat/completions").mock(
+        side_effect=httpx.ReadTimeout("read timed out")
+    )
     model = OpenAIChat(openai_config(max_retries=2))
     with pytest.raises(ModelError) as caught:
         await model.complete(REQUEST)
@@ -100,9 +105,9 @@ async def test_openai_timeout_fails_clearly_after_the_configured_retries() -> No
     assert "openai:gpt-4o-mini" in message and "timed out" in message and "3 attempts" in message
 
 
-@respx.mock
+@provider
 async def test_openai_client_error_is_not_retried() -> None:
-    route = respx.post(f"{OPENAI_URL}/chat/completions").mock(
+    route = provider.post(f"{OPENAI_URL}/chat/completions").mock(
         return_value=httpx.Response(
             401, json={"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
         )
@@ -113,7 +118,7 @@ async def test_openai_client_error_is_not_retried() -> None:
     assert route.call_count == 1
 
 
-@respx.mock
+@provider
 async def test_openai_concurrency_is_capped_by_max_concurrent_requests() -> None:
     live = 0
     peak = 0
@@ -126,7 +131,7 @@ async def test_openai_concurrency_is_capped_by_max_concurrent_requests() -> None
         live -= 1
         return httpx.Response(200, json=completion("ok"))
 
-    respx.post(f"{OPENAI_URL}/chat/completions").mock(side_effect=slow)
+    provider.post(f"{OPENAI_URL}/chat/completions").mock(side_effect=slow)
     model = OpenAIChat(openai_config(max_concurrent_requests=2))
     replies = await asyncio.gather(*(model.complete(REQUEST) for _ in range(6)))
     assert replies == ["ok"] * 6
@@ -138,9 +143,9 @@ class Capital(msgspec.Struct):
     capital: str
 
 
-@respx.mock
+@provider
 async def test_structured_output_retries_a_malformed_reply_then_decodes() -> None:
-    route = respx.post(f"{OPENAI_URL}/chat/completions").mock(
+    route = provider.post(f"{OPENAI_URL}/chat/completions").mock(
         side_effect=[
             httpx.Response(200, json=completion("Sure! The capital is Paris.")),
             httpx.Response(200, json=completion('```json\n{"country": "France", "capital": "Paris"}\n```')),
@@ -154,9 +159,9 @@ async def test_structured_output_retries_a_malformed_reply_then_decodes() -> Non
     assert "was not valid" in retry_body["messages"][-1]["content"]
 
 
-@respx.mock
+@provider
 async def test_structured_output_reports_the_model_and_the_problem_after_retries() -> None:
-    respx.post(f"{OPENAI_URL}/chat/completions").mock(
+    provider.post(f"{OPENAI_URL}/chat/completions").mock(
         return_value=httpx.Response(200, json=completion('{"country": "France"}'))
     )
     model = OpenAIChat(openai_config())
@@ -192,9 +197,9 @@ def anthropic_config(**overrides: Any) -> LLMConfig:
     return msgspec.convert(base, LLMConfig)
 
 
-@respx.mock
+@provider
 async def test_anthropic_normal_reply_moves_system_prompt_out_of_messages() -> None:
-    route = respx.post(f"{ANTHROPIC_URL}/v1/messages").mock(
+    route = provider.post(f"{ANTHROPIC_URL}/v1/messages").mock(
         return_value=httpx.Response(200, json=anthropic_message("Paris."))
     )
     model = AnthropicChat(anthropic_config())
@@ -206,12 +211,12 @@ async def test_anthropic_normal_reply_moves_system_prompt_out_of_messages() -> N
     await model.aclose()
 
 
-@respx.mock
+@provider
 async def test_anthropic_overloaded_then_success_and_timeout_errors() -> None:
     overloaded = httpx.Response(
         529, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     )
-    route = respx.post(f"{ANTHROPIC_URL}/v1/messages").mock(
+    route = provider.post(f"{ANTHROPIC_URL}/v1/messages").mock(
         side_effect=[overloaded, httpx.Response(200, json=anthropic_message("Paris."))]
     )
     model = AnthropicChat(anthropic_config())

@@ -82,9 +82,12 @@ async def test_service_starts_with_a_key_and_base_url_pointing_at_the_fake_serve
         assert health["models"]["llm"] == "openai:fake-chat"
         assert health["models"]["embedder"].startswith("openai:")
         providers = app.state.providers
-        reply = await providers.llm.complete(ChatRequest(messages=[ChatMessage("user", "ping")]))
+        # The providers live on the app's event loop (the test client runs it in a thread): call them there.
+        on_app_loop = client.blocking_portal.call
+        request = ChatRequest(messages=[ChatMessage("user", "ping")])
+        reply = await asyncio.to_thread(on_app_loop, providers.llm.complete, request)
         assert "ping" in reply
-        vectors = await providers.embedder.embed(["one", "two"])
+        vectors = await asyncio.to_thread(on_app_loop, providers.embedder.embed, ["one", "two"])
         assert vectors.shape == (2, 64)
         config = (await client.get("/api/v1/docdb/config/llm")).json()["data"]
         assert config["api_key"] == "***" and config["base_url"] == fake_llm_url

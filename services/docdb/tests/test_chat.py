@@ -152,7 +152,7 @@ async def test_direct_mode_has_no_data_and_no_citations(docdb: Any) -> None:
 
 
 async def test_rerank_uses_the_cross_encoder_when_configured(docdb_factory: Any) -> None:
-    with respx.mock(assert_all_called=False) as mock:
+    with respx.mock(assert_all_called=False, using="httpx") as mock:
         mock.route(host="docdb.test").pass_through()
 
         def score(request: httpx.Request) -> httpx.Response:
@@ -205,7 +205,7 @@ async def with_model(
     """Parse (mode 0, graph store off) with the offline model, then chat with a mocked OpenAI model."""
     async with docdb_factory() as client:
         await build_kb(client, mode=0)
-    with respx.mock(assert_all_called=False) as mock:
+    with respx.mock(assert_all_called=False, using="httpx") as mock:
         mock.route(host="docdb.test").pass_through()
         route = mock.post(f"{LLM}/chat/completions").mock(side_effect=replies)
         async with docdb_factory(**MODEL) as client:

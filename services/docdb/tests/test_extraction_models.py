@@ -83,7 +83,7 @@ async def start_parse(client: Any, schema: str | None = None) -> str:
 
 
 async def test_schema_is_injected_and_the_model_reply_builds_the_graph(docdb_factory: Any) -> None:
-    with respx.mock(assert_all_called=False) as mock:
+    with respx.mock(assert_all_called=False, using="httpx") as mock:
         mock.route(host="docdb.test").pass_through()
         route = mock.post(f"{LLM}/chat/completions").mock(
             return_value=httpx.Response(200, json=completion(json.dumps(EXTRACTION, ensure_ascii=False)))
@@ -122,7 +122,7 @@ async def test_schema_is_injected_and_the_model_reply_builds_the_graph(docdb_fac
 
 
 async def test_malformed_reply_is_retried_then_the_task_fails_readably(docdb_factory: Any) -> None:
-    with respx.mock(assert_all_called=False) as mock:
+    with respx.mock(assert_all_called=False, using="httpx") as mock:
         mock.route(host="docdb.test").pass_through()
         route = mock.post(f"{LLM}/chat/completions").mock(
             return_value=httpx.Response(200, json=completion("Sure! Here are the entities: Ada, Charles."))
@@ -138,7 +138,7 @@ async def test_malformed_reply_is_retried_then_the_task_fails_readably(docdb_fac
 
 
 async def test_malformed_then_valid_reply_completes(docdb_factory: Any) -> None:
-    with respx.mock(assert_all_called=False) as mock:
+    with respx.mock(assert_all_called=False, using="httpx") as mock:
         mock.route(host="docdb.test").pass_through()
         mock.post(f"{LLM}/chat/completions").mock(
             side_effect=[

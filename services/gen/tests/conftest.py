@@ -66,7 +66,7 @@ def mocked_http(docdb_fake: FakeDocdb) -> Callable[[Model | None], AbstractConte
 
     @contextmanager
     def mock(llm: Model | None) -> Iterator[respx.MockRouter]:
-        with respx.mock(assert_all_called=False) as router:
+        with respx.mock(assert_all_called=False, using="httpx") as router:
             router.route(host="gen.test").pass_through()
             router.route(host="testserver.local").pass_through()
             router.route(host="docdb.fake").mock(side_effect=docdb_fake.handle)

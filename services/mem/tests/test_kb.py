@@ -125,7 +125,7 @@ async def test_global_mode_answers_from_community_summaries(mem_factory: Any) ->
         assert system.startswith("Answer the question from the memory context")
         return reply("Ilsa Varga keeps it burning [1].")
 
-    with respx.mock(assert_all_called=False) as router:
+    with respx.mock(assert_all_called=False, using="httpx") as router:
         router.route(host="mem.test").pass_through()
         router.post(f"{LLM}/chat/completions").mock(side_effect=model)
         async with mem_factory(**MODEL) as client:
@@ -146,7 +146,7 @@ async def test_parametric_memory_first_when_asked(mem_factory: Any, relevant: bo
     def pm(request: httpx.Request) -> httpx.Response:
         return reply({"answer": "Paris is the capital of France.", "relevant": relevant})
 
-    with respx.mock(assert_all_called=False) as router:
+    with respx.mock(assert_all_called=False, using="httpx") as router:
         router.route(host="mem.test").pass_through()
         route = router.post("https://pm.example.test/v1/chat/completions").mock(side_effect=pm)
         async with mem_factory(**PM) as client:
@@ -191,7 +191,7 @@ async def test_audio_is_transcribed_by_the_speech_to_text_endpoint(mem_factory: 
         uploads.append(request.content)
         return httpx.Response(200, json={"text": transcript})
 
-    with respx.mock(assert_all_called=False) as router:
+    with respx.mock(assert_all_called=False, using="httpx") as router:
         router.route(host="mem.test").pass_through()
         router.post(f"{LLM}/audio/transcriptions").mock(side_effect=transcribe)
         async with mem_factory(**STT) as client:
@@ -251,7 +251,7 @@ async def test_a_video_gets_its_audio_transcribed_and_its_frames_read(
         ],
         check=True,
     )  # fmt: skip
-    with respx.mock(assert_all_called=False) as router:
+    with respx.mock(assert_all_called=False, using="httpx") as router:
         router.route(host="mem.test").pass_through()
         router.post(f"{LLM}/audio/transcriptions").mock(
             return_value=httpx.Response(200, json={"text": "The night train leaves from platform nine."})

@@ -144,7 +144,7 @@ MODEL = {
 
 
 async def test_model_decides_update_delete_and_none_with_aliased_ids(mem_factory: Any) -> None:
-    with respx.mock(assert_all_called=False) as mock:
+    with respx.mock(assert_all_called=False, using="httpx") as mock:
         mock.route(host="mem.test").pass_through()
         route = mock.post(f"{LLM}/chat/completions").mock(
             side_effect=[

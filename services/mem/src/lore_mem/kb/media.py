@@ -95,6 +95,7 @@ class Captioner:
                 base_url=config.base_url,
                 timeout=config.timeout,
                 max_retries=config.max_retries,
+                http_client=openai.DefaultAioHttpClient(),
             )
         return self._clients[kind]
 
