@@ -138,8 +138,10 @@ class OpenAIChat(_RemoteChat):
 
     def __init__(self, config: LLMConfig, http_client: httpx.AsyncClient | None = None) -> None:
         import openai
+        from openai.types.chat import ChatCompletion
 
         super().__init__(config, "openai")
+        self.completion_type = ChatCompletion
         self.client = openai.AsyncOpenAI(
             api_key=config.api_key or "not-needed",
             base_url=config.base_url,
@@ -157,7 +159,10 @@ class OpenAIChat(_RemoteChat):
         }
         if request.json_output:
             kwargs["response_format"] = {"type": "json_object"}
-        response = await self.client.chat.completions.create(**kwargs)
+        # The SDK's documented custom-request call, for the chat completions route: `create` would first
+        # walk the messages against its TypedDicts (12 % of docdb's event loop under load), which
+        # changes nothing for plain string messages. Errors, retries off, auth and parsing stay the SDK's.
+        response = await self.client.post("/chat/completions", body=kwargs, cast_to=self.completion_type)
         if not response.choices:
             raise ModelError(f"model {self.name} returned no choices")
         return response.choices[0].message.content or ""
