@@ -160,10 +160,12 @@ class VectorIndex:
         return (await self.client.count(name, count_filter=flt, exact=True)).count
 
     async def drop(self, kb: str) -> None:
-        self._mirrors.pop(kb, None)
-        name = collection_name(kb)
-        if await self.client.collection_exists(name):
-            await self.client.delete_collection(name)
+        # Under the loading lock: a mirror being loaded now must not outlive the collection.
+        async with self._loading.setdefault(kb, asyncio.Lock()):
+            self._mirrors.pop(kb, None)
+            name = collection_name(kb)
+            if await self.client.collection_exists(name):
+                await self.client.delete_collection(name)
 
     async def search(
         self, kb: str, query: np.ndarray[Any, Any], top_k: int, threshold: float, hnsw_ef: int
