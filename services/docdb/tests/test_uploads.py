@@ -207,3 +207,35 @@ async def test_a_chunk_resent_in_place_replaces_its_part_file(docdb: Client, tmp
     await docdb.post(f"{base}/upload/{upload_id}/chunk?chunk_index=1", content=b"5678")
     assert (await docdb.post(f"{base}/upload/{upload_id}/complete")).status_code == 200
     assert (tmp_path / "docdb" / "raw" / "media" / "x.bin").read_bytes() == b"12345678"
+
+
+@pytest.mark.parametrize("offset", [None, 5])
+async def test_buffered_writes_survive_short_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offset: int | None
+) -> None:
+    """A vectored write may store fewer bytes than asked; the writer resumes where it stopped."""
+    from lore_docdb.datasets import service as datasets_service
+
+    real_writev, real_pwritev = os.writev, os.pwritev
+
+    def short_writev(fd: int, buffers: list[memoryview]) -> int:
+        return real_writev(fd, [bytes(buffers[0][:3])])
+
+    def short_pwritev(fd: int, buffers: list[memoryview], at: int) -> int:
+        return real_pwritev(fd, [bytes(buffers[0][:3])], at)
+
+    monkeypatch.setattr(datasets_service.os, "writev", short_writev)
+    monkeypatch.setattr(datasets_service.os, "pwritev", short_pwritev)
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"#" * 5)
+    pieces = [b"alpha-", b"", b"beta-", b"gamma" * 3]
+    fd = os.open(target, os.O_WRONLY if offset is not None else os.O_WRONLY | os.O_APPEND)
+    try:
+        writer = datasets_service.BufferedWriter(fd, offset)
+        for piece in pieces:
+            await writer.add(piece)
+        await writer.flush()
+    finally:
+        os.close(fd)
+    assert writer.written == len(b"".join(pieces))
+    assert target.read_bytes() == b"#" * 5 + b"".join(pieces)
