@@ -286,3 +286,27 @@ async def test_processing_config(docdb: Client) -> None:
     assert data["llm"] == {"model": "offline-extractive", "max_concurrent": 10, "timeout": 120.0}
     assert data["embedding"]["batch_size"] == 2000 and data["embedding"]["dim"] == 1024
     assert data["graph"] == {"chunk_size": 1024, "overlap": 50, "batch_size": 2000, "max_workers": 200}
+
+
+async def test_another_replicas_bm25_index_catches_up_with_new_chunks(docdb: Client) -> None:
+    """A second docdb on the same database never sees this one's `bump`: it notices the chunk rows
+    changed within its check interval and rebuilds."""
+    from lore_docdb.index.bm25 import Bm25Cache
+
+    index = docdb.app.state.index
+    await upload(docdb, "d1", {"curie.txt": CURIE.encode()})
+    await docdb.post(KB, json={"name": "kb"})
+    await wait_task(docdb, (await parse(docdb, "kb", ["d1"]))[0])
+    replica = Bm25Cache(index.chunks_of_kb, index.chunk_signature, check_interval=0.0)
+    lagging = Bm25Cache(index.chunks_of_kb, index.chunk_signature, check_interval=3600.0)
+    before = len((await replica.get("kb")).chunks)
+    assert before > 0 and len((await lagging.get("kb")).chunks) == before
+    assert not (await replica.get("kb")).search("Madman Diary Peking", 5)
+
+    await upload(
+        docdb, "d2", {"luxun.txt": b"Lu Xun taught at Peking University and wrote A Madman's Diary."}
+    )
+    await wait_task(docdb, (await parse(docdb, "kb", ["d2"]))[0])
+    assert len((await replica.get("kb")).chunks) > before
+    assert (await replica.get("kb")).search("Madman Diary Peking", 5)[0][0][3] == "luxun.txt"
+    assert len((await lagging.get("kb")).chunks) == before  # within its interval it answers from memory

@@ -74,7 +74,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             task_store = TaskStore(stores.sql)
             index = IndexStore(stores.sql, settings.postgres_batch_size)
             vectors = VectorIndex(stores.vector, server=cfg.vector_store.url is not None)
-            graph, bm25 = GraphIndex(stores.graph), Bm25Cache(index.chunks_of_kb)
+            graph, bm25 = GraphIndex(stores.graph), Bm25Cache(index.chunks_of_kb, index.chunk_signature)
             schemas = SchemaService(stores.sql)
             datasets = DatasetService(raw, task_store, stores.objects, cfg.max_upload_size)
             uploads = UploadService(datasets)

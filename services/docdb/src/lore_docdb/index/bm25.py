@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,13 +78,35 @@ class Bm25Index:
         return [(self.chunks[int(i)], float(scores[i])) for i in top_rows(scores, k) if scores[i] > 0]
 
 
-class Bm25Cache:
-    """The latest index per KB, rebuilt from the chunk rows whenever the KB's chunks changed."""
+Signature = tuple[tuple[str, int], ...]
 
-    def __init__(self, load_chunks: Callable[[str], Awaitable[list[ChunkSource]]]) -> None:
+
+@dataclass
+class _Cached:
+    version: int
+    signature: Signature
+    checked: float
+    index: Bm25Index
+
+
+class Bm25Cache:
+    """The latest index per KB, rebuilt from the chunk rows whenever the KB's chunks changed.
+
+    This process's own changes `bump` the KB at once. Another replica's (a parse through a second docdb
+    on the same PostgreSQL) show in the chunk rows' signature, checked at most every `check_interval`
+    seconds, so a replica's answers are at most that much behind."""
+
+    def __init__(
+        self,
+        load_chunks: Callable[[str], Awaitable[list[ChunkSource]]],
+        signature: Callable[[str], Awaitable[Signature]],
+        check_interval: float = 1.0,
+    ) -> None:
         self.load_chunks = load_chunks
+        self.signature = signature
+        self.check_interval = check_interval
         self.versions: dict[str, int] = {}
-        self.indexes: dict[str, tuple[int, Bm25Index]] = {}
+        self.indexes: dict[str, _Cached] = {}
         self.lock = threading.Lock()
 
     def bump(self, kb: str) -> None:
@@ -95,11 +118,17 @@ class Bm25Cache:
         with self.lock:
             version = self.versions.get(kb, 0)
             cached = self.indexes.get(kb)
-        if cached and cached[0] == version:
-            return cached[1]
+        if cached and cached.version == version:
+            now = time.monotonic()
+            if now - cached.checked < self.check_interval:
+                return cached.index
+            if await self.signature(kb) == cached.signature:
+                cached.checked = now
+                return cached.index
+        signature = await self.signature(kb)
         rows = await self.load_chunks(kb)
         index = await asyncio.to_thread(Bm25Index.build, rows)
         with self.lock:
             if self.versions.get(kb, 0) == version:
-                self.indexes[kb] = (version, index)
+                self.indexes[kb] = _Cached(version, signature, time.monotonic(), index)
         return index

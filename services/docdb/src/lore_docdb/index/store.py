@@ -181,6 +181,18 @@ class IndexStore:
             rows = await session.exec(select(ChunkRow).where(col(ChunkRow.chunk_id).in_(list(chunk_ids))))
             return list(rows.all())
 
+    async def chunk_signature(self, kb: str) -> tuple[tuple[str, int], ...]:
+        """(task_id, chunk count) per task of the KB: it changes whenever any process adds or removes
+        chunks (chunk rows are written and deleted per task)."""
+        async with self.session() as session:
+            rows = await session.exec(
+                select(ChunkRow.task_id, func.count())
+                .where(ChunkRow.kb_name == kb)
+                .group_by(ChunkRow.task_id)
+                .order_by(ChunkRow.task_id)
+            )
+            return tuple((str(r[0]), int(r[1])) for r in rows.all())
+
     async def count_chunks(self, kb: str, task_id: str | None = None) -> int:
         async with self.session() as session:
             query = select(func.count()).select_from(ChunkRow).where(ChunkRow.kb_name == kb)
