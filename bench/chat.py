@@ -47,7 +47,7 @@ def paragraph(rng: random.Random, i: int) -> str:
     )
 
 
-last_info: dict[str, float] = {}
+stages: list[dict[str, float]] = []
 
 
 async def load(
@@ -79,7 +79,7 @@ async def load(
                 if reply["code"] != 200:
                     raise RuntimeError(reply)
                 server.append(reply["query_info"]["timings_ms"]["total_ms"])
-                last_info.update(reply["query_info"]["timings_ms"])
+                stages.append(reply["query_info"]["timings_ms"])
 
         await asyncio.gather(*(worker() for _ in range(clients)))
     return server, client_side
@@ -120,6 +120,7 @@ def main() -> None:
         figures["chunks"] = chunks
         for mode in ("naive", "rerank"):
             asyncio.run(load(base, mode, args.clients, args.clients * 2, rng))  # warm-up
+            stages.clear()
             server, client_side = asyncio.run(load(base, mode, args.clients, args.requests, rng))
             figures[f"{mode}_server_p50_ms"] = round(percentile(server, 0.5), 2)
             figures[f"{mode}_server_p95_ms"] = round(percentile(server, 0.95), 2)
@@ -128,7 +129,10 @@ def main() -> None:
             summary = ", ".join(
                 f"{k.removeprefix(mode + '_')} {v}" for k, v in figures.items() if k.startswith(mode)
             )
-            print(f"{mode:7s} {summary}; stages of one request: {last_info}", flush=True)
+            names = sorted({name for timing in stages for name in timing})
+            medians = {n: round(percentile([t.get(n, 0.0) for t in stages], 0.5), 2) for n in names}
+            stages.clear()
+            print(f"{mode:7s} {summary}; stage p50s (ms): {medians}", flush=True)
     finally:
         docdb.stop()
         llm.stop()
