@@ -79,6 +79,7 @@ class Retriever:
     async def vector(self, kb: str, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
         started = time.perf_counter()
         vector = await self.embedder.embed_query(query)
+        trace.time("embed_ms", started)
         points = await self.vectors.search(kb, vector, top_k, threshold, top_k * self.search.ef_multiplier)
         hits = [
             Hit(
