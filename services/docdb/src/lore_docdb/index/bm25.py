@@ -118,14 +118,17 @@ class Bm25Cache:
         with self.lock:
             version = self.versions.get(kb, 0)
             cached = self.indexes.get(kb)
+        signature: Signature | None = None
         if cached and cached.version == version:
             now = time.monotonic()
             if now - cached.checked < self.check_interval:
                 return cached.index
-            if await self.signature(kb) == cached.signature:
+            signature = await self.signature(kb)
+            if signature == cached.signature:
                 cached.checked = now
                 return cached.index
-        signature = await self.signature(kb)
+        if signature is None:
+            signature = await self.signature(kb)
         rows = await self.load_chunks(kb)
         index = await asyncio.to_thread(Bm25Index.build, rows)
         with self.lock:
