@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from lore_common.batching import Batcher
-from lore_common.matrix import PointMirror
+from lore_common.matrix import PointMirror, top_k_rows, top_rows
 
 
 async def test_concurrent_calls_run_together_and_each_gets_its_own_result() -> None:
@@ -78,3 +78,13 @@ def test_search_many_equals_one_search_per_query_with_filters_and_thresholds() -
     assert only_b and all(mirror.payloads[r]["dataset"] == "b" for r, _ in only_b)
     assert len(only_b) == sum(1 for p in mirror.payloads if p["dataset"] == "b")
     assert "p7" not in mirror.rows and len(mirror) == 300 - len(range(0, 300, 7))
+
+
+def test_batch_top_k_breaks_ties_by_row_like_a_single_search() -> None:
+    scores = np.array([[0.5, 0.9, 0.5, 0.9, 0.1], [0.0, 0.0, 0.0, 0.0, 0.0]], dtype=np.float32)
+    top, picked = top_k_rows(scores, 3)
+    assert top.tolist() == [[1, 3, 0], [0, 1, 2]]
+    assert picked.tolist()[0] == pytest.approx([0.9, 0.9, 0.5])
+    assert top_k_rows(scores, 9)[0].tolist() == [[1, 3, 0, 2, 4], [0, 1, 2, 3, 4]]
+    for row in scores:
+        assert top_rows(row, 3).tolist() == top_k_rows(row[None, :], 3)[0][0].tolist()

@@ -64,6 +64,26 @@ def top_rows(scores: np.ndarray[Any, Any], limit: int) -> np.ndarray[Any, Any]:
     return np.argsort(-scores, kind="stable")
 
 
+def top_k_rows(scores: np.ndarray[Any, Any], limit: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Per row of a (queries, points) score matrix: the column indexes of the `limit` highest scores,
+    best first, and those scores. Ties keep the lower index first, as `top_rows` does."""
+    count = scores.shape[1]
+    limit = min(max(limit, 0), count)
+    if limit == 0:
+        empty = np.zeros((scores.shape[0], 0), dtype=np.int64)
+        return empty, np.zeros((scores.shape[0], 0), dtype=scores.dtype)
+    negated = -scores
+    top = np.argpartition(negated, limit - 1, axis=1)[:, :limit] if count > limit else None
+    if top is None:
+        order = np.argsort(negated, axis=1, kind="stable")
+        return order, np.take_along_axis(scores, order, axis=1)
+    picked = np.take_along_axis(negated, top, axis=1)
+    # Sort by score, then by index, so equal scores come out in index order.
+    order = np.lexsort((top, picked), axis=1)
+    top = np.take_along_axis(top, order, axis=1)
+    return top, np.take_along_axis(scores, top, axis=1)
+
+
 class PointMirror:
     """Points (id, unit vector, payload) with the payload keys in `keys` kept as columns for filters.
     A removed row is filled by the last one, so rows stay dense and a search is one product."""
@@ -154,15 +174,19 @@ class PointMirror:
         if rows is not None and rows.size == 0:
             return [[] for _ in limits]
         matrix = self.vectors[rows] if rows is not None else self.vectors[: len(self.ids)]
-        scores = matrix @ queries.T
+        # points × queries is the faster product (BLAS streams the big matrix once); top-k wants rows.
+        scores = np.ascontiguousarray((matrix @ queries.T).T)
+        # Top-k of the whole batch in a handful of numpy calls, not a few per query: each call releases
+        # and retakes the GIL, and under load every retake waits for the event loop's thread.
+        top, top_scores = top_k_rows(scores, max(limits))
+        kept = top_scores.tolist()
+        ids = (rows[top] if rows is not None else top).tolist()
         results = []
-        for column, (limit, threshold) in enumerate(zip(limits, thresholds, strict=True)):
+        for q, (limit, threshold) in enumerate(zip(limits, thresholds, strict=True)):
             hits: list[tuple[int, float]] = []
-            column_scores = scores[:, column]
-            for i in top_rows(column_scores, limit) if limit > 0 else ():
-                score = float(column_scores[i])
+            for row, score in zip(ids[q][: max(limit, 0)], kept[q][: max(limit, 0)], strict=True):
                 if threshold is not None and score < threshold:
                     break
-                hits.append((int(rows[i]) if rows is not None else int(i), score))
+                hits.append((row, score))
             results.append(hits)
         return results

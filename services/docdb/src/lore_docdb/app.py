@@ -133,7 +133,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             finally:
                 await tasks.stop()
                 await leadership.release()
-                vectors.close()
+                await vectors.close()
 
     return create_service_app(
         service="docdb",

@@ -4,24 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Hashable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import structlog
 from qdrant_client import AsyncQdrantClient, models
 
-from lore_common.batching import Batcher
 from lore_common.errors import LoreError
-from lore_common.matrix import PointMirror
+from lore_common.workers import Worker
 
 _NAMESPACE = uuid.UUID("6f0b8a3c-4b5d-4a8e-9f61-2c1d7e3b9a10")
 PAYLOAD_KEYS = ("dataset", "task_id", "file")
+log = structlog.get_logger("lore.docdb.vectors")
 
 
 class DimensionMismatch(LoreError):
     status_code = 500
+
+
+class VectorSearchError(RuntimeError):
+    """The vector search process failed; the message says how."""
 
 
 def collection_name(kb: str) -> str:
@@ -40,33 +44,35 @@ class VectorHit:
 
 class VectorIndex:
     """With a Qdrant server, searches use its HNSW index. Qdrant local mode scans every point in Python
-    (about 25 ms per query at 10k chunks), so there each KB is mirrored in memory (`PointMirror`,
-    loaded on first use) and searched with one matrix product; Qdrant stays the durable copy. Local
-    mode allows one process per store, so the mirror cannot go stale.
+    (about 25 ms per query at 10k chunks), so there each KB is mirrored (loaded on first use) in a child
+    process, `lore_common.vector_worker`, which searches it with one matrix product per batch of
+    queries; Qdrant stays the durable copy. Local mode allows one process per store, so the mirror
+    cannot go stale. The payloads stay here: the child answers with point ids and scores.
 
-    Mirrors are read and changed only on one worker thread: searches leave the event loop free (the
-    product releases the GIL), and a search never sees a half-applied change. Concurrent searches of a
-    KB run as one batch (`Batcher`), which reads the KB's matrix once for all of them."""
+    Why a process: see `lore_common.workers`. If the child dies, its searches fail, and the next one
+    starts a new child and reloads the mirrors from Qdrant."""
 
     def __init__(self, client: AsyncQdrantClient, server: bool = True) -> None:
         self.client = client
         # Qdrant local mode ignores payload indexes and search params (and warns); a server uses both.
         self.payload_indexes = server
         self.mirrored = not server
-        self._mirrors: dict[str, PointMirror] = {}
+        # Per mirrored KB: point id -> payload. Valid for the current worker only.
+        self._mirrors: dict[str, dict[str, dict[str, Any]]] = {}
         self._loading: dict[str, asyncio.Lock] = {}
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectors")
-        self._searches: Batcher[tuple[Any, int, float | None], list[VectorHit]] = Batcher(
-            self._search_batch, 256, "vectors", executor=self._thread
-        )
+        self._worker: Worker | None = None
 
-    async def _on_thread(self, fn: Callable[[], None]) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._thread, fn)
+    def _search_worker(self) -> Worker:
+        loop = asyncio.get_running_loop()
+        worker = self._worker
+        if worker is None or worker.finished or worker.loop is not loop:
+            self._mirrors.clear()  # a new child knows no KB
+            worker = Worker("vector search", "lore_common.vector_worker", [], VectorSearchError)
+            self._worker = worker
+        return worker
 
-    async def _mirror(self, kb: str) -> PointMirror | None:
-        """The KB's in-memory copy (local mode only; None when the collection does not exist)."""
-        if not self.mirrored:
-            return None
+    async def _mirror(self, kb: str, worker: Worker) -> dict[str, dict[str, Any]] | None:
+        """The KB's payloads, its vectors loaded into `worker` (None when the collection does not exist)."""
         mirror = self._mirrors.get(kb)
         if mirror is not None:
             return mirror
@@ -79,18 +85,35 @@ class VectorIndex:
             info = await self.client.get_collection(name)
             params = info.config.params.vectors
             assert isinstance(params, models.VectorParams)
-            mirror = PointMirror(params.size, PAYLOAD_KEYS)
+            payloads: dict[str, dict[str, Any]] = {}
+            await worker.call("drop", kb)
             offset: Any = None
             while True:
                 points, offset = await self.client.scroll(
                     name, limit=2000, offset=offset, with_payload=True, with_vectors=True
                 )
-                for point in points:
-                    mirror.put(str(point.id), point.vector, point.payload or {})  # type: ignore[arg-type]
+                if points:
+                    ids = [str(point.id) for point in points]
+                    matrix = np.asarray([point.vector for point in points], dtype=np.float32)
+                    await worker.call("put", kb, params.size, ids, matrix.tobytes())
+                    payloads.update((i, point.payload or {}) for i, point in zip(ids, points, strict=True))
                 if offset is None:
                     break
-            self._mirrors[kb] = mirror
-            return mirror
+            self._mirrors[kb] = payloads
+            return payloads
+
+    async def _change(self, kb: str, op: str, *args: Any) -> None:
+        """Apply a write to the KB's mirror; a mirror the child could not change is dropped (reloaded
+        from Qdrant on the next search), so the write that Qdrant holds is never lost."""
+        worker = self._worker
+        if worker is None or worker.finished:
+            self._mirrors.clear()
+            return
+        try:
+            await worker.call(op, kb, *args)
+        except VectorSearchError as exc:
+            log.warning("vector_mirror_dropped", kb=kb, error=str(exc))
+            self._mirrors.pop(kb, None)
 
     async def ensure(self, kb: str, dim: int) -> None:
         """Create the KB's collection, or check that the existing one has the embedder's dimension."""
@@ -124,12 +147,10 @@ class VectorIndex:
             await self.client.upsert(collection_name(kb), points=points, wait=True)
             mirror = self._mirrors.get(kb)
             if mirror is not None:
-
-                def put() -> None:
-                    for point, vector in zip(points, vectors, strict=True):
-                        mirror.put(str(point.id), vector, point.payload or {})
-
-                await self._on_thread(put)
+                matrix = np.asarray(vectors, dtype=np.float32).reshape(len(points), -1)
+                ids = [str(point.id) for point in points]
+                mirror.update((i, point.payload or {}) for i, point in zip(ids, points, strict=True))
+                await self._change(kb, "put", matrix.shape[1], ids, matrix.tobytes())
 
     async def delete_where(self, kb: str, key: str, value: str) -> None:
         name = collection_name(kb)
@@ -142,12 +163,10 @@ class VectorIndex:
             await self.client.delete(name, points_selector=selector, wait=True)
             mirror = self._mirrors.get(kb)
             if mirror is not None:
-
-                def remove() -> None:
-                    for row in sorted(mirror.rows_where({key: value}).tolist(), reverse=True):
-                        mirror.remove(mirror.ids[row])
-
-                await self._on_thread(remove)
+                gone = [i for i, payload in mirror.items() if payload.get(key) == value]
+                for i in gone:
+                    del mirror[i]
+                await self._change(kb, "remove", gone)
 
     async def count(self, kb: str, key: str | None = None, value: str | None = None) -> int:
         name = collection_name(kb)
@@ -162,7 +181,8 @@ class VectorIndex:
     async def drop(self, kb: str) -> None:
         # Under the loading lock: a mirror being loaded now must not outlive the collection.
         async with self._loading.setdefault(kb, asyncio.Lock()):
-            self._mirrors.pop(kb, None)
+            if self._mirrors.pop(kb, None) is not None:
+                await self._change(kb, "drop")
             name = collection_name(kb)
             if await self.client.collection_exists(name):
                 await self.client.delete_collection(name)
@@ -171,10 +191,16 @@ class VectorIndex:
         self, kb: str, query: np.ndarray[Any, Any], top_k: int, threshold: float, hnsw_ef: int
     ) -> list[VectorHit]:
         if self.mirrored:
-            mirror = await self._mirror(kb)
+            worker = self._search_worker()
+            mirror = await self._mirror(kb, worker)
             if mirror is None:
                 return []
-            return await self._searches.submit(kb, (query, top_k, threshold if threshold > 0 else None))
+            limit = threshold if threshold > 0 else None
+            ids, scores = await worker.call(
+                "search", kb, np.asarray(query, np.float32).tobytes(), top_k, limit
+            )
+            # A point removed while the search ran is left out.
+            return [VectorHit(score, mirror[i]) for i, score in zip(ids, scores, strict=True) if i in mirror]
         name = collection_name(kb)
         if not await self.client.collection_exists(name):
             return []
@@ -189,18 +215,8 @@ class VectorIndex:
         )
         return [VectorHit(float(p.score), p.payload or {}) for p in result.points]
 
-    def _search_batch(
-        self, kb: Hashable, queries: list[tuple[Any, int, float | None]]
-    ) -> list[list[VectorHit]]:
-        mirror = self._mirrors.get(str(kb))
-        if mirror is None:
-            return [[] for _ in queries]
-        found = mirror.search_many(
-            np.stack([np.asarray(q[0], dtype=np.float32).reshape(-1) for q in queries]),
-            [q[1] for q in queries],
-            [q[2] for q in queries],
-        )
-        return [[VectorHit(score, mirror.payloads[row]) for row, score in hits] for hits in found]
-
-    def close(self) -> None:
-        self._searches.close()
+    async def close(self) -> None:
+        worker, self._worker = self._worker, None
+        self._mirrors.clear()
+        if worker is not None:
+            await worker.close()

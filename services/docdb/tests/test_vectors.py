@@ -1,0 +1,64 @@
+"""docdb's vector index in Qdrant local mode: searched by a child process that can die and come back."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+from qdrant_client import AsyncQdrantClient
+
+from lore_docdb.index.vectors import VectorIndex, VectorSearchError
+
+
+async def test_vector_index_survives_its_search_process_dying(tmp_path: Path) -> None:
+    client = AsyncQdrantClient(path=str(tmp_path / "qdrant"))
+    index = VectorIndex(client, server=False)
+    await index.ensure("kb", 4)
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(40, 4)).astype(np.float32)
+    payloads = [{"chunk_id": f"c{i}", "dataset": "d1" if i < 20 else "d2"} for i in range(40)]
+    await index.upsert("kb", vectors, payloads)
+    query = vectors[7]
+    first = await index.search("kb", query, 5, 0.0, 10)
+    assert first[0].payload["chunk_id"] == "c7" and len(first) == 5
+
+    worker = index._worker
+    assert worker is not None and worker.process is not None
+    worker.process.kill()
+    await worker.process.wait()
+    # The next search starts a new process and reloads the KB from Qdrant.
+    again = await index.search("kb", query, 5, 0.0, 10)
+    assert [h.payload["chunk_id"] for h in again] == [h.payload["chunk_id"] for h in first]
+    assert index._worker is not worker
+
+    # Writes reach the mirror: a deleted dataset is gone from results, a new point is found.
+    await index.delete_where("kb", "dataset", "d1")
+    assert all(h.payload["dataset"] == "d2" for h in await index.search("kb", query, 40, 0.0, 80))
+    await index.upsert("kb", np.asarray([[9, 9, 9, 9]], np.float32), [{"chunk_id": "new"}])
+    assert (await index.search("kb", np.ones(4, np.float32), 1, 0.0, 2))[0].payload["chunk_id"] == "new"
+    await index.drop("kb")
+    assert await index.search("kb", query, 5, 0.0, 10) == []
+    await index.close()
+    await client.close()
+
+
+async def test_a_search_in_flight_when_the_process_dies_fails_clearly(tmp_path: Path) -> None:
+    client = AsyncQdrantClient(path=str(tmp_path / "qdrant"))
+    index = VectorIndex(client, server=False)
+    await index.ensure("kb", 256)
+    vectors = np.random.default_rng(1).normal(size=(3000, 256)).astype(np.float32)
+    await index.upsert("kb", vectors, [{"chunk_id": f"c{i}"} for i in range(3000)])
+    await index.search("kb", vectors[0], 5, 0.0, 10)
+    worker = index._worker
+    assert worker is not None and worker.process is not None
+    searches = [asyncio.ensure_future(index.search("kb", v, 100, 0.0, 200)) for v in vectors[:200]]
+    await asyncio.sleep(0)
+    worker.process.kill()
+    results = await asyncio.gather(*searches, return_exceptions=True)
+    errors = [r for r in results if isinstance(r, Exception)]
+    assert errors and all(isinstance(e, VectorSearchError) for e in errors)
+    assert "exited" in str(errors[0])
+    assert len(await index.search("kb", vectors[3], 5, 0.0, 10)) == 5
+    await index.close()
+    await client.close()
