@@ -119,6 +119,22 @@ async def test_openai_client_error_is_not_retried() -> None:
 
 
 @provider
+async def test_openai_reply_that_is_not_a_completion_fails_naming_the_model() -> None:
+    provider.post(f"{OPENAI_URL}/chat/completions").mock(
+        return_value=httpx.Response(200, text="<html>502 Bad Gateway</html>")
+    )
+    model = OpenAIChat(openai_config())
+    with pytest.raises(ModelError, match=r"gpt-4o-mini.*not a chat completion"):
+        await model.complete(REQUEST)
+    provider.post(f"{OPENAI_URL}/chat/completions").mock(
+        return_value=httpx.Response(200, json={**completion("x"), "choices": []})
+    )
+    with pytest.raises(ModelError, match="returned no choices"):
+        await model.complete(REQUEST)
+    await model.aclose()
+
+
+@provider
 async def test_openai_concurrency_is_capped_by_max_concurrent_requests() -> None:
     live = 0
     peak = 0
