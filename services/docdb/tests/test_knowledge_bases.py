@@ -310,3 +310,25 @@ async def test_another_replicas_bm25_index_catches_up_with_new_chunks(docdb: Cli
     assert len((await replica.get("kb")).chunks) > before
     assert (await replica.get("kb")).search("Madman Diary Peking", 5)[0][0][3] == "luxun.txt"
     assert len((await lagging.get("kb")).chunks) == before  # within its interval it answers from memory
+
+
+async def test_questions_that_find_the_kb_cache_expired_share_one_read(docdb: Client) -> None:
+    index = docdb.app.state.index
+    await docdb.post(KB, json={"name": "kb"})
+    reads = 0
+    original = index.get_kb
+
+    async def counting(name: str) -> Any:
+        nonlocal reads
+        reads += 1
+        return await original(name)
+
+    index.get_kb = counting
+    rows = await asyncio.gather(*(index.cached_kb("kb") for _ in range(32)))
+    assert reads == 1 and {row.name for row in rows} == {"kb"}
+    # A write by this process is seen by the next question at once, not after the cache time.
+    assert (await docdb.delete(f"{KB}/kb")).status_code in (200, 202)
+    before = reads
+    row = await index.cached_kb("kb")
+    assert row is None or row.status == "deleting"
+    assert reads == before + 1

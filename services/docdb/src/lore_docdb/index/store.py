@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from datetime import datetime
@@ -28,6 +29,8 @@ class IndexStore:
         self.engine = engine
         self.batch_size = batch_size
         self._kb_cache: dict[str, tuple[float, KnowledgeBaseRow]] = {}
+        self._kb_loading: dict[str, asyncio.Future[KnowledgeBaseRow | None]] = {}
+        self._kb_generation = 0
 
     def session(self) -> AsyncSession:
         return AsyncSession(self.engine, expire_on_commit=False)
@@ -55,15 +58,31 @@ class IndexStore:
         hit = self._kb_cache.get(name)
         if hit is not None and now - hit[0] < self.KB_CACHE_SECONDS:
             return hit[1]
-        row = await self.get_kb(name)
-        if row is None:
-            self._kb_cache.pop(name, None)
-        else:
-            self._kb_cache[name] = (now, row)
+        # One read per expiry, not one per waiting question: 32 chats that find the entry expired at
+        # the same moment share the read.
+        loading = self._kb_loading.get(name)
+        if loading is None:
+            loading = asyncio.ensure_future(self._load_kb(name, now, self._kb_generation))
+            self._kb_loading[name] = loading
+        return await asyncio.shield(loading)
+
+    async def _load_kb(self, name: str, now: float, generation: int) -> KnowledgeBaseRow | None:
+        try:
+            row = await self.get_kb(name)
+        finally:
+            if self._kb_loading.get(name) is asyncio.current_task():
+                del self._kb_loading[name]
+        if generation == self._kb_generation:  # no write by this process while reading
+            if row is None:
+                self._kb_cache.pop(name, None)
+            else:
+                self._kb_cache[name] = (now, row)
         return row
 
     def _changed(self, name: str) -> None:
+        self._kb_generation += 1
         self._kb_cache.pop(name, None)
+        self._kb_loading.pop(name, None)
 
     async def list_kbs(self) -> list[KnowledgeBaseRow]:
         async with self.session() as session:
