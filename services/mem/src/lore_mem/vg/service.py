@@ -226,8 +226,11 @@ class VgMemory:
             "metadata": metadata or {},
             **{k: scope.get(k) for k in ("user_id", "agent_id", "run_id")},
         }
-        await self.store.upsert(memory_id, await self._vector(text, vectors), payload)
+        vector = await self._vector(text, vectors)
+        # History first: a crash between the two writes leaves a history row no memory points to
+        # (never shown), instead of a memory without its ADD.
         await self.history.record(memory_id, "ADD", None, text)
+        await self.store.upsert(memory_id, vector, payload)
         return {"id": memory_id, "memory": text, "event": "ADD"}
 
     async def _update(self, record: dict[str, Any], text: str) -> dict[str, Any]:
