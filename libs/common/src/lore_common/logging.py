@@ -50,7 +50,9 @@ def configure_logging(config: LoggingConfig | None = None, service: str = "lore"
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         # Look stderr up at each logger's creation, so a redirected stream (tests, daemons) is honoured.
-        logger_factory=lambda *_: structlog.PrintLogger(file=sys.stderr),
+        # WriteLogger writes a line and its newline in one call: `print` wrote them in two, and a
+        # library's log line from another thread could land between them, joining two lines.
+        logger_factory=lambda *_: structlog.WriteLogger(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
     structlog.contextvars.bind_contextvars(service=service)

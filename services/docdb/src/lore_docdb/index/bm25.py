@@ -7,6 +7,7 @@ The index is derived from the chunk rows, cached per KB and rebuilt when the KB'
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
 import time
@@ -58,6 +59,8 @@ class Bm25Index:
     def build(cls, chunks: Sequence[ChunkSource]) -> Bm25Index:
         import bm25s
 
+        # bm25s sets DEBUG on its own logger at import; its per-build chatter is not ours to log.
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
         index = cls(chunks=list(chunks))
         texts = [c[1] for c in index.chunks]
         if texts:
