@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from lore_common.providers.embed_worker import next_batch
 from lore_common.vector_worker import Mirrors
 from lore_common.workers import Inbox
 
@@ -53,3 +54,19 @@ def test_a_bad_request_fails_alone() -> None:
     box = inbox((3, "put", "kb", 2, ["a"], unit(1, 0)), (4, "search", "kb", unit(1, 0), 1, None))
     mirrors.handle(box)
     assert mirrors.handle(box)[0][2][0] == ["a"]
+
+
+def test_embedding_batches_take_waiting_queries_first_up_to_the_limit() -> None:
+    box = inbox(
+        (1, "embed", False, ["passage one", "passage two"]),
+        (2, "embed", True, ["q1"]),
+        (3, "embed", True, ["q2", "q3"]),
+        (4, "embed", True, ["q4", "q5", "q6"]),
+        (5, "embed", False, ["passage three"]),
+    )
+    assert [r[0] for r in next_batch(box, 4)] == [2, 3]  # 1 + 2 texts; request 4 would make 6
+    assert [r[0] for r in next_batch(box, 4)] == [4]
+    assert [r[0] for r in next_batch(box, 4)] == [1, 5]
+    assert not box.requests
+    # A request larger than the limit still goes, alone.
+    assert [r[0] for r in next_batch(inbox((6, "embed", True, ["x"] * 9)), 4)] == [6]

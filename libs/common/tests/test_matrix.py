@@ -1,56 +1,11 @@
-"""Micro-batching and the in-memory vector tables behind the search paths."""
+"""The in-memory vector tables behind the search paths."""
 
 from __future__ import annotations
-
-import asyncio
-import threading
-from collections.abc import Hashable
 
 import numpy as np
 import pytest
 
-from lore_common.batching import Batcher
 from lore_common.matrix import PointMirror, top_k_rows, top_rows
-
-
-async def test_concurrent_calls_run_together_and_each_gets_its_own_result() -> None:
-    batches: list[list[int]] = []
-    release = threading.Event()
-
-    def run(key: Hashable, items: list[int]) -> list[int]:
-        if not batches:
-            release.wait(5)  # the first batch is busy while the others arrive
-        batches.append(items)
-        return [item * 10 for item in items]
-
-    batcher: Batcher[int, int] = Batcher(run, max_size=64, name="t")
-    first = asyncio.ensure_future(batcher.submit("k", 1))
-    await asyncio.sleep(0.05)
-    rest = [asyncio.ensure_future(batcher.submit("k", i)) for i in range(2, 12)]
-    await asyncio.sleep(0.05)
-    release.set()
-    assert await first == 10
-    assert await asyncio.gather(*rest) == [i * 10 for i in range(2, 12)]
-    assert batches == [[1], list(range(2, 12))]
-    batcher.close()
-
-
-async def test_batches_respect_keys_and_size_and_errors_reach_only_their_batch() -> None:
-    seen: list[tuple[Hashable, list[int]]] = []
-
-    def run(key: Hashable, items: list[int]) -> list[int]:
-        seen.append((key, items))
-        if key == "bad":
-            raise ValueError("model failed")
-        return items
-
-    batcher: Batcher[int, int] = Batcher(run, max_size=3, name="t")
-    calls = [batcher.submit("a" if i % 2 else "bad", i) for i in range(8)]
-    results = await asyncio.gather(*calls, return_exceptions=True)
-    assert [r for r in results if not isinstance(r, Exception)] == [1, 3, 5, 7]
-    assert all(isinstance(r, ValueError) for r in results[::2])
-    assert all(len(items) <= 3 and len({i % 2 for i in items}) == 1 for _, items in seen)
-    batcher.close()
 
 
 def test_search_many_equals_one_search_per_query_with_filters_and_thresholds() -> None:
