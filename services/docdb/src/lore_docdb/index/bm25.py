@@ -111,6 +111,7 @@ class Bm25Cache:
         self.versions: dict[str, int] = {}
         self.indexes: dict[str, _Cached] = {}
         self.lock = threading.Lock()
+        self._building: dict[tuple[str, int], asyncio.Future[Bm25Index]] = {}
 
     def bump(self, kb: str) -> None:
         """The KB's chunks changed; the next `get` rebuilds."""
@@ -121,17 +122,29 @@ class Bm25Cache:
         with self.lock:
             version = self.versions.get(kb, 0)
             cached = self.indexes.get(kb)
-        signature: Signature | None = None
         if cached and cached.version == version:
             now = time.monotonic()
             if now - cached.checked < self.check_interval:
                 return cached.index
-            signature = await self.signature(kb)
-            if signature == cached.signature:
-                cached.checked = now
+            # This caller checks; questions arriving meanwhile answer from the cached index instead of
+            # each sending the same query (32 at once under load).
+            cached.checked = now
+            if await self.signature(kb) == cached.signature:
                 return cached.index
-        if signature is None:
-            signature = await self.signature(kb)
+        return await self._rebuild(kb, version)
+
+    async def _rebuild(self, kb: str, version: int) -> Bm25Index:
+        """One build per KB version, however many questions are waiting for it."""
+        key = (kb, version)
+        building = self._building.get(key)
+        if building is None:
+            building = asyncio.ensure_future(self._build(kb, version))
+            self._building[key] = building
+            building.add_done_callback(lambda _: self._building.pop(key, None))
+        return await asyncio.shield(building)
+
+    async def _build(self, kb: str, version: int) -> Bm25Index:
+        signature = await self.signature(kb)
         rows = await self.load_chunks(kb)
         index = await asyncio.to_thread(Bm25Index.build, rows)
         with self.lock:
