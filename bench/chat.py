@@ -133,6 +133,9 @@ def main() -> None:
             medians = {n: round(percentile([t.get(n, 0.0) for t in stages], 0.5), 2) for n in names}
             stages.clear()
             print(f"{mode:7s} {summary}; stage p50s (ms): {medians}", flush=True)
+        # The whole tree: the service, its embedding process and its vector search process.
+        figures["docdb_tree_rss_mb"] = round(docdb.rss_bytes() / 2**20, 1)
+        print(f"docdb RSS with its child processes: {figures['docdb_tree_rss_mb']} MB", flush=True)
     finally:
         docdb.stop()
         llm.stop()
