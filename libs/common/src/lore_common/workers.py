@@ -93,7 +93,7 @@ def failed(request: Request, exc: BaseException) -> Reply:
 
 class Worker:
     """The service's end of one child (`python -m MODULE ARGS…`), started on first call. When the
-    child dies, what it was doing fails with `error`, `finished` turns true, `on_exit` runs, and the
+    child dies, what it was doing fails with `error`, `finished` turns true, and the
     owner starts a new one for the next call."""
 
     def __init__(
@@ -102,12 +102,10 @@ class Worker:
         module: str,
         args: list[str],
         error: type[Exception],
-        on_exit: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
         self.argv = [sys.executable, "-m", module, *args]
         self.error = error
-        self.on_exit = on_exit
         self.finished = False
         self.loop = asyncio.get_running_loop()
         self._process: asyncio.subprocess.Process | None = None
@@ -174,8 +172,6 @@ class Worker:
                 if not future.done():
                     future.set_exception(error)
             self._pending.clear()
-            if self.on_exit is not None:
-                self.on_exit()
 
     async def close(self) -> None:
         process, self._process = self._process, None

