@@ -1,8 +1,9 @@
 """Chat latency: a 10,000-chunk KB (mode 1, local embedder), 32 concurrent clients, the fake model
 server answering at 0 ms. Prints p50/p95 of `naive` and `rerank` chat measured server-side
-(`query_info.timings_ms.total_ms`) and client-side. Goal: server-side p50 < 50 ms.
+(`query_info.timings_ms.total_ms`) and client-side: the median of `--rounds` rounds, with min and
+max. Goal: server-side p50 < 50 ms.
 
-    uv run python bench/chat.py [--chunks 10000] [--clients 32] [--requests 640]
+    uv run python bench/chat.py [--chunks 10000] [--clients 32] [--requests 640] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import json
 import random
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -90,6 +92,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--requests", type=int, default=640)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     rng = random.Random(3)
     work = Path(tempfile.mkdtemp(prefix="lore-bench-chat-"))
@@ -120,19 +123,36 @@ def main() -> None:
         figures["chunks"] = chunks
         for mode in ("naive", "rerank"):
             asyncio.run(load(base, mode, args.clients, args.clients * 2, rng))  # warm-up
-            stages.clear()
-            server, client_side = asyncio.run(load(base, mode, args.clients, args.requests, rng))
-            figures[f"{mode}_server_p50_ms"] = round(percentile(server, 0.5), 2)
-            figures[f"{mode}_server_p95_ms"] = round(percentile(server, 0.95), 2)
-            figures[f"{mode}_client_p50_ms"] = round(percentile(client_side, 0.5), 2)
-            figures[f"{mode}_client_p95_ms"] = round(percentile(client_side, 0.95), 2)
-            summary = ", ".join(
-                f"{k.removeprefix(mode + '_')} {v}" for k, v in figures.items() if k.startswith(mode)
+        # Rounds alternate the modes: this machine's speed drifts between runs, and a drift should
+        # show as a spread in both modes, not as a difference between them.
+        rounds: dict[str, list[dict[str, float]]] = {"naive": [], "rerank": []}
+        for number in range(1, args.rounds + 1):
+            for mode in ("naive", "rerank"):
+                stages.clear()
+                server, client_side = asyncio.run(load(base, mode, args.clients, args.requests, rng))
+                names = sorted({name for timing in stages for name in timing})
+                figure = {
+                    "server_p50_ms": percentile(server, 0.5),
+                    "server_p95_ms": percentile(server, 0.95),
+                    "client_p50_ms": percentile(client_side, 0.5),
+                    "client_p95_ms": percentile(client_side, 0.95),
+                    **{n: percentile([t.get(n, 0.0) for t in stages], 0.5) for n in names},
+                }
+                rounds[mode].append(figure)
+                shown = ", ".join(f"{k} {v:.1f}" for k, v in figure.items())
+                print(f"round {number} {mode:7s} {shown}", flush=True)
+        for mode, results in rounds.items():
+            for key in ("server_p50_ms", "server_p95_ms", "client_p50_ms", "client_p95_ms"):
+                values = [r[key] for r in results]
+                figures[f"{mode}_{key}"] = round(statistics.median(values), 2)
+                figures[f"{mode}_{key}_min"] = round(min(values), 2)
+                figures[f"{mode}_{key}_max"] = round(max(values), 2)
+            print(
+                f"{mode:7s} server p50 median {figures[f'{mode}_server_p50_ms']} ms "
+                f"({figures[f'{mode}_server_p50_ms_min']}-{figures[f'{mode}_server_p50_ms_max']}), "
+                f"p95 median {figures[f'{mode}_server_p95_ms']} ms",
+                flush=True,
             )
-            names = sorted({name for timing in stages for name in timing})
-            medians = {n: round(percentile([t.get(n, 0.0) for t in stages], 0.5), 2) for n in names}
-            stages.clear()
-            print(f"{mode:7s} {summary}; stage p50s (ms): {medians}", flush=True)
         # The whole tree: the service, its embedding process and its vector search process.
         figures["docdb_tree_rss_mb"] = round(docdb.rss_bytes() / 2**20, 1)
         print(f"docdb RSS with its child processes: {figures['docdb_tree_rss_mb']} MB", flush=True)
