@@ -12,6 +12,17 @@ from typing import Any
 import numpy as np
 
 
+def normalise(matrix: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """Float32 rows scaled to unit length (a zero row stays zero), so a dot product is a cosine."""
+    rows = np.asarray(matrix, dtype=np.float32)
+    if rows.ndim == 1:
+        rows = rows[None, :]
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: np.ndarray[Any, np.dtype[np.float32]] = (rows / norms).astype(np.float32, copy=False)
+    return result
+
+
 class VectorTable:
     def __init__(self, dim: int) -> None:
         self.dim = dim

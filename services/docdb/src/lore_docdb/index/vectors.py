@@ -63,9 +63,8 @@ class VectorIndex:
         self._worker: Worker | None = None
 
     def _search_worker(self) -> Worker:
-        loop = asyncio.get_running_loop()
         worker = self._worker
-        if worker is None or worker.finished or worker.loop is not loop:
+        if worker is None or not worker.usable():
             self._mirrors.clear()  # a new child knows no KB
             worker = Worker("vector search", "lore_common.vector_worker", [], VectorSearchError)
             self._worker = worker
@@ -96,7 +95,7 @@ class VectorIndex:
                     ids = [str(point.id) for point in points]
                     matrix = np.asarray([point.vector for point in points], dtype=np.float32)
                     await worker.call("put", kb, params.size, ids, matrix.tobytes())
-                    payloads.update((i, point.payload or {}) for i, point in zip(ids, points, strict=True))
+                    payloads.update((str(point.id), point.payload or {}) for point in points)
                 if offset is None:
                     break
             self._mirrors[kb] = payloads
@@ -149,7 +148,7 @@ class VectorIndex:
             if mirror is not None:
                 matrix = np.asarray(vectors, dtype=np.float32).reshape(len(points), -1)
                 ids = [str(point.id) for point in points]
-                mirror.update((i, point.payload or {}) for i, point in zip(ids, points, strict=True))
+                mirror.update((str(point.id), point.payload or {}) for point in points)
                 await self._change(kb, "put", matrix.shape[1], ids, matrix.tobytes())
 
     async def delete_where(self, kb: str, key: str, value: str) -> None:
