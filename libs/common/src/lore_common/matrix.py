@@ -1,4 +1,4 @@
-"""In-process vector tables with exact top-k search: one matrix product, no server.
+"""In-process vector tables with top-k search, no server.
 
 `VectorTable` is append-only; `PointMirror` mirrors a Qdrant collection (points with payloads, put,
 remove, filtered search) so that Qdrant local mode, which scans every point in Python, is only the
@@ -10,6 +10,17 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from usearch.compiled import MetricKind
+from usearch.index import search as scan
+
+# A search first scans int8 codes of the rows for OVERSAMPLE × limit candidates (at least
+# MIN_CANDIDATES), then ranks those by their exact float32 cosine. A float32 scan is bound by memory:
+# 10,000 × 512 floats are 20 MB per batch of queries; the codes are a quarter of that and their dot
+# products run as SIMD integer kernels, so a batch costs about half. This is Qdrant's scalar
+# quantization with rescoring: scores, thresholds and ties are exact; among near-duplicates whose
+# cosines differ by less than the rounding (~0.001) the scan may keep one and miss another.
+OVERSAMPLE = 4
+MIN_CANDIDATES = 32
 
 
 def normalise(matrix: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.float32]]:
@@ -105,6 +116,8 @@ class PointMirror:
         self.rows: dict[str, int] = {}
         self.columns: dict[str, list[Any]] = {key: [] for key in keys}
         self.vectors = np.zeros((0, dim), dtype=np.float32)
+        self.codes = np.zeros((0, dim), dtype=np.int8)
+        self.peak = 0.0  # the largest |component| of any row: codes are rint(row × 127 / peak)
         self.payloads: list[dict[str, Any]] = []
 
     def __len__(self) -> int:
@@ -124,14 +137,20 @@ class PointMirror:
             for key, column in self.columns.items():
                 column.append(payload.get(key))
             if index >= self.vectors.shape[0]:
-                grown = np.zeros((max(64, self.vectors.shape[0] * 2), self.dim), dtype=np.float32)
-                grown[: self.vectors.shape[0]] = self.vectors
-                self.vectors = grown
+                size = max(64, self.vectors.shape[0] * 2)
+                self.vectors = _grown(self.vectors, size)
+                self.codes = _grown(self.codes, size)
         else:
             self.payloads[index] = payload
             for key, column in self.columns.items():
                 column[index] = payload.get(key)
         self.vectors[index] = row
+        peak = float(np.abs(row).max(initial=0.0))
+        if peak > self.peak:  # a wider range: every row's code changes (rare after the first rows)
+            self.peak = peak
+            self.codes[: len(self.ids)] = quantise(self.vectors[: len(self.ids)], peak)
+        else:
+            self.codes[index] = quantise(row, self.peak)
 
     def remove(self, point_id: str) -> None:
         index = self.rows.pop(point_id, None)
@@ -143,6 +162,7 @@ class PointMirror:
             self.ids[index] = moved
             self.rows[moved] = index
             self.vectors[index] = self.vectors[last]
+            self.codes[index] = self.codes[last]
             self.payloads[index] = self.payloads[last]
             for column in self.columns.values():
                 column[index] = column[last]
@@ -176,7 +196,7 @@ class PointMirror:
         thresholds: Sequence[float | None],
         where: dict[str, Any] | None = None,
     ) -> list[list[tuple[int, float]]]:
-        """`search` for several queries with one matrix product: the matrix is read once, not per query."""
+        """`search` for several queries with one scan: the rows are read once per batch, not per query."""
         if not self.ids:
             return [[] for _ in limits]
         queries = np.asarray(queries, dtype=np.float32).reshape(len(limits), self.dim)
@@ -184,14 +204,9 @@ class PointMirror:
         rows = self.rows_where(where) if where else None
         if rows is not None and rows.size == 0:
             return [[] for _ in limits]
-        matrix = self.vectors[rows] if rows is not None else self.vectors[: len(self.ids)]
-        # points × queries is the faster product (BLAS streams the big matrix once); top-k wants rows.
-        scores = np.ascontiguousarray((matrix @ queries.T).T)
-        # Top-k of the whole batch in a handful of numpy calls, not a few per query: each call releases
-        # and retakes the GIL, and under load every retake waits for the event loop's thread.
-        top, top_scores = top_k_rows(scores, max(limits))
+        top, top_scores = self._top(queries, max(limits), rows)
         kept = top_scores.tolist()
-        ids = (rows[top] if rows is not None else top).tolist()
+        ids = top.tolist()
         results = []
         for q, (limit, threshold) in enumerate(zip(limits, thresholds, strict=True)):
             hits: list[tuple[int, float]] = []
@@ -201,3 +216,41 @@ class PointMirror:
                 hits.append((row, score))
             results.append(hits)
         return results
+
+    def _top(
+        self, queries: np.ndarray[Any, Any], limit: int, rows: np.ndarray[Any, Any] | None
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """Rows and exact cosines of each query's `limit` nearest points (of `rows` when given)."""
+        count = len(self.ids) if rows is None else len(rows)
+        candidates = max(OVERSAMPLE * limit, MIN_CANDIDATES)
+        if count <= candidates:  # few enough to score them all exactly
+            matrix = self.vectors[rows] if rows is not None else self.vectors[:count]
+            top, scores = top_k_rows(np.ascontiguousarray((matrix @ queries.T).T), limit)
+            return (rows[top] if rows is not None else top), scores
+        codes = self.codes[rows] if rows is not None else self.codes[:count]
+        found = scan(codes, quantise(queries, None), candidates, MetricKind.IP, exact=True, threads=1)
+        # Candidates in row order, so that equal cosines keep the lower row first, as `top_k_rows` does.
+        picked = np.sort(np.asarray(found.keys, dtype=np.int64).reshape(len(queries), -1), axis=1)
+        if rows is not None:
+            picked = rows[picked]
+        exact = np.einsum("qcd,qd->qc", self.vectors[picked], queries)
+        top, scores = top_k_rows(exact, limit)
+        return np.take_along_axis(picked, top, axis=1), scores
+
+
+def quantise(rows: np.ndarray[Any, Any], peak: float | None) -> np.ndarray[Any, np.dtype[np.int8]]:
+    """int8 codes of float rows, `peak` mapping to 127; `None` scales each row to its own peak (a
+    query: a positive factor per query leaves its ranking unchanged)."""
+    if peak is None:
+        peaks = np.abs(rows).max(axis=-1, keepdims=True)
+        scale = np.divide(127.0, peaks, out=np.zeros_like(peaks), where=peaks > 0)
+    else:
+        scale = np.float32(127.0 / peak) if peak > 0 else np.float32(0.0)
+    codes: np.ndarray[Any, np.dtype[np.int8]] = np.clip(np.rint(rows * scale), -127, 127).astype(np.int8)
+    return codes
+
+
+def _grown(matrix: np.ndarray[Any, Any], size: int) -> np.ndarray[Any, Any]:
+    grown = np.zeros((size, matrix.shape[1]), dtype=matrix.dtype)
+    grown[: matrix.shape[0]] = matrix
+    return grown
