@@ -21,12 +21,12 @@ import importlib
 import os
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 from litestar import Litestar, Request, Response, get, post
-from litestar.response import Stream
+from litestar.types import ASGIApp, HTTPResponseBodyEvent, HTTPResponseStartEvent, Receive, Scope, Send
 
 from lore_common.providers.embedders import hashing_features
 
@@ -110,7 +110,7 @@ def create_fake_llm_app(
     responder: Responder | None = None,
     embedding_dim: int = 1024,
     local_embedder: str | None = None,
-) -> Litestar:
+) -> ASGIApp:
     respond = responder or default_responder
     # A real local model behind /v1/embeddings, so two systems can share one embedder over HTTP.
     model = None
@@ -144,9 +144,17 @@ def create_fake_llm_app(
             },
         }
 
-    @post("/v1/chat/completions", status_code=200)
-    async def chat(request: Request[Any, Any, Any]) -> Any:
-        body = msgspec.json.decode(await request.body())
+    async def chat(receive: Receive, send: Send) -> None:
+        """`POST /v1/chat/completions` as plain ASGI: a benchmark's fake model shares the machine with
+        the service it measures, and Litestar's routing cost 3× this per call."""
+        raw = b""
+        while True:
+            message = await receive()
+            part = message.get("body", b"")
+            raw += part if isinstance(part, bytes) else b""
+            if not message.get("more_body"):
+                break
+        body = msgspec.json.decode(raw)
         stats.enter()
         try:
             if latency["s"]:
@@ -154,26 +162,28 @@ def create_fake_llm_app(
             content = scripted.popleft() if scripted else respond(body)
         finally:
             stats.leave()
-        if not body.get("stream"):
-            return completion(body, content)
         base = completion(body, content)
-
-        async def events() -> AsyncIterator[bytes]:
-            chunk = {
-                "id": base["id"],
-                "object": "chat.completion.chunk",
-                "created": base["created"],
-                "model": base["model"],
-                "choices": [
-                    {"index": 0, "delta": {"role": "assistant", "content": content}, "finish_reason": None}
-                ],
-            }
-            yield b"data: " + msgspec.json.encode(chunk) + b"\n\n"
-            chunk["choices"] = [{"index": 0, "delta": {}, "finish_reason": "stop"}]
-            yield b"data: " + msgspec.json.encode(chunk) + b"\n\n"
-            yield b"data: [DONE]\n\n"
-
-        return Stream(events(), media_type="text/event-stream")
+        if not body.get("stream"):
+            reply = msgspec.json.encode(base)
+            await _start(send, b"application/json")
+            await _body(send, reply)
+            return
+        chunk = {
+            "id": base["id"],
+            "object": "chat.completion.chunk",
+            "created": base["created"],
+            "model": base["model"],
+            "choices": [
+                {"index": 0, "delta": {"role": "assistant", "content": content}, "finish_reason": None}
+            ],
+        }
+        events = [b"data: " + msgspec.json.encode(chunk) + b"\n\n"]
+        chunk["choices"] = [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+        events += [b"data: " + msgspec.json.encode(chunk) + b"\n\n", b"data: [DONE]\n\n"]
+        await _start(send, b"text/event-stream")
+        for event in events:
+            await _body(send, event, more=True)
+        await _body(send, b"")
 
     @post("/v1/embeddings", status_code=200)
     async def embeddings(request: Request[Any, Any, Any]) -> dict[str, Any]:
@@ -222,14 +232,36 @@ def create_fake_llm_app(
     async def health() -> Response[dict[str, str]]:
         return Response({"status": "ok"})
 
-    return Litestar(
-        route_handlers=[chat, embeddings, models, script, set_latency, get_stats, reset, health],
+    app = Litestar(
+        route_handlers=[embeddings, models, script, set_latency, get_stats, reset, health],
         openapi_config=None,
         logging_config=None,
     )
 
+    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") == "POST" and scope["path"] == "/v1/chat/completions":
+            await chat(receive, send)
+        else:
+            await app(scope, receive, send)
 
-def app_from_env() -> Litestar:
+    return serve
+
+
+async def _start(send: Send, media_type: bytes) -> None:
+    start: HTTPResponseStartEvent = {
+        "type": "http.response.start",
+        "status": 200,
+        "headers": [(b"content-type", media_type)],
+    }
+    await send(start)
+
+
+async def _body(send: Send, data: bytes, more: bool = False) -> None:
+    event: HTTPResponseBodyEvent = {"type": "http.response.body", "body": data, "more_body": more}
+    await send(event)
+
+
+def app_from_env() -> ASGIApp:
     """granian factory: settings from the variables `main` sets."""
     return create_fake_llm_app(
         latency_ms=float(os.environ.get("FAKE_LLM_LATENCY_MS", "0")),
