@@ -18,6 +18,7 @@ from litestar.middleware import DefineMiddleware
 
 from lore_common import __version__
 from lore_common.errors import exception_handlers
+from lore_common.heap import frozen_after_startup
 from lore_common.logging import REQUEST_ID_HEADER, RequestIdMiddleware, configure_logging, request_id_from
 from lore_common.settings import GatewayConfig, Settings, load_settings
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
@@ -181,6 +182,7 @@ class Gateway:
             middleware=[DefineMiddleware(RequestIdMiddleware)],
             exception_handlers=exception_handlers("detail"),
             on_shutdown=[gateway.proxy.close],
+            lifespan=[frozen_after_startup],
             openapi_config=None,
             logging_config=None,
         )

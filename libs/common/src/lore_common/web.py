@@ -22,6 +22,7 @@ from litestar.types import ControllerRouterHandler
 
 from lore_common import __version__
 from lore_common.errors import ErrorStyle, error_body, exception_handlers
+from lore_common.heap import frozen_after_startup
 from lore_common.logging import RequestIdMiddleware
 
 HealthCheck = Callable[[], Awaitable[None]]
@@ -133,7 +134,8 @@ def create_service_app(
         route_handlers=[health, *route_handlers, *planned_route_handlers(planned, error_style)],
         middleware=[DefineMiddleware(RequestIdMiddleware)],
         exception_handlers=exception_handlers(error_style),
-        lifespan=list(lifespan),
+        # Entered in order, so the freeze comes after the service's own start-up.
+        lifespan=[*lifespan, frozen_after_startup],
         # JSON bodies are small; routes that take files set their own limit (or none, when they stream).
         request_max_body_size=JSON_BODY_LIMIT,
         openapi_config=OpenAPIConfig(
