@@ -1,7 +1,9 @@
 """Chat latency: a 10,000-chunk KB (mode 1, local embedder), 32 concurrent clients, the fake model
 server answering at 0 ms. Prints p50/p95 of `naive` and `rerank` chat measured server-side
-(`query_info.timings_ms.total_ms`) and client-side: the median of `--rounds` rounds, with min and
-max. Goal: server-side p50 < 50 ms.
+(`query_info.timings_ms.total_ms`) and client-side, chats per second, and the CPU time each chat costs
+in docdb (with its embedding and search processes) and in the harness (the fake model and the load
+generator, which share the machine): the median of `--rounds` rounds, with min and max. Goal:
+server-side p50 < 50 ms.
 
     uv run python bench/chat.py [--chunks 10000] [--clients 32] [--requests 640] [--rounds 3]
 """
@@ -129,20 +131,35 @@ def main() -> None:
         for number in range(1, args.rounds + 1):
             for mode in ("naive", "rerank"):
                 stages.clear()
+                cpu_before = docdb.cpu_seconds(), llm.cpu_seconds(), time.process_time()
+                started = time.perf_counter()
                 server, client_side = asyncio.run(load(base, mode, args.clients, args.requests, rng))
+                elapsed = time.perf_counter() - started
+                used = [
+                    (after - before) * 1000 / args.requests
+                    for before, after in zip(
+                        cpu_before, (docdb.cpu_seconds(), llm.cpu_seconds(), time.process_time()), strict=True
+                    )
+                ]
                 names = sorted({name for timing in stages for name in timing})
                 figure = {
                     "server_p50_ms": percentile(server, 0.5),
                     "server_p95_ms": percentile(server, 0.95),
                     "client_p50_ms": percentile(client_side, 0.5),
                     "client_p95_ms": percentile(client_side, 0.95),
+                    "chats_per_s": args.requests / elapsed,
+                    # CPU per chat: docdb with its embedding and search processes; the harness (the fake
+                    # model and this load generator), which shares the same 2 cores.
+                    "docdb_cpu_ms_per_chat": used[0],
+                    "harness_cpu_ms_per_chat": used[1] + used[2],
                     **{n: percentile([t.get(n, 0.0) for t in stages], 0.5) for n in names},
                 }
                 rounds[mode].append(figure)
                 shown = ", ".join(f"{k} {v:.1f}" for k, v in figure.items())
                 print(f"round {number} {mode:7s} {shown}", flush=True)
         for mode, results in rounds.items():
-            for key in ("server_p50_ms", "server_p95_ms", "client_p50_ms", "client_p95_ms"):
+            keys = ("server_p50_ms", "server_p95_ms", "client_p50_ms", "client_p95_ms", "chats_per_s")
+            for key in (*keys, "docdb_cpu_ms_per_chat", "harness_cpu_ms_per_chat"):
                 values = [r[key] for r in results]
                 figures[f"{mode}_{key}"] = round(statistics.median(values), 2)
                 figures[f"{mode}_{key}_min"] = round(min(values), 2)
@@ -150,7 +167,9 @@ def main() -> None:
             print(
                 f"{mode:7s} server p50 median {figures[f'{mode}_server_p50_ms']} ms "
                 f"({figures[f'{mode}_server_p50_ms_min']}-{figures[f'{mode}_server_p50_ms_max']}), "
-                f"p95 median {figures[f'{mode}_server_p95_ms']} ms",
+                f"p95 median {figures[f'{mode}_server_p95_ms']} ms, {figures[f'{mode}_chats_per_s']} chats/s, "
+                f"CPU per chat {figures[f'{mode}_docdb_cpu_ms_per_chat']} ms in docdb and "
+                f"{figures[f'{mode}_harness_cpu_ms_per_chat']} ms in the harness",
                 flush=True,
             )
         # The whole tree: the service, its embedding process and its vector search process.

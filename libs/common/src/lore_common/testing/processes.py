@@ -99,6 +99,17 @@ class ServerProcess:
                 total += psutil.Process(pid).memory_info().rss
         return total
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) used so far by the process and its living descendants."""
+        import psutil
+
+        total = 0.0
+        for pid in self.tree_pids():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                times = psutil.Process(pid).cpu_times()
+                total += times.user + times.system
+        return total
+
     def largest_rss_bytes(self) -> int:
         """Resident memory of the biggest single process in the tree (the service worker, usually)."""
         import psutil
