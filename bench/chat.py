@@ -167,7 +167,8 @@ def main() -> None:
             print(
                 f"{mode:7s} server p50 median {figures[f'{mode}_server_p50_ms']} ms "
                 f"({figures[f'{mode}_server_p50_ms_min']}-{figures[f'{mode}_server_p50_ms_max']}), "
-                f"p95 median {figures[f'{mode}_server_p95_ms']} ms, {figures[f'{mode}_chats_per_s']} chats/s, "
+                f"p95 median {figures[f'{mode}_server_p95_ms']} ms, "
+                f"{figures[f'{mode}_chats_per_s']} chats/s, "
                 f"CPU per chat {figures[f'{mode}_docdb_cpu_ms_per_chat']} ms in docdb and "
                 f"{figures[f'{mode}_harness_cpu_ms_per_chat']} ms in the harness",
                 flush=True,
