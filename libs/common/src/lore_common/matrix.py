@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from usearch.compiled import MetricKind
-from usearch.index import search as scan
 
 # A search first scans int8 codes of the rows for OVERSAMPLE × limit candidates (at least
 # MIN_CANDIDATES), then ranks those by their exact float32 cosine. A float32 scan is bound by memory:
@@ -227,6 +225,10 @@ class PointMirror:
             matrix = self.vectors[rows] if rows is not None else self.vectors[:count]
             top, scores = top_k_rows(np.ascontiguousarray((matrix @ queries.T).T), limit)
             return (rows[top] if rows is not None else top), scores
+        # Imported here: usearch takes 0.2 s to import, which a service that never scans should not pay.
+        from usearch.compiled import MetricKind
+        from usearch.index import search as scan
+
         codes = self.codes[rows] if rows is not None else self.codes[:count]
         found = scan(codes, quantise(queries, None), candidates, MetricKind.IP, exact=True, threads=1)
         # Candidates in row order, so that equal cosines keep the lower row first, as `top_k_rows` does.
