@@ -1,5 +1,6 @@
-"""Vector search in a process of its own (see `lore_common.workers` for why): exact cosine top-k over
-in-memory mirrors of point sets, one matrix product per batch of queries.
+"""Vector search in a process of its own (see `lore_common.workers` for why): cosine top-k over
+in-memory mirrors of point sets, one scan per batch of queries (`PointMirror`: int8 candidates,
+exact float32 rescoring).
 `python -m lore_common.vector_worker`.
 
 Requests, applied in the order they arrive (searches that arrive together run as one batch per set):
