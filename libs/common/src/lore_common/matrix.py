@@ -54,9 +54,7 @@ class VectorTable:
             return
         needed = len(self.ids) + len(fresh)
         if needed > self._matrix.shape[0]:
-            grown = np.zeros((max(64, needed, self._matrix.shape[0] * 2), self.dim), dtype=np.float32)
-            grown[: len(self.ids)] = self.matrix
-            self._matrix = grown
+            self._matrix = _grown(self._matrix, max(64, needed, self._matrix.shape[0] * 2))
         for index, vid in fresh:
             row = vectors[index]
             norm = float(np.linalg.norm(row)) or 1.0

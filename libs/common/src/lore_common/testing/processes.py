@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -89,36 +89,27 @@ class ServerProcess:
         except psutil.NoSuchProcess:
             return []
 
-    def rss_bytes(self) -> int:
-        """Resident memory of the process and all its descendants."""
+    def _read_tree(self, read: Callable[[Any], float]) -> list[float]:
+        """`read(psutil.Process)` for the process and each living descendant."""
         import psutil
 
-        total = 0
+        values = []
         for pid in self.tree_pids():
             with contextlib.suppress(psutil.NoSuchProcess):
-                total += psutil.Process(pid).memory_info().rss
-        return total
+                values.append(read(psutil.Process(pid)))
+        return values
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the process and all its descendants."""
+        return int(sum(self._read_tree(lambda p: p.memory_info().rss)))
 
     def cpu_seconds(self) -> float:
         """CPU time (user + system) used so far by the process and its living descendants."""
-        import psutil
-
-        total = 0.0
-        for pid in self.tree_pids():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                times = psutil.Process(pid).cpu_times()
-                total += times.user + times.system
-        return total
+        return sum(self._read_tree(lambda p: p.cpu_times().user + p.cpu_times().system))
 
     def largest_rss_bytes(self) -> int:
         """Resident memory of the biggest single process in the tree (the service worker, usually)."""
-        import psutil
-
-        largest = 0
-        for pid in self.tree_pids():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                largest = max(largest, psutil.Process(pid).memory_info().rss)
-        return largest
+        return int(max(self._read_tree(lambda p: p.memory_info().rss), default=0))
 
     def signal(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):
