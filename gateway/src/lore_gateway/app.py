@@ -16,11 +16,11 @@ import aiohttp
 from litestar import Litestar, MediaType, Request, Response, get
 from litestar.middleware import DefineMiddleware
 
-from lore_common import __version__
-from lore_common.errors import exception_handlers
-from lore_common.heap import frozen_after_startup
-from lore_common.logging import REQUEST_ID_HEADER, RequestIdMiddleware, configure_logging, request_id_from
-from lore_common.settings import GatewayConfig, Settings, load_settings
+from lore_core import __version__
+from lore_core.errors import exception_handlers
+from lore_core.heap import frozen_after_startup
+from lore_core.logging import REQUEST_ID_HEADER, RequestIdMiddleware, configure_logging, request_id_from
+from lore_core.settings import GatewayConfig, Settings, load_settings
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
 NAME = "lore"

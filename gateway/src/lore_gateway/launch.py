@@ -17,7 +17,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 
-from lore_common.settings import load_settings
+from lore_core.settings import load_settings
 
 STOP_GRACE_S = 15.0
 START_TIMEOUT_S = 240.0

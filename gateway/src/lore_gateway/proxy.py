@@ -18,7 +18,7 @@ import msgspec
 import structlog
 from yarl import URL
 
-from lore_common.logging import REQUEST_ID_HEADER, request_id_from
+from lore_core.logging import REQUEST_ID_HEADER, request_id_from
 
 log = structlog.get_logger("lore.gateway")
 

@@ -21,8 +21,8 @@ from lore_common.providers.chat import (
     complete_structured,
     create_chat_model,
 )
-from lore_common.settings import LLMConfig
 from lore_common.testing.replies import chat_completion as completion
+from lore_core.settings import LLMConfig
 
 OPENAI_URL = "https://llm.example.test/v1"
 ANTHROPIC_URL = "https://anthropic.example.test"

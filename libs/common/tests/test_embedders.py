@@ -19,7 +19,7 @@ from lore_common.providers.embedders import (
     create_embedder,
 )
 from lore_common.providers.rerank import HTTPReranker, RerankError
-from lore_common.settings import EmbeddingConfig
+from lore_core.settings import EmbeddingConfig
 
 BASE = "https://embed.example.test/v1"
 

@@ -9,7 +9,7 @@ import openai
 from litestar.testing import AsyncTestClient
 
 from lore_common.providers.chat import ChatMessage, ChatRequest
-from lore_common.settings import load_settings
+from lore_core.settings import load_settings
 
 
 async def test_fake_server_answers_the_openai_sdk(fake_llm_url: str) -> None:

@@ -10,11 +10,11 @@ from qdrant_client import models
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
-from lore_common.settings import DatabaseConfig, GraphStoreConfig, ObjectStorageConfig, VectorStoreConfig
 from lore_common.stores import open_stores
 from lore_common.stores.graph import GraphStoreError
 from lore_common.stores.objects import open_object_store
 from lore_common.stores.sql import create_engine
+from lore_core.settings import DatabaseConfig, GraphStoreConfig, ObjectStorageConfig, VectorStoreConfig
 
 
 async def exercise_engine(url: str | None, data_dir: Path) -> None:
@@ -85,7 +85,7 @@ async def test_embedded_falkordb_persists_across_restart_and_leaves_no_process(t
 
 
 async def _checks(stores: object) -> dict[str, dict[str, object]]:
-    from lore_common.web import run_health_checks
+    from lore_core.web import run_health_checks
 
     return await run_health_checks(stores.health_checks())  # type: ignore[attr-defined]
 

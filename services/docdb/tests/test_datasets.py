@@ -148,8 +148,8 @@ async def test_no_files_field_is_400(docdb: Client) -> None:
 
 @pytest.mark.parametrize("name", ["nul\x00byte.txt", "bell\x07.txt", "rtl\u202etxt.exe", "x" * 256, "   "])
 def test_safe_filename_rejects_control_characters_and_overlong_names(name: str) -> None:
-    from lore_common.errors import BadRequest
-    from lore_common.naming import safe_filename
+    from lore_core.errors import BadRequest
+    from lore_core.naming import safe_filename
 
     with pytest.raises(BadRequest, match="invalid filename"):
         safe_filename(name)

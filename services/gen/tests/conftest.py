@@ -14,9 +14,9 @@ import pytest
 import respx
 from litestar import Litestar
 
-from lore_common.settings import load_settings
 from lore_common.testing.asgi import AppClient, running
 from lore_common.testing.fake_docdb import FakeDocdb
+from lore_core.settings import load_settings
 from lore_gen.app import create_app
 
 DOCDB = "http://docdb.fake"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from lore_common.settings import load_settings
 from lore_common.testing.asgi import AppClient, running
+from lore_core.settings import load_settings
 from lore_mem.app import create_app
 
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 from litestar import Litestar, Router
 
-from lore_common.logging import configure_logging
 from lore_common.providers.container import open_providers
-from lore_common.settings import Settings, load_settings
 from lore_common.stores import open_stores
 from lore_common.stores.sql import Leadership
-from lore_common.tasks import periodic
-from lore_common.web import PlannedRoute, create_service_app
+from lore_core.logging import configure_logging
+from lore_core.settings import Settings, load_settings
+from lore_core.tasks import periodic
+from lore_core.web import PlannedRoute, create_service_app
 from lore_docdb.chat.retrieval import Retriever
 from lore_docdb.chat.routes import ChatController
 from lore_docdb.chat.service import ChatService

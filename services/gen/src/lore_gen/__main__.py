@@ -1,7 +1,7 @@
 """`python -m lore_gen`: serve the gen service under granian (the app is imported in the worker only)."""
 
-from lore_common.serve import serve
-from lore_common.settings import load_settings
+from lore_core.serve import serve
+from lore_core.settings import load_settings
 
 
 def main() -> None:

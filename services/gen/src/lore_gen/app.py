@@ -15,11 +15,11 @@ from typing import Any
 import structlog
 from litestar import Litestar
 
-from lore_common.logging import configure_logging
 from lore_common.providers.chat import ChatModel, create_chat_model
-from lore_common.settings import Settings, load_settings
 from lore_common.stores import open_stores
-from lore_common.web import create_service_app
+from lore_core.logging import configure_logging
+from lore_core.settings import Settings, load_settings
+from lore_core.web import create_service_app
 from lore_gen.docdb import DocdbClient
 from lore_gen.tables.routes import TablePipelineController, pipeline_stream
 from lore_gen.tables.service import TablePipeline, TableService

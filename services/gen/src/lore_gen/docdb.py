@@ -13,8 +13,8 @@ import httpx
 import msgspec
 import structlog
 
-from lore_common.errors import LoreError, NotFound
-from lore_common.logging import REQUEST_ID_HEADER
+from lore_core.errors import LoreError, NotFound
+from lore_core.logging import REQUEST_ID_HEADER
 
 PREFIX = "/api/v1/docdb"
 

@@ -22,8 +22,8 @@ from typing import Any, Literal
 import msgspec
 import structlog
 
-from lore_common.errors import LoreError, NotFound
 from lore_common.providers.chat import ModelError
+from lore_core.errors import LoreError, NotFound
 
 log = structlog.get_logger("lore.gen.tasks")
 

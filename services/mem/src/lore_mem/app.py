@@ -8,13 +8,13 @@ from pathlib import Path
 
 from litestar import Litestar
 
-from lore_common.logging import configure_logging
 from lore_common.providers.chat import create_chat_model
 from lore_common.providers.container import open_providers
 from lore_common.providers.embedders import Embedder, create_embedder
-from lore_common.settings import EmbeddingConfig, GraphStoreConfig, Settings, load_settings
 from lore_common.stores import open_stores
-from lore_common.web import create_service_app
+from lore_core.logging import configure_logging
+from lore_core.settings import EmbeddingConfig, GraphStoreConfig, Settings, load_settings
+from lore_core.web import create_service_app
 from lore_mem.kb.media import Captioner
 from lore_mem.kb.routes import KbController
 from lore_mem.kb.service import KbMemory

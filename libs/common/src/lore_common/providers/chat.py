@@ -18,7 +18,7 @@ import msgspec
 import structlog
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from lore_common.settings import LLMConfig
+from lore_core.settings import LLMConfig
 
 log = structlog.get_logger("lore.models")
 

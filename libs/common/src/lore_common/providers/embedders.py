@@ -20,8 +20,8 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from lore_common.matrix import normalise
 from lore_common.providers.embed_worker import MODELS
-from lore_common.settings import EmbeddingConfig
 from lore_common.workers import Worker
+from lore_core.settings import EmbeddingConfig
 
 Vectors = np.ndarray[Any, np.dtype[np.float32]]
 

@@ -37,7 +37,7 @@ from typing import Any
 import msgspec
 
 from lore_common.providers.chat import ChatRequest
-from lore_common.settings import LLMConfig
+from lore_core.settings import LLMConfig
 
 OBJECTIVE, ABSTRACT, EVENT, DOCUMENT = "客观实体", "抽象实体", "事件实体", "文献实体"
 

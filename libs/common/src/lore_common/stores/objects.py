@@ -6,7 +6,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from lore_common.settings import ObjectStorageConfig
+from lore_core.settings import ObjectStorageConfig
 
 _DELETE_BATCH = 1000
 

@@ -12,7 +12,7 @@ from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from lore_common.settings import DatabaseConfig
+from lore_core.settings import DatabaseConfig
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from qdrant_client import AsyncQdrantClient
 
-from lore_common.settings import VectorStoreConfig
+from lore_core.settings import VectorStoreConfig
 
 
 def open_qdrant(config: VectorStoreConfig, data_dir: Path) -> AsyncQdrantClient:

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from litestar import Litestar
 
-from lore_common.testing.processes import app_lifespan
+from lore_core.testing import app_lifespan
 
 
 class AppClient(httpx.AsyncClient):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -11,7 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -133,32 +132,6 @@ class ServerProcess:
 
 def python_module(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
-
-
-@contextlib.asynccontextmanager
-async def app_lifespan(app: Any) -> AsyncIterator[None]:
-    """Run a Litestar app's lifespan in one task of the current loop (startup, then shutdown on exit).
-
-    The lifespan's task group must be entered and left by the same task, which pytest's async fixtures
-    don't guarantee; a host task does."""
-    ready, stop = asyncio.Event(), asyncio.Event()
-
-    async def host() -> None:
-        async with app.lifespan():
-            ready.set()
-            await stop.wait()
-
-    task = asyncio.create_task(host())
-    waiter = asyncio.create_task(ready.wait())
-    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    if task.done():
-        waiter.cancel()
-        task.result()  # raises the start-up error
-    try:
-        yield
-    finally:
-        stop.set()
-        await task
 
 
 def start_fake_llm(work: Path, *args: str) -> tuple[ServerProcess, str]:

@@ -8,8 +8,8 @@ from pathlib import Path
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from lore_common.settings import Settings, load_settings
-from lore_common.web import PlannedRoute
+from lore_core.settings import Settings, load_settings
+from lore_core.web import PlannedRoute
 
 
 def settings_in(tmp_path: Path, service: str) -> Settings:

@@ -8,8 +8,8 @@ import msgspec
 from litestar import Controller, Request, post
 from litestar.params import JSONBody
 
-from lore_common.errors import BadRequest, NotFound
-from lore_common.logging import current_request_id
+from lore_core.errors import BadRequest, NotFound
+from lore_core.logging import current_request_id
 from lore_docdb.chat.models import ChatRequestBody, ChatResponse, RetrieveRequest
 from lore_docdb.chat.service import ChatService
 

@@ -13,8 +13,8 @@ import msgspec
 import structlog
 
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, ModelError, complete_structured
-from lore_common.settings import QueryDefaults
 from lore_common.stores.objects import ObjectStore
+from lore_core.settings import QueryDefaults
 from lore_docdb.chat.models import (
     MAX_QUERY,
     QUERY_MODES,

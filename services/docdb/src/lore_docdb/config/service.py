@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lore_common.errors import NotFound
-from lore_common.settings import Settings, load_settings, redact, to_dict
+from lore_core.errors import NotFound
+from lore_core.settings import Settings, load_settings, redact, to_dict
 
 
 class ConfigService:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import msgspec
 
-from lore_common.naming import NAME_MAX, NAME_PATTERN
+from lore_core.naming import NAME_MAX, NAME_PATTERN
 
 DatasetName = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, max_length=NAME_MAX, min_length=1)]
 

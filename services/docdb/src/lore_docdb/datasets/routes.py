@@ -8,7 +8,7 @@ from litestar import Controller, Request, delete, get, post
 from litestar.datastructures import UploadFile
 from litestar.params import FromPath, JSONBody, MultipartBody
 
-from lore_common.errors import BadRequest
+from lore_core.errors import BadRequest
 from lore_docdb.datasets.models import CreateDataset, DatasetFiles, DatasetList, Done, UploadResult
 from lore_docdb.datasets.service import DatasetService
 

@@ -11,9 +11,9 @@ from typing import IO
 
 import structlog
 
-from lore_common.errors import BadRequest, Conflict, LoreError, NotFound
-from lore_common.naming import check_name, safe_filename
 from lore_common.stores.objects import ObjectStore
+from lore_core.errors import BadRequest, Conflict, LoreError, NotFound
+from lore_core.naming import check_name, safe_filename
 from lore_docdb.datasets.models import FileEntry, UploadedFile
 from lore_docdb.datasets.store import RawFiles
 from lore_docdb.tasks.store import TaskStore

@@ -12,8 +12,8 @@ import numpy as np
 import structlog
 from qdrant_client import AsyncQdrantClient, models
 
-from lore_common.errors import LoreError
 from lore_common.workers import Worker
+from lore_core.errors import LoreError
 
 _NAMESPACE = uuid.UUID("6f0b8a3c-4b5d-4a8e-9f61-2c1d7e3b9a10")
 PAYLOAD_KEYS = ("dataset", "task_id", "file")

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import msgspec
 
-from lore_common.naming import NAME_MAX, NAME_PATTERN
+from lore_core.naming import NAME_MAX, NAME_PATTERN
 
 
 class CreateKnowledgeBase(msgspec.Struct, forbid_unknown_fields=True):

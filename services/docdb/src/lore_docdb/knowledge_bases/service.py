@@ -17,8 +17,8 @@ from typing import Any
 import msgspec
 import structlog
 
-from lore_common.errors import BadRequest, Conflict, NotFound
-from lore_common.naming import check_name
+from lore_core.errors import BadRequest, Conflict, NotFound
+from lore_core.naming import check_name
 from lore_docdb.datasets.store import RawFiles
 from lore_docdb.index.graph import GraphIndex
 from lore_docdb.index.models import KbDatasetRow, KnowledgeBaseRow

@@ -20,7 +20,7 @@ from lore_common.chunking import chunk_sentences, chunk_text
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_common.providers.embedders import Embedder
 from lore_common.providers.extraction import Extraction
-from lore_common.settings import Settings
+from lore_core.settings import Settings
 from lore_docdb.index.bm25 import Bm25Cache
 from lore_docdb.index.graph import GraphIndex, entity_id
 from lore_docdb.index.models import ChunkRow

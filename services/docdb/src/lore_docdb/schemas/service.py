@@ -8,7 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from lore_common.errors import Conflict, NotFound, Unprocessable
+from lore_core.errors import Conflict, NotFound, Unprocessable
 from lore_docdb.schemas.models import ENTITY_TYPES, CreateSchema, EntityDefinition, SchemaRow
 
 EXTRACTION_PROMPT = """You extract entities and relations from a text for a knowledge graph.

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import structlog
 
-from lore_common.errors import BadRequest, NotFound
-from lore_common.settings import Settings
+from lore_core.errors import BadRequest, NotFound
+from lore_core.settings import Settings
 from lore_docdb.index.store import IndexStore
 from lore_docdb.parsing.pipeline import Cancelled, ParseContext, ParsePipeline, skipped_json
 from lore_docdb.tasks.models import ACTIVE_STATES, TERMINAL_STATES, TaskRow, utcnow

@@ -24,8 +24,8 @@ from pathlib import Path
 import msgspec
 import structlog
 
-from lore_common.errors import BadRequest, NotFound
-from lore_common.naming import safe_filename
+from lore_core.errors import BadRequest, NotFound
+from lore_core.naming import safe_filename
 from lore_docdb.datasets.models import UploadedFile
 from lore_docdb.datasets.service import BufferedWriter, DatasetService, stream_to_file
 from lore_docdb.datasets.store import UPLOADS

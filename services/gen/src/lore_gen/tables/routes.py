@@ -11,7 +11,7 @@ from litestar import Controller, Request, WebSocket, get, post, websocket
 from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath, JSONBody
 
-from lore_common.errors import LoreError
+from lore_core.errors import LoreError
 from lore_gen.tables.models import SubmitRequest
 from lore_gen.tables.service import TableService
 

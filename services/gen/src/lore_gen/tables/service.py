@@ -19,10 +19,10 @@ from typing import Any
 import msgspec
 import structlog
 
-from lore_common.errors import BadRequest
-from lore_common.naming import check_name
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
-from lore_common.settings import GenConfig
+from lore_core.errors import BadRequest
+from lore_core.naming import check_name
+from lore_core.settings import GenConfig
 from lore_gen.docdb import DocdbClient, Passage
 from lore_gen.tables.models import RowReply, SqlReply, SubmitRequest, TableSchema
 from lore_gen.tables.store import TableStore, UnsafeSQL, coerce, guard_select, identifier, infer_kinds

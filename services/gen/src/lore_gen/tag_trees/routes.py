@@ -8,7 +8,7 @@ from litestar import Controller, Request, get, post
 from litestar.datastructures import UploadFile
 from litestar.params import FromPath, JSONBody, MultipartBody
 
-from lore_common.errors import BadRequest
+from lore_core.errors import BadRequest
 from lore_gen.tag_trees.models import GenerateRequest
 from lore_gen.tag_trees.service import TagTreeService
 

@@ -13,9 +13,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from lore_common.errors import BadRequest
-from lore_common.naming import check_name
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
+from lore_core.errors import BadRequest
+from lore_core.naming import check_name
 from lore_gen.docdb import DocdbClient
 from lore_gen.tag_trees.models import GenerateRequest, NodeReply, TreeReply
 from lore_gen.tag_trees.spreadsheet import read_paths

@@ -6,7 +6,7 @@ import io
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from lore_common.errors import BadRequest
+from lore_core.errors import BadRequest
 
 SUPPORTED = (".xlsx", ".xls")
 

@@ -23,7 +23,7 @@ from typing import Any
 import structlog
 
 from lore_common.providers.chat import describe_failure
-from lore_common.settings import LLMConfig
+from lore_core.settings import LLMConfig
 
 log = structlog.get_logger("lore.mem.kb.media")
 

@@ -12,7 +12,7 @@ from litestar import Controller, Request, get, post
 from litestar.datastructures import UploadFile
 from litestar.params import FromPath, JSONBody
 
-from lore_common.errors import BadRequest
+from lore_core.errors import BadRequest
 from lore_mem.kb.models import QueryRequest
 from lore_mem.kb.service import MEDIA_KINDS, KbMemory
 

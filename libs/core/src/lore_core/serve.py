@@ -15,7 +15,7 @@ from typing import Any
 from granian.constants import Interfaces
 from granian.server.embed import Server
 
-from lore_common.settings import ServerConfig
+from lore_core.settings import ServerConfig
 
 
 def _load(target: str) -> Callable[[], Any]:

@@ -12,7 +12,7 @@ from typing import Any
 import structlog
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from lore_common.settings import LoggingConfig, is_secret_key, redact, redact_url
+from lore_core.settings import LoggingConfig, is_secret_key, redact, redact_url
 
 REQUEST_ID_HEADER = "x-request-id"
 _MAX_REQUEST_ID = 128

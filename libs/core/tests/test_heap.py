@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gc
 
-from lore_common.testing.processes import app_lifespan
-from lore_common.web import create_service_app
+from lore_core.testing import app_lifespan
+from lore_core.web import create_service_app
 
 
 async def test_a_service_freezes_what_start_up_built_and_gives_it_back_when_it_stops() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from lore_common.errors import BadRequest
+from lore_core.errors import BadRequest
 
 NAME_PATTERN = r"^[A-Za-z0-9_\-]+$"
 NAME_MAX = 64
