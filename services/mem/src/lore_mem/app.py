@@ -16,10 +16,12 @@ from lore_core.logging import configure_logging
 from lore_core.settings import EmbeddingConfig, GraphStoreConfig, Settings, load_settings
 from lore_core.web import create_service_app
 from lore_mem.kb.media import Captioner
+from lore_mem.kb.offline import OFFLINE_SKILLS as KB_OFFLINE_SKILLS
 from lore_mem.kb.routes import KbController
 from lore_mem.kb.service import KbMemory
 from lore_mem.kb.store import KbStore
 from lore_mem.vg.graph import VgGraph
+from lore_mem.vg.offline import OFFLINE_SKILLS as VG_OFFLINE_SKILLS
 from lore_mem.vg.routes import VgController
 from lore_mem.vg.service import VgMemory
 from lore_mem.vg.store import HistoryStore, MemoryStore
@@ -42,7 +44,7 @@ async def open_kb_memory(settings: Settings, data_dir: Path, shared: Embedder) -
         else create_embedder(config.embedding)
     )
     embedder = own or shared
-    llm = create_chat_model(config.llm)
+    llm = create_chat_model(config.llm, KB_OFFLINE_SKILLS)
     pm = create_chat_model(config.pm_llm) if config.pm_llm and config.pm_llm.provider != "offline" else None
     captioner = Captioner(config.stt, config.vision)
     memory = KbMemory(
@@ -87,7 +89,7 @@ def create_app(settings: Settings) -> Litestar:
                 if vg.graph_store.enabled
                 else None,
             ) as stores,
-            open_providers(vg.llm, settings.mem.embedding_api) as providers,
+            open_providers(vg.llm, settings.mem.embedding_api, offline_skills=VG_OFFLINE_SKILLS) as providers,
         ):
             assert stores.sql is not None and stores.vector is not None
             history = HistoryStore(stores.sql)

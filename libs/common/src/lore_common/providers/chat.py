@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
+from collections.abc import Mapping
 from typing import Any, Literal, Protocol, TypeVar
 
 import httpx
@@ -18,6 +19,7 @@ import msgspec
 import structlog
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from lore_common.providers.offline import SHARED_SKILLS, OfflineSkill
 from lore_core.settings import LLMConfig
 
 log = structlog.get_logger("lore.models")
@@ -223,15 +225,41 @@ class AnthropicChat(_RemoteChat):
         await self.client.close()
 
 
-def create_chat_model(config: LLMConfig) -> ChatModel:
-    """The chat model a config names; `offline` needs no key and no network."""
+class OfflineChat:
+    """Deterministic extractive stand-in for a language model (see `providers.offline`): it runs the
+    skill registered for a request's `task` on its `inputs`, and says plainly when none is."""
+
+    def __init__(
+        self, config: LLMConfig | None = None, skills: Mapping[str, OfflineSkill] | None = None
+    ) -> None:
+        self.name = f"offline:{(config.model if config else 'offline-extractive')}"
+        self.in_flight = 0
+        self.skills: dict[str, OfflineSkill] = {**SHARED_SKILLS, **(skills or {})}
+
+    async def complete(self, request: ChatRequest) -> str:
+        skill = self.skills.get(request.task)
+        if skill is None:
+            return (
+                "No language model is configured (provider: offline). The offline model only extracts from "
+                "retrieved passages; set an api_key and base_url to get generated answers."
+            )
+        result = skill(request.inputs)
+        return result if isinstance(result, str) else msgspec.json.encode(result).decode()
+
+    async def aclose(self) -> None:
+        return None
+
+
+def create_chat_model(
+    config: LLMConfig, offline_skills: Mapping[str, OfflineSkill] | None = None
+) -> ChatModel:
+    """The chat model a config names; `offline` needs no key and no network, and answers the service's
+    prompts with `offline_skills` (task name -> responder, kept beside each prompt)."""
     if config.provider == "openai":
         return OpenAIChat(config)
     if config.provider == "anthropic":
         return AnthropicChat(config)
-    from lore_common.providers.offline import OfflineChat
-
-    return OfflineChat(config)
+    return OfflineChat(config, offline_skills)
 
 
 # ------------------------------------------------------------------ structured outputs

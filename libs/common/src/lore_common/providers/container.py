@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from lore_common.providers.chat import ChatModel, create_chat_model
 from lore_common.providers.embedders import Embedder, create_embedder
+from lore_common.providers.offline import OfflineSkill
 from lore_common.providers.rerank import HTTPReranker
 from lore_core.settings import EmbeddingConfig, LLMConfig
 
@@ -40,11 +41,14 @@ def single_threaded_blas() -> None:
 
 @contextlib.asynccontextmanager
 async def open_providers(
-    llm: LLMConfig, embedding: EmbeddingConfig, reranker_url: str | None = None
+    llm: LLMConfig,
+    embedding: EmbeddingConfig,
+    reranker_url: str | None = None,
+    offline_skills: Mapping[str, OfflineSkill] | None = None,
 ) -> AsyncIterator[Providers]:
     single_threaded_blas()
     providers = Providers(
-        llm=create_chat_model(llm),
+        llm=create_chat_model(llm, offline_skills),
         embedder=create_embedder(embedding),
         reranker=HTTPReranker(reranker_url) if reranker_url else None,
     )

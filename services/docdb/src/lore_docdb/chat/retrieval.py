@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from lore_common.providers.embedders import Embedder
-from lore_common.providers.offline import keywords
 from lore_common.providers.rerank import HTTPReranker
+from lore_common.text import keywords
 from lore_core.settings import QueryDefaults, SearchParams
 from lore_docdb.index.bm25 import Bm25Cache
 from lore_docdb.index.graph import GraphIndex

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from lore_common.matrix import top_rows
-from lore_common.providers.offline import STOPWORDS, has_cjk
+from lore_common.text import STOPWORDS, has_cjk
 
 _WORD = re.compile(r"[a-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")

@@ -13,8 +13,8 @@ from typing import Any
 import msgspec
 
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
-from lore_common.providers.offline import keywords
 from lore_common.stores.graph import GraphStore
+from lore_common.text import keywords
 
 GRAPH = "memoryvg"
 ENTITIES_SYSTEM = (
