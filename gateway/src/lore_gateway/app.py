@@ -19,8 +19,9 @@ from litestar.middleware import DefineMiddleware
 from lore_core import __version__
 from lore_core.errors import exception_handlers
 from lore_core.heap import frozen_after_startup
-from lore_core.logging import REQUEST_ID_HEADER, RequestIdMiddleware, configure_logging, request_id_from
-from lore_core.settings import GatewayConfig, Settings, load_settings
+from lore_core.logging import REQUEST_ID_HEADER, RequestIdMiddleware, request_id_from
+from lore_core.settings import GatewayConfig, Settings
+from lore_core.web import build_from_environment
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
 NAME = "lore"
@@ -193,6 +194,4 @@ def create_app(settings: Settings) -> Gateway:
 
 
 def build_app() -> Gateway:
-    settings = load_settings()
-    configure_logging(settings.logging, service="gateway")
-    return create_app(settings)
+    return build_from_environment("gateway", create_app)

@@ -7,12 +7,14 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import msgspec
 from litestar import Litestar, MediaType, Request, Response, get, route
 from litestar._openapi.plugin import OpenAPIPlugin
 from litestar.config.app import AppConfig
+from litestar.datastructures import State
+from litestar.di import Provide
 from litestar.handlers import BaseRouteHandler
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
@@ -23,9 +25,11 @@ from litestar.types import ControllerRouterHandler
 from lore_core import __version__
 from lore_core.errors import ErrorStyle, error_body, exception_handlers
 from lore_core.heap import frozen_after_startup
-from lore_core.logging import RequestIdMiddleware
+from lore_core.logging import RequestIdMiddleware, configure_logging
+from lore_core.settings import Settings, load_settings
 
 HealthCheck = Callable[[], Awaitable[None]]
+App = TypeVar("App")
 JSON_BODY_LIMIT = 10_000_000
 
 
@@ -44,6 +48,18 @@ class PlannedRoute:
     methods: tuple[str, ...]
     path: str
     feature: str
+
+
+def from_state(key: str) -> Provide:
+    """A controller dependency: the service object the app's lifespan put in `app.state[key]`.
+
+    Controllers declare `dependencies = {"datasets": from_state("datasets")}` and their handlers take
+    `datasets: DatasetService`; a handler never reaches into `request.app.state` itself."""
+
+    def provide(state: State) -> Any:
+        return state[key]
+
+    return Provide(provide, sync_to_thread=False)
 
 
 def _operation_id(handler: Any, method: Any, components: list[str | Any]) -> str:
@@ -181,3 +197,11 @@ def document_errors(app: Litestar, style: ErrorStyle) -> None:
                 description = known.description if isinstance(known, OpenAPIResponse) else "Error"
                 responses[status] = OpenAPIResponse(description=description, content=body)
             operation.responses = responses
+
+
+def build_from_environment(service: str, create_app: Callable[[Settings], App]) -> App:
+    """The body of every process's granian factory: settings from `$LORE_CONFIG_DIR` (default ./config)
+    and `LORE__*`, logging set up for `service`, then the app."""
+    settings = load_settings()
+    configure_logging(settings.logging, service=service)
+    return create_app(settings)

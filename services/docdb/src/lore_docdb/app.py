@@ -13,10 +13,9 @@ from litestar import Litestar, Router
 from lore_common.providers.container import open_providers
 from lore_common.stores import open_stores
 from lore_common.stores.sql import Leadership
-from lore_core.logging import configure_logging
-from lore_core.settings import Settings, load_settings
+from lore_core.settings import Settings
 from lore_core.tasks import periodic
-from lore_core.web import PlannedRoute, create_service_app
+from lore_core.web import PlannedRoute, build_from_environment, create_service_app
 from lore_docdb.chat.offline import OFFLINE_SKILLS as CHAT_OFFLINE_SKILLS
 from lore_docdb.chat.retrieval import Retriever
 from lore_docdb.chat.routes import ChatController
@@ -160,7 +159,4 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
 
 
 def build_app() -> Litestar:
-    """granian factory: settings from `$LORE_CONFIG_DIR` (default ./config) and `LORE__*`."""
-    settings = load_settings()
-    configure_logging(settings.logging, service="docdb")
-    return create_app(settings)
+    return build_from_environment("docdb", create_app)

@@ -17,9 +17,8 @@ from litestar import Litestar
 
 from lore_common.providers.chat import ChatModel, create_chat_model
 from lore_common.stores import open_stores
-from lore_core.logging import configure_logging
-from lore_core.settings import Settings, load_settings
-from lore_core.web import create_service_app
+from lore_core.settings import Settings
+from lore_core.web import build_from_environment, create_service_app
 from lore_gen.docdb import DocdbClient
 from lore_gen.tables.offline import OFFLINE_SKILLS as TABLE_OFFLINE_SKILLS
 from lore_gen.tables.routes import TablePipelineController, pipeline_stream
@@ -86,6 +85,4 @@ def create_app(settings: Settings) -> Litestar:
 
 
 def build_app() -> Litestar:
-    settings = load_settings()
-    configure_logging(settings.logging, service="gen")
-    return create_app(settings)
+    return build_from_environment("gen", create_app)

@@ -12,9 +12,8 @@ from lore_common.providers.chat import create_chat_model
 from lore_common.providers.container import open_providers
 from lore_common.providers.embedders import Embedder, create_embedder
 from lore_common.stores import open_stores
-from lore_core.logging import configure_logging
-from lore_core.settings import EmbeddingConfig, GraphStoreConfig, Settings, load_settings
-from lore_core.web import create_service_app
+from lore_core.settings import EmbeddingConfig, GraphStoreConfig, Settings
+from lore_core.web import build_from_environment, create_service_app
 from lore_mem.kb.media import Captioner
 from lore_mem.kb.offline import OFFLINE_SKILLS as KB_OFFLINE_SKILLS
 from lore_mem.kb.routes import KbController
@@ -122,6 +121,4 @@ def create_app(settings: Settings) -> Litestar:
 
 
 def build_app() -> Litestar:
-    settings = load_settings()
-    configure_logging(settings.logging, service="mem")
-    return create_app(settings)
+    return build_from_environment("mem", create_app)

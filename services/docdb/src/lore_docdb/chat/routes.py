@@ -6,22 +6,21 @@ from typing import Any
 
 import msgspec
 from litestar import Controller, Request, post
+from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
 from lore_core.errors import BadRequest, NotFound
 from lore_core.logging import current_request_id
+from lore_core.web import from_state
 from lore_docdb.chat.models import ChatRequestBody, ChatResponse, RetrieveRequest
 from lore_docdb.chat.service import ChatService
-
-
-def chat_of(request: Request[Any, Any, Any]) -> ChatService:
-    service: ChatService = request.app.state.chat
-    return service
+from lore_docdb.envelope import ok
 
 
 class ChatController(Controller):
     path = "/api/v1/docdb"
     tags = ["chat"]
+    dependencies = {"chat": from_state("chat")}
 
     @post(
         "/chat",
@@ -32,7 +31,7 @@ class ChatController(Controller):
             "top_k}`. Answers cite passages as [n]; `citations[]` maps each n to its file."
         ),
     )
-    async def chat(self, request: Request[Any, Any, Any]) -> ChatResponse:
+    async def chat(self, request: Request[Any, Any, Any], chat: NamedDependency[ChatService]) -> ChatResponse:
         request_id = current_request_id(request.scope)
         raw = await request.body()
         try:
@@ -41,7 +40,7 @@ class ChatController(Controller):
             return ChatResponse(
                 False, 400, f"the body must be a JSON object: {exc}", None, [], 0, None, {}, request_id
             )
-        return await chat_of(request).chat(body, request_id)
+        return await chat.chat(body, request_id)
 
     @post(
         "/retrieve",
@@ -50,9 +49,9 @@ class ChatController(Controller):
         description="Body: `{kb_id, query, mode (naive|rerank), top_k, max_results, threshold}`.",
     )
     async def retrieve(
-        self, request: Request[Any, Any, Any], data: JSONBody[RetrieveRequest]
+        self, chat: NamedDependency[ChatService], data: JSONBody[RetrieveRequest]
     ) -> dict[str, Any]:
-        service = chat_of(request)
+        service = chat
         if await service.index.get_kb(data.kb_id) is None:
             raise NotFound(f"knowledge base {data.kb_id!r} does not exist")
         if not data.query.strip():
@@ -60,9 +59,8 @@ class ChatController(Controller):
         items, info = await service.retrieve(
             data.kb_id, data.query, data.mode, data.top_k, max(1, data.max_results), data.threshold
         )
-        return {
-            "success": True,
-            "data": msgspec.to_builtins(items),
-            "total_count": len(items),
-            "query_info": info,
-        }
+        return ok(
+            data=msgspec.to_builtins(items),
+            total_count=len(items),
+            query_info=info,
+        )

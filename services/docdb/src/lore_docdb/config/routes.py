@@ -2,30 +2,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, get, post
+from litestar.di import NamedDependency
 from litestar.params import FromPath
 
+from lore_core.web import from_state
 from lore_docdb.config.service import ConfigService
-
-
-def _service(request: Request[Any, Any, Any]) -> ConfigService:
-    service: ConfigService = request.app.state.config_service
-    return service
+from lore_docdb.envelope import ok
 
 
 class ConfigController(Controller):
     path = "/api/v1/docdb/config"
     tags = ["config"]
+    dependencies = {"config": from_state("config_service")}
 
     @get("/", summary="The full configuration merged from both files, secrets redacted")
-    async def full(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
-        return {"success": True, "message": "ok", "data": _service(request).merged()}
+    async def full(self, config: NamedDependency[ConfigService]) -> dict[str, Any]:
+        return ok(message="ok", data=config.merged())
 
     @get("/{section:str}", summary="One configuration section; 404 if it does not exist")
-    async def one(self, request: Request[Any, Any, Any], section: FromPath[str]) -> dict[str, Any]:
-        return {"success": True, "message": "ok", "data": _service(request).section(section)}
+    async def one(self, config: NamedDependency[ConfigService], section: FromPath[str]) -> dict[str, Any]:
+        return ok(message="ok", data=config.section(section))
 
     @post("/reload", status_code=200, summary="Re-read both configuration files from disk")
-    async def reload(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
-        _service(request).reload()
-        return {"success": True, "message": "configuration reloaded", "data": _service(request).merged()}
+    async def reload(self, config: NamedDependency[ConfigService]) -> dict[str, Any]:
+        config.reload()
+        return ok(message="configuration reloaded", data=config.merged())

@@ -7,6 +7,7 @@ from typing import Annotated
 import msgspec
 
 from lore_core.naming import NAME_MAX, NAME_PATTERN
+from lore_docdb.envelope import Success
 
 DatasetName = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, max_length=NAME_MAX, min_length=1)]
 
@@ -21,8 +22,7 @@ class FileEntry(msgspec.Struct):
     modified_time: str  # ISO 8601 without zone (UTC)
 
 
-class DatasetFiles(msgspec.Struct):
-    success: bool
+class DatasetFiles(Success, kw_only=True):
     dataset: str
     files: list[FileEntry]
 
@@ -32,20 +32,17 @@ class UploadedFile(msgspec.Struct):
     size: int
 
 
-class UploadResult(msgspec.Struct):
-    success: bool
+class UploadResult(Success, kw_only=True):
     message: str
     dataset: str
     files: list[UploadedFile]
 
 
-class DatasetList(msgspec.Struct):
-    success: bool
+class DatasetList(Success, kw_only=True):
     message: str
     data: list[str]
 
 
-class Done(msgspec.Struct):
-    success: bool
+class Done(Success, kw_only=True):
     message: str
     data: dict[str, object] | None = None

@@ -4,45 +4,47 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, Request, delete, get, post
+from litestar import Controller, delete, get, post
 from litestar.datastructures import UploadFile
+from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, MultipartBody
 
 from lore_core.errors import BadRequest
+from lore_core.web import from_state
 from lore_docdb.datasets.models import CreateDataset, DatasetFiles, DatasetList, Done, UploadResult
 from lore_docdb.datasets.service import DatasetService
 
 DATASETS = "/api/v1/docdb/files/raw-files/datasets"
 
 
-def datasets_of(request: Request[Any, Any, Any]) -> DatasetService:
-    service: DatasetService = request.app.state.datasets
-    return service
-
-
 class DatasetController(Controller):
     path = DATASETS
     tags = ["datasets"]
+    dependencies = {"datasets": from_state("datasets")}
 
     @get("/", summary="List dataset names")
-    async def list_datasets(self, request: Request[Any, Any, Any]) -> DatasetList:
-        names = await datasets_of(request).list_datasets()
-        return DatasetList(success=True, message=f"{len(names)} dataset(s)", data=names)
+    async def list_datasets(self, datasets: NamedDependency[DatasetService]) -> DatasetList:
+        names = await datasets.list_datasets()
+        return DatasetList(message=f"{len(names)} dataset(s)", data=names)
 
     @post("/", status_code=200, summary="Create an empty dataset; 409 if it exists")
-    async def create_dataset(self, request: Request[Any, Any, Any], data: JSONBody[CreateDataset]) -> Done:
-        await datasets_of(request).create(data.name)
-        return Done(success=True, message=f"dataset {data.name!r} created", data={"name": data.name})
+    async def create_dataset(
+        self, datasets: NamedDependency[DatasetService], data: JSONBody[CreateDataset]
+    ) -> Done:
+        await datasets.create(data.name)
+        return Done(message=f"dataset {data.name!r} created", data={"name": data.name})
 
     @delete("/{dataset:str}", status_code=200, summary="Delete a dataset and all its files")
-    async def delete_dataset(self, request: Request[Any, Any, Any], dataset: FromPath[str]) -> Done:
-        await datasets_of(request).delete(dataset)
-        return Done(success=True, message=f"dataset {dataset!r} deleted", data={"name": dataset})
+    async def delete_dataset(self, datasets: NamedDependency[DatasetService], dataset: FromPath[str]) -> Done:
+        await datasets.delete(dataset)
+        return Done(message=f"dataset {dataset!r} deleted", data={"name": dataset})
 
     @get("/{dataset:str}/files", summary="List the files of a dataset (hidden .uploads/ excluded)")
-    async def list_files(self, request: Request[Any, Any, Any], dataset: FromPath[str]) -> DatasetFiles:
-        files = await datasets_of(request).list_files(dataset)
-        return DatasetFiles(success=True, dataset=dataset, files=files)
+    async def list_files(
+        self, datasets: NamedDependency[DatasetService], dataset: FromPath[str]
+    ) -> DatasetFiles:
+        files = await datasets.list_files(dataset)
+        return DatasetFiles(dataset=dataset, files=files)
 
     @post(
         "/{dataset:str}/files",
@@ -51,11 +53,11 @@ class DatasetController(Controller):
     )
     async def upload_files(
         self,
-        request: Request[Any, Any, Any],
+        datasets: NamedDependency[DatasetService],
         dataset: FromPath[str],
         data: MultipartBody[dict[str, Any]],
     ) -> UploadResult:
-        service = datasets_of(request)
+        service = datasets
         service.require(dataset)
         raw = data.get("files")
         uploads = [u for u in (raw if isinstance(raw, list) else [raw]) if isinstance(u, UploadFile)]
@@ -65,17 +67,14 @@ class DatasetController(Controller):
         for upload in uploads:
             stored.append(await service.add_file(dataset, upload.filename, upload.file))
             await upload.close()
-        return UploadResult(
-            success=True, message=f"{len(stored)} file(s) uploaded", dataset=dataset, files=stored
-        )
+        return UploadResult(message=f"{len(stored)} file(s) uploaded", dataset=dataset, files=stored)
 
     @delete("/{dataset:str}/files/{filename:str}", status_code=200, summary="Delete one file")
     async def delete_file(
-        self, request: Request[Any, Any, Any], dataset: FromPath[str], filename: FromPath[str]
+        self, datasets: NamedDependency[DatasetService], dataset: FromPath[str], filename: FromPath[str]
     ) -> Done:
-        await datasets_of(request).delete_file(dataset, filename)
+        await datasets.delete_file(dataset, filename)
         return Done(
-            success=True,
             message=f"file {filename!r} deleted",
             data={"dataset": dataset, "filename": filename},
         )

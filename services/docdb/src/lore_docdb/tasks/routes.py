@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, get, post
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 
+from lore_common.providers.container import Providers
+from lore_core.web import from_state
+from lore_docdb.config.service import ConfigService
+from lore_docdb.envelope import ok
 from lore_docdb.tasks.models import TaskRow
 from lore_docdb.tasks.service import TaskService
 
 TaskStatus = Literal["pending", "running", "completed", "failed", "cancelling", "cancelled"]
-
-
-def tasks_of(request: Request[Any, Any, Any]) -> TaskService:
-    service: TaskService = request.app.state.tasks
-    return service
 
 
 def task_object(task: TaskRow) -> dict[str, Any]:
@@ -43,40 +43,45 @@ def task_object(task: TaskRow) -> dict[str, Any]:
 class TaskController(Controller):
     path = "/api/v1/docdb/files/processing"
     tags = ["processing tasks"]
+    dependencies = {
+        "tasks": from_state("tasks"),
+        "config_service": from_state("config_service"),
+        "providers": from_state("providers"),
+    }
 
     @get("/tasks", summary="List tasks, newest first")
     async def list_tasks(
         self,
-        request: Request[Any, Any, Any],
+        tasks: NamedDependency[TaskService],
         status: FromQuery[TaskStatus | None] = None,
         limit: FromQuery[int] = 50,
     ) -> list[dict[str, Any]]:
-        rows = await tasks_of(request).list_tasks(status, max(1, min(limit, 1000)))
+        rows = await tasks.list_tasks(status, max(1, min(limit, 1000)))
         return [task_object(t) for t in rows]
 
     @get("/tasks/{task_id:str}", summary="One task")
-    async def get_task(self, request: Request[Any, Any, Any], task_id: FromPath[str]) -> dict[str, Any]:
-        return task_object(await tasks_of(request).get(task_id))
+    async def get_task(self, tasks: NamedDependency[TaskService], task_id: FromPath[str]) -> dict[str, Any]:
+        return task_object(await tasks.get(task_id))
 
     @post("/tasks/{task_id:str}/cancel", status_code=200, summary="Cancel a pending or running task")
-    async def cancel(self, request: Request[Any, Any, Any], task_id: FromPath[str]) -> dict[str, Any]:
-        status = await tasks_of(request).cancel(task_id)
-        return {"success": True, "message": f"task {status}", "data": {"task_id": task_id, "status": status}}
+    async def cancel(self, tasks: NamedDependency[TaskService], task_id: FromPath[str]) -> dict[str, Any]:
+        status = await tasks.cancel(task_id)
+        return ok(message=f"task {status}", data={"task_id": task_id, "status": status})
 
     @get("/config", summary="The processing configuration in effect")
-    async def config(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
-        settings = request.app.state.config_service.settings
-        providers = request.app.state.providers
+    async def config(
+        self, config_service: NamedDependency[ConfigService], providers: NamedDependency[Providers]
+    ) -> dict[str, Any]:
+        settings = config_service.settings
         llm, embedding, chunking = (
             settings.docdb.llm,
             settings.docdb.embedding_api,
             settings.parameter.chunk_config,
         )
         graph = settings.parameter.graph_config
-        return {
-            "success": True,
-            "message": "ok",
-            "data": {
+        return ok(
+            message="ok",
+            data={
                 "llm": {
                     "model": llm.model,
                     "max_concurrent": llm.max_concurrent_requests,
@@ -95,4 +100,4 @@ class TaskController(Controller):
                 },
                 "parse_max_workers": settings.parse_max_workers,
             },
-        }
+        )

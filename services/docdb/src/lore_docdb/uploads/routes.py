@@ -5,40 +5,41 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Request, delete, post
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
+from lore_core.web import from_state
 from lore_docdb.datasets.models import Done
 from lore_docdb.datasets.routes import DATASETS
+from lore_docdb.envelope import ok
 from lore_docdb.uploads.models import InitUpload
 from lore_docdb.uploads.service import UploadService
-
-
-def uploads_of(request: Request[Any, Any, Any]) -> UploadService:
-    service: UploadService = request.app.state.uploads
-    return service
 
 
 class UploadController(Controller):
     path = DATASETS + "/{dataset:str}/upload"
     tags = ["chunked upload"]
+    dependencies = {"uploads": from_state("uploads")}
 
     @post("/init", status_code=200, summary="Start a chunked upload; returns its upload_id")
     async def init(
-        self, request: Request[Any, Any, Any], dataset: FromPath[str], data: JSONBody[InitUpload]
+        self,
+        uploads: NamedDependency[UploadService],
+        dataset: FromPath[str],
+        data: JSONBody[InitUpload],
     ) -> dict[str, Any]:
-        session = await uploads_of(request).init(dataset, data.filename, data.total_chunks, data.total_size)
-        return {
-            "success": True,
-            "message": "upload session created",
-            "upload_id": session.upload_id,
-            "data": {
+        session = await uploads.init(dataset, data.filename, data.total_chunks, data.total_size)
+        return ok(
+            message="upload session created",
+            upload_id=session.upload_id,
+            data={
                 "upload_id": session.upload_id,
                 "filename": session.filename,
                 "total_chunks": session.total_chunks,
                 "total_size": session.total_size,
                 "created_at": session.created_at,
             },
-        }
+        )
 
     @post(
         "/{upload_id:str}/chunk",
@@ -49,34 +50,33 @@ class UploadController(Controller):
     async def chunk(
         self,
         request: Request[Any, Any, Any],
+        uploads: NamedDependency[UploadService],
         dataset: FromPath[str],
         upload_id: FromPath[str],
         chunk_index: FromQuery[int],
     ) -> dict[str, Any]:
-        service = uploads_of(request)
+        service = uploads
         length = request.headers.get("content-length")
         declared = int(length) if length and length.isdigit() else None
         size = await service.put_chunk(dataset, upload_id, chunk_index, request.stream(), declared)
-        return {
-            "success": True,
-            "message": f"chunk {chunk_index} stored",
-            "data": {"upload_id": upload_id, "chunk_index": chunk_index, "size": size},
-        }
+        return ok(
+            message=f"chunk {chunk_index} stored",
+            data={"upload_id": upload_id, "chunk_index": chunk_index, "size": size},
+        )
 
     @post("/{upload_id:str}/complete", status_code=200, summary="Merge all chunks into the dataset")
     async def complete(
-        self, request: Request[Any, Any, Any], dataset: FromPath[str], upload_id: FromPath[str]
+        self, uploads: NamedDependency[UploadService], dataset: FromPath[str], upload_id: FromPath[str]
     ) -> Done:
-        stored = await uploads_of(request).complete(dataset, upload_id)
+        stored = await uploads.complete(dataset, upload_id)
         return Done(
-            success=True,
             message=f"upload complete: {stored.filename}",
             data={"filename": stored.filename, "size": stored.size},
         )
 
     @delete("/{upload_id:str}", status_code=200, summary="Abort: delete the session and its chunks")
     async def abort(
-        self, request: Request[Any, Any, Any], dataset: FromPath[str], upload_id: FromPath[str]
+        self, uploads: NamedDependency[UploadService], dataset: FromPath[str], upload_id: FromPath[str]
     ) -> Done:
-        await uploads_of(request).abort(dataset, upload_id)
-        return Done(success=True, message=f"upload {upload_id} aborted", data={"upload_id": upload_id})
+        await uploads.abort(dataset, upload_id)
+        return Done(message=f"upload {upload_id} aborted", data={"upload_id": upload_id})

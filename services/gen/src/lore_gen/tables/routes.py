@@ -7,11 +7,13 @@ import contextlib
 from typing import Any
 
 import msgspec
-from litestar import Controller, Request, WebSocket, get, post, websocket
+from litestar import Controller, WebSocket, get, post, websocket
+from litestar.di import NamedDependency
 from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath, JSONBody
 
 from lore_core.errors import LoreError
+from lore_core.web import from_state
 from lore_gen.tables.models import SubmitRequest
 from lore_gen.tables.service import TableService
 
@@ -25,14 +27,10 @@ for each step (1 schema, 2 rows — repeated with `done`/`total` —, 3 table, 4
 keeps running, and stays readable at `/pipeline/status/{task_id}`, if the client disconnects."""
 
 
-def tables_of(request: Request[Any, Any, Any] | WebSocket[Any, Any, Any]) -> TableService:
-    service: TableService = request.app.state.tables
-    return service
-
-
 class TablePipelineController(Controller):
     path = "/api/v1/gen/pipeline"
     tags = ["table generation"]
+    dependencies = {"tables": from_state("tables")}
 
     @post(
         "/submit",
@@ -40,23 +38,30 @@ class TablePipelineController(Controller):
         summary="Start the table pipeline; returns `{task_id, status}` at once",
         description="Poll `/pipeline/status/{task_id}` or use the WebSocket `/pipeline/stream`.",
     )
-    async def submit(self, request: Request[Any, Any, Any], data: JSONBody[SubmitRequest]) -> dict[str, Any]:
-        record = await tables_of(request).submit(data)
+    async def submit(
+        self, tables: NamedDependency[TableService], data: JSONBody[SubmitRequest]
+    ) -> dict[str, Any]:
+        record = await tables.submit(data)
         return {"task_id": record.task_id, "status": record.status}
 
     @get(
         "/status/{task_id:str}",
         summary="`{task_id, status, result}`: pending, running (with `step`), completed or failed (`error`)",
     )
-    async def status(self, request: Request[Any, Any, Any], task_id: FromPath[str]) -> dict[str, Any]:
-        record = await tables_of(request).status(task_id)
+    async def status(self, tables: NamedDependency[TableService], task_id: FromPath[str]) -> dict[str, Any]:
+        record = await tables.status(task_id)
         return record.public()
 
 
-@websocket("/api/v1/gen/pipeline/stream", description=STREAM_DESCRIPTION, tags=["table generation"])
-async def pipeline_stream(socket: WebSocket[Any, Any, Any]) -> None:
+@websocket(
+    "/api/v1/gen/pipeline/stream",
+    description=STREAM_DESCRIPTION,
+    tags=["table generation"],
+    dependencies={"tables": from_state("tables")},
+)
+async def pipeline_stream(socket: WebSocket[Any, Any, Any], tables: NamedDependency[TableService]) -> None:
     await socket.accept()
-    service = tables_of(socket)
+    service = tables
     try:
         raw = await socket.receive_data(mode="text")
     except WebSocketDisconnect:

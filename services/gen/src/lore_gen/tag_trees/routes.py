@@ -4,25 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, get, post
 from litestar.datastructures import UploadFile
+from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, MultipartBody
 
 from lore_core.errors import BadRequest
+from lore_core.web import from_state
 from lore_gen.tag_trees.models import GenerateRequest
 from lore_gen.tag_trees.service import TagTreeService
 
 MAX_SPREADSHEET_BYTES = 64 * 1024 * 1024
 
 
-def trees_of(request: Request[Any, Any, Any]) -> TagTreeService:
-    service: TagTreeService = request.app.state.tag_trees
-    return service
-
-
 class TagTreeController(Controller):
     path = "/api/v1/gen/tag-tree"
     tags = ["tag trees"]
+    dependencies = {"tag_trees": from_state("tag_trees")}
 
     @post(
         "/generate",
@@ -30,9 +28,11 @@ class TagTreeController(Controller):
         summary="Generate a tree for a topic (`pure_llm`, or `kb` grounded in `kb_name`); poll the status",
     )
     async def generate(
-        self, request: Request[Any, Any, Any], data: JSONBody[GenerateRequest]
+        self,
+        tag_trees: NamedDependency[TagTreeService],
+        data: JSONBody[GenerateRequest],
     ) -> dict[str, Any]:
-        record = await trees_of(request).generate(data)
+        record = await tag_trees.generate(data)
         return {"task_id": record.task_id, "status": record.status}
 
     @post(
@@ -48,7 +48,7 @@ class TagTreeController(Controller):
         ),
     )
     async def submit(
-        self, request: Request[Any, Any, Any], data: MultipartBody[dict[str, Any]]
+        self, tag_trees: NamedDependency[TagTreeService], data: MultipartBody[dict[str, Any]]
     ) -> dict[str, Any]:
         upload = data.get("file")
         if not isinstance(upload, UploadFile):
@@ -62,7 +62,7 @@ class TagTreeController(Controller):
             value = data.get(name)
             return value if isinstance(value, str) else default
 
-        record = await trees_of(request).from_spreadsheet(
+        record = await tag_trees.from_spreadsheet(
             upload.filename or "",
             content,
             field("tree_name", "tag_tree") or "tag_tree",
@@ -75,6 +75,8 @@ class TagTreeController(Controller):
         "/status/{task_id:str}",
         summary="`{task_id, status, result}` from memory, else from disk; 404 if neither",
     )
-    async def status(self, request: Request[Any, Any, Any], task_id: FromPath[str]) -> dict[str, Any]:
-        record = await trees_of(request).status(task_id)
+    async def status(
+        self, tag_trees: NamedDependency[TagTreeService], task_id: FromPath[str]
+    ) -> dict[str, Any]:
+        record = await tag_trees.status(task_id)
         return record.public()

@@ -10,19 +10,16 @@ from typing import Any
 
 from litestar import Controller, Request, get, post
 from litestar.datastructures import UploadFile
+from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
 from lore_core.errors import BadRequest
+from lore_core.web import from_state
 from lore_mem.kb.models import QueryRequest
 from lore_mem.kb.service import MEDIA_KINDS, KbMemory
 
 MAX_INSERT_BYTES = 512 * 1024 * 1024
 COPY_CHUNK = 1024 * 1024
-
-
-def kb_of(request: Request[Any, Any, Any]) -> KbMemory:
-    service: KbMemory = request.app.state.kb
-    return service
 
 
 async def _spool(upload: UploadFile, folder: Path) -> Path:
@@ -42,6 +39,7 @@ async def _spool(upload: UploadFile, folder: Path) -> Path:
 class KbController(Controller):
     path = "/api/v1/mem/kb"
     tags = ["kb memory"]
+    dependencies = {"kb": from_state("kb")}
 
     @post(
         "/insert",
@@ -54,8 +52,8 @@ class KbController(Controller):
             "follow it at `GET /api/v1/mem/kb/insert/{id}` (accepted → processing → done | failed)."
         ),
     )
-    async def insert(self, request: Request[Any, Any, Any]) -> dict[str, Any]:
-        service = kb_of(request)
+    async def insert(self, request: Request[Any, Any, Any], kb: NamedDependency[KbMemory]) -> dict[str, Any]:
+        service = kb
         # request.form() reads multipart (the contract) and also a plain url-encoded form (`curl -d`).
         data = await request.form()
         query = data.get("query")
@@ -79,9 +77,9 @@ class KbController(Controller):
         return job.accepted()
 
     @get("/insert/{job_id:str}", summary="An insert job: accepted → processing → done | failed")
-    async def insert_status(self, request: Request[Any, Any, Any], job_id: FromPath[str]) -> dict[str, Any]:
-        return (await kb_of(request).job(job_id)).public()
+    async def insert_status(self, kb: NamedDependency[KbMemory], job_id: FromPath[str]) -> dict[str, Any]:
+        return (await kb.job(job_id)).public()
 
     @post("/query", status_code=200, summary="Ask the knowledge-graph memory (hybrid, local, global, naive)")
-    async def query(self, request: Request[Any, Any, Any], data: JSONBody[QueryRequest]) -> dict[str, Any]:
-        return await kb_of(request).query(data)
+    async def query(self, kb: NamedDependency[KbMemory], data: JSONBody[QueryRequest]) -> dict[str, Any]:
+        return await kb.query(data)
