@@ -34,6 +34,7 @@ from lore_docdb.knowledge_bases.service import KnowledgeBaseService
 from lore_docdb.parsing.pipeline import ParsePipeline
 from lore_docdb.schemas.routes import SchemaController
 from lore_docdb.schemas.service import SchemaService
+from lore_docdb.schemas.store import SchemaStore
 from lore_docdb.tables import create_tables
 from lore_docdb.tasks.routes import TaskController
 from lore_docdb.tasks.service import TaskService
@@ -77,7 +78,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             index = IndexStore(stores.sql, settings.postgres_batch_size)
             vectors = VectorIndex(stores.vector, server=cfg.vector_store.url is not None)
             graph, bm25 = GraphIndex(stores.graph), Bm25Cache(index.chunks_of_kb, index.chunk_signature)
-            schemas = SchemaService(stores.sql)
+            schemas = SchemaService(SchemaStore(stores.sql))
             datasets = DatasetService(raw, task_store, stores.objects, cfg.max_upload_size)
             uploads = UploadService(datasets)
             pipeline = ParsePipeline(settings, index, vectors, graph, providers.embedder, providers.llm, bm25)

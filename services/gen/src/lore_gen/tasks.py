@@ -15,7 +15,6 @@ import re
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +22,7 @@ import msgspec
 import structlog
 
 from lore_common.providers.chat import ModelError
+from lore_core.clock import utc_iso
 from lore_core.errors import LoreError, NotFound
 
 log = structlog.get_logger("lore.gen.tasks")
@@ -46,8 +46,8 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     result: Any = None
     error: str | None = None
     request: dict[str, Any] = msgspec.field(default_factory=dict)
-    created_at: str = msgspec.field(default_factory=lambda: _now())
-    updated_at: str = msgspec.field(default_factory=lambda: _now())
+    created_at: str = msgspec.field(default_factory=lambda: utc_iso())
+    updated_at: str = msgspec.field(default_factory=lambda: utc_iso())
 
     def public(self) -> dict[str, Any]:
         """The status body: `{task_id, status, result}`, plus `error` when failed and `step` while running."""
@@ -61,10 +61,6 @@ class TaskRecord(msgspec.Struct, kw_only=True):
         body["created_at"] = self.created_at
         body["updated_at"] = self.updated_at
         return body
-
-
-def _now() -> str:
-    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="seconds")
 
 
 class TaskFailure(Exception):
@@ -93,7 +89,7 @@ class TaskStore:
 
     async def save(self, record: TaskRecord) -> None:
         """Durable first, visible second: a reader never sees a state the disk does not hold."""
-        record.updated_at = _now()
+        record.updated_at = utc_iso()
         await asyncio.to_thread(self._write, record)
         self._remember(record)
 
@@ -134,7 +130,7 @@ class TaskStore:
                 if record.status in ("pending", "running"):
                     record.status = "failed"
                     record.error = "interrupted: the gen service stopped before the task finished"
-                    record.updated_at = _now()
+                    record.updated_at = utc_iso()
                     self._write(record)
                     failed += 1
         return failed
@@ -180,7 +176,7 @@ class TaskRunner:
             # Progress lives in memory: status reads it there, and after a crash the task is failed
             # anyway. Only state changes are written (and fsynced) to disk.
             current.step, current.step_name, current.progress = step, name, extra
-            current.updated_at = _now()
+            current.updated_at = utc_iso()
             self._emit(record.task_id, {"type": "progress", "step": step, "name": name, **extra})
 
         def moved(**changes: Any) -> TaskRecord:

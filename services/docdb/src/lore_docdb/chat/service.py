@@ -25,7 +25,7 @@ from lore_docdb.chat.models import (
 )
 from lore_docdb.chat.retrieval import Hit, Retriever, Trace, dedupe
 from lore_docdb.index.store import IndexStore
-from lore_docdb.knowledge_bases.service import PROCESS_MODES
+from lore_docdb.knowledge_bases.models import PROCESS_MODES
 
 log = structlog.get_logger("lore.docdb.chat")
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from sqlmodel import Field, SQLModel
 
-from lore_docdb.tasks.models import utcnow
+from lore_core.clock import utcnow
 
 
 class KnowledgeBaseRow(SQLModel, table=True):

@@ -10,8 +10,8 @@ from litestar.params import FromPath, FromQuery, JSONBody
 
 from lore_core.web import from_state
 from lore_docdb.envelope import ok
-from lore_docdb.knowledge_bases.models import CreateKnowledgeBase, ParseRequest
-from lore_docdb.knowledge_bases.service import KnowledgeBaseService, query_modes_for
+from lore_docdb.knowledge_bases.models import CreateKnowledgeBase, ParseRequest, query_modes_for
+from lore_docdb.knowledge_bases.service import KnowledgeBaseService
 
 
 class KnowledgeBaseController(Controller):

@@ -24,6 +24,7 @@ from lore_docdb.index.graph import GraphIndex
 from lore_docdb.index.models import KbDatasetRow, KnowledgeBaseRow
 from lore_docdb.index.store import IndexStore, KbExists
 from lore_docdb.index.vectors import VectorIndex
+from lore_docdb.knowledge_bases.models import PROCESS_MODES
 from lore_docdb.schemas.service import SchemaService
 from lore_docdb.tasks.models import TaskRow
 from lore_docdb.tasks.service import TaskService
@@ -31,34 +32,12 @@ from lore_docdb.tasks.store import TaskStore
 
 log = structlog.get_logger("lore.docdb.kb")
 
-QUERY_MODES: dict[str, dict[str, str]] = {
-    "naive": {"label": "Naive", "desc": "Vector and knowledge-graph retrieval in parallel, weighted scores"},
-    "rerank": {
-        "label": "Rerank",
-        "desc": "BM25 + vector fused by RRF, then the cross-encoder when configured",
-    },
-    "rewriter": {"label": "Rewriter", "desc": "Three rewritten queries retrieved in parallel, results fused"},
-    "multihop": {
-        "label": "Multi-hop",
-        "desc": "Up to three rounds of retrieve, judge and follow entity links",
-    },
-    "direct": {"label": "Direct", "desc": "The model answers without retrieval"},
-}
-PROCESS_MODES: dict[int, dict[str, Any]] = {
-    0: {"name": "vector + graph", "query_modes": ["naive", "rerank", "rewriter", "multihop", "direct"]},
-    1: {"name": "vector only", "query_modes": ["naive", "rerank", "rewriter", "direct"]},
-}
 DELETE_POLL_S = 0.2
 
 
 class KbNotFound(NotFound):
     def __init__(self, name: str) -> None:
         super().__init__(f"knowledge base {name!r} does not exist")
-
-
-def query_modes_for(mode: int | None) -> list[dict[str, str]]:
-    names = PROCESS_MODES[mode]["query_modes"] if mode in PROCESS_MODES else list(QUERY_MODES)
-    return [{"id": name, **QUERY_MODES[name]} for name in names]
 
 
 class KnowledgeBaseService:

@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 import msgspec
 from sqlmodel import Field, SQLModel
 
+from lore_core.clock import utcnow
 from lore_core.naming import NAME_PATTERN
-from lore_docdb.tasks.models import utcnow
 
 EntityType = Literal["客观实体", "抽象实体", "事件实体", "文献实体"]
 ENTITY_TYPES: tuple[str, ...] = ("客观实体", "抽象实体", "事件实体", "文献实体")

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import msgspec
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlmodel import select
-from sqlmodel.ext.asyncio.session import AsyncSession
 
 from lore_core.errors import Conflict, NotFound, Unprocessable
 from lore_docdb.schemas.models import ENTITY_TYPES, CreateSchema, EntityDefinition, SchemaRow
+from lore_docdb.schemas.store import SchemaStore
 
 EXTRACTION_PROMPT = """You extract entities and relations from a text for a knowledge graph.
 Entity types: {types}.
@@ -41,8 +38,8 @@ def extraction_prompt(entities: list[EntityDefinition] | None) -> str:
 
 
 class SchemaService:
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
+    def __init__(self, store: SchemaStore) -> None:
+        self.store = store
 
     async def create(self, request: CreateSchema) -> SchemaRow:
         invalid = [e.type for e in request.entities if e.type not in ENTITY_TYPES]
@@ -53,29 +50,19 @@ class SchemaService:
                 detail={"allowed_types": list(ENTITY_TYPES)},
             )
         row = SchemaRow(name=request.name, entities=msgspec.json.encode(request.entities).decode())
-        try:
-            async with AsyncSession(self.engine, expire_on_commit=False) as session:
-                session.add(row)
-                await session.commit()
-        except IntegrityError as exc:
-            raise Conflict(f"entity schema {request.name!r} already exists") from exc
+        if not await self.store.add(row):
+            raise Conflict(f"entity schema {request.name!r} already exists")
         return row
 
     async def list_all(self) -> list[SchemaRow]:
-        async with AsyncSession(self.engine) as session:
-            return list((await session.exec(select(SchemaRow).order_by(SchemaRow.name))).all())
+        return await self.store.list_all()
 
     async def get(self, name: str) -> tuple[SchemaRow, list[EntityDefinition]]:
-        async with AsyncSession(self.engine) as session:
-            row = await session.get(SchemaRow, name)
+        row = await self.store.get(name)
         if row is None:
             raise SchemaNotFound(name)
         return row, msgspec.json.decode(row.entities, type=list[EntityDefinition])
 
     async def delete(self, name: str) -> None:
-        async with AsyncSession(self.engine) as session:
-            row = await session.get(SchemaRow, name)
-            if row is None:
-                raise SchemaNotFound(name)
-            await session.delete(row)
-            await session.commit()
+        if not await self.store.delete(name):
+            raise SchemaNotFound(name)

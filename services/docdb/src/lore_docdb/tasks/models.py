@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlmodel import Field, SQLModel
 
+from lore_core.clock import utcnow
+
 ACTIVE_STATES = ("pending", "running", "cancelling")
 TERMINAL_STATES = ("completed", "failed", "cancelled")
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class TaskRow(SQLModel, table=True):

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import structlog
 
+from lore_core.clock import utcnow
 from lore_core.errors import BadRequest, NotFound
 from lore_core.settings import Settings
 from lore_docdb.index.store import IndexStore
 from lore_docdb.parsing.pipeline import Cancelled, ParseContext, ParsePipeline, skipped_json
-from lore_docdb.tasks.models import ACTIVE_STATES, TERMINAL_STATES, TaskRow, utcnow
+from lore_docdb.tasks.models import ACTIVE_STATES, TERMINAL_STATES, TaskRow
 from lore_docdb.tasks.store import TaskStore
 
 log = structlog.get_logger("lore.docdb.tasks")

@@ -13,7 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from lore_docdb.tasks.models import ACTIVE_STATES, TaskRow, utcnow
+from lore_core.clock import utcnow
+from lore_docdb.tasks.models import ACTIVE_STATES, TaskRow
 
 
 class TaskStore:

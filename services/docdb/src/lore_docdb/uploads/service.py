@@ -18,12 +18,12 @@ import shutil
 import time
 import uuid
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
 import structlog
 
+from lore_core.clock import utc_iso
 from lore_core.errors import BadRequest, NotFound
 from lore_core.naming import safe_filename
 from lore_docdb.datasets.models import UploadedFile
@@ -90,7 +90,7 @@ class UploadService:
             filename=name,
             total_chunks=total_chunks,
             total_size=total_size,
-            created_at=datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="seconds"),
+            created_at=utc_iso(),
         )
         folder = self._session_dir(dataset, upload_id)
         await asyncio.to_thread(_write_session, folder, session)

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import msgspec
+
+from lore_core.clock import utc_iso
 
 JobStatus = Literal["accepted", "processing", "done", "failed"]
 QueryMode = Literal["hybrid", "local", "global", "naive"]
 
 
 def now() -> str:
-    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="milliseconds")
+    """A job's timestamp: UTC to the millisecond, so a poll sees each step move."""
+    return utc_iso("milliseconds")
 
 
 class InsertJob(msgspec.Struct, kw_only=True):

@@ -12,7 +12,6 @@ import asyncio
 import hashlib
 import uuid
 from collections import defaultdict
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -20,6 +19,7 @@ import structlog
 
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_common.providers.embedders import Embedder
+from lore_core.clock import utc_iso
 from lore_core.errors import BadRequest, NotFound, Unprocessable
 from lore_mem.vg.graph import VgGraph, relations_payload
 from lore_mem.vg.models import AddRequest, Scope
@@ -63,10 +63,6 @@ class MemoryNotFound(NotFound):
 
 def digest(text: str) -> str:
     return hashlib.md5(text.strip().encode(), usedforsecurity=False).hexdigest()
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def require_scope(scope: Scope) -> dict[str, str]:
@@ -217,7 +213,7 @@ class VgMemory:
         if await self.store.find_hash(scope, digest(text)):
             return None  # already remembered word for word
         memory_id = str(uuid.uuid4())
-        stamp = now()
+        stamp = utc_iso(with_zone=True)
         payload = {
             "memory": text,
             "hash": digest(text),
@@ -236,7 +232,7 @@ class VgMemory:
     async def _update(self, record: dict[str, Any], text: str) -> dict[str, Any]:
         old = str(record.get("memory", ""))
         payload = {k: v for k, v in record.items() if k != "id"}
-        payload.update(memory=text, hash=digest(text), updated_at=now())
+        payload.update(memory=text, hash=digest(text), updated_at=utc_iso(with_zone=True))
         await self.store.upsert(record["id"], await self._vector(text), payload)
         await self.history.record(record["id"], "UPDATE", old, text)
         return {"id": record["id"], "memory": text, "event": "UPDATE", "previous_memory": old}

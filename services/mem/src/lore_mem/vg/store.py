@@ -12,7 +12,8 @@ from sqlmodel import SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from lore_common.matrix import PointMirror
-from lore_mem.vg.models import HistoryRow, utcnow
+from lore_core.clock import utcnow
+from lore_mem.vg.models import HistoryRow
 
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 
