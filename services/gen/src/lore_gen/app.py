@@ -19,7 +19,7 @@ from lore_common.providers.chat import ChatModel, create_chat_model
 from lore_common.stores import open_stores
 from lore_core.settings import Settings
 from lore_core.web import build_from_environment, create_service_app
-from lore_gen.docdb import DocdbClient
+from lore_gen.docdb.client import DocdbClient
 from lore_gen.tables.offline import OFFLINE_SKILLS as TABLE_OFFLINE_SKILLS
 from lore_gen.tables.routes import TablePipelineController, pipeline_stream
 from lore_gen.tables.service import TablePipeline, TableService
@@ -27,7 +27,8 @@ from lore_gen.tables.store import TableStore
 from lore_gen.tag_trees.offline import OFFLINE_SKILLS as TREE_OFFLINE_SKILLS
 from lore_gen.tag_trees.routes import TagTreeController
 from lore_gen.tag_trees.service import TagTreeService
-from lore_gen.tasks import TaskRunner, TaskStore
+from lore_gen.tasks.service import TaskRunner
+from lore_gen.tasks.store import TaskStore
 
 PREFIX = "/api/v1/gen"
 

@@ -25,6 +25,7 @@ import structlog
 
 from lore_core.clock import utc_iso
 from lore_core.errors import BadRequest, NotFound
+from lore_core.files import fsync_path, write_atomic
 from lore_core.naming import safe_filename
 from lore_docdb.datasets.models import UploadedFile
 from lore_docdb.datasets.service import BufferedWriter, DatasetService, stream_to_file
@@ -176,7 +177,7 @@ class UploadService:
                     )
                 if all(kind == "ok" for kind in present.values()):
                     # Every chunk is already in place: the upload is its data file.
-                    await asyncio.to_thread(_fsync, folder / DATA_FILE)
+                    await asyncio.to_thread(fsync_path, folder / DATA_FILE)
                     result = await self.datasets.publish_merged(dataset, folder / DATA_FILE, session.filename)
                     await asyncio.to_thread(shutil.rmtree, folder, True)
                     return result
@@ -223,9 +224,7 @@ def _write_session(folder: Path, session: UploadSession) -> None:
     folder.mkdir(parents=True)
     with (folder / DATA_FILE).open("wb") as data:
         data.truncate(session.total_size)  # sparse: takes no space until chunks land
-    temp = folder / f".{SESSION_FILE}.tmp"
-    temp.write_bytes(msgspec.json.encode(session))
-    os.replace(temp, folder / SESSION_FILE)
+    write_atomic(folder / SESSION_FILE, msgspec.json.encode(session))
 
 
 def _merge(folder: Path, session: UploadSession, present: dict[int, str], target: Path) -> int:
@@ -249,11 +248,3 @@ def _merge(folder: Path, session: UploadSession, present: dict[int, str], target
         out.flush()
         os.fsync(out.fileno())
     return size
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -23,10 +23,13 @@ from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, comp
 from lore_core.errors import BadRequest
 from lore_core.naming import check_name
 from lore_core.settings import GenConfig
-from lore_gen.docdb import DocdbClient, Passage
+from lore_gen.docdb.client import DocdbClient
+from lore_gen.docdb.models import Passage
 from lore_gen.tables.models import RowReply, SqlReply, SubmitRequest, TableSchema
-from lore_gen.tables.store import TableStore, UnsafeSQL, coerce, guard_select, identifier, infer_kinds
-from lore_gen.tasks import Report, TaskFailure, TaskRecord, TaskRunner
+from lore_gen.tables.sql_guard import UnsafeSQL, guard_select
+from lore_gen.tables.store import TableStore, coerce, identifier, infer_kinds
+from lore_gen.tasks.models import Report, TaskFailure, TaskRecord
+from lore_gen.tasks.service import TaskRunner
 
 log = structlog.get_logger("lore.gen.tables")
 

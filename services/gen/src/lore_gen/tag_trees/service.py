@@ -16,10 +16,11 @@ from typing import Any
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_core.errors import BadRequest
 from lore_core.naming import check_name
-from lore_gen.docdb import DocdbClient
+from lore_gen.docdb.client import DocdbClient
 from lore_gen.tag_trees.models import GenerateRequest, NodeReply, TreeReply
 from lore_gen.tag_trees.spreadsheet import read_paths
-from lore_gen.tasks import Report, TaskRecord, TaskRunner
+from lore_gen.tasks.models import Report, TaskRecord
+from lore_gen.tasks.service import TaskRunner
 
 MAX_DEPTH = 12
 MAX_NODES = 20_000

@@ -15,9 +15,7 @@ Start-up loads the snapshot, then the newer segments in order; stray temp files 
 from __future__ import annotations
 
 import math
-import os
 import re
-import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -28,6 +26,7 @@ import numpy as np
 import structlog
 
 from lore_common.matrix import VectorTable
+from lore_core.files import write_atomic
 from lore_mem.kb.models import (
     ChunkRecord,
     Community,
@@ -45,16 +44,6 @@ MAX_DESCRIPTIONS = 8
 COMPACT_AFTER_SEGMENTS = 256
 MIN_NAME_CHARS = 3
 MAX_NAME_WORDS = 6
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(temp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
 
 
 def name_form(text: str) -> str:

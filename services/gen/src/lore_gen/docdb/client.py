@@ -10,26 +10,13 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-import msgspec
 import structlog
 
-from lore_core.errors import LoreError, NotFound
+from lore_core.errors import NotFound
 from lore_core.logging import REQUEST_ID_HEADER
+from lore_gen.docdb.models import DocdbUnavailable, Passage
 
 PREFIX = "/api/v1/docdb"
-
-
-class DocdbUnavailable(LoreError):
-    """docdb could not be reached or answered with an error: gen cannot ground in a KB right now."""
-
-    status_code = 503
-
-
-class Passage(msgspec.Struct, frozen=True):
-    content: str
-    score: float
-    source: str
-    dataset: str = ""
 
 
 class DocdbClient:
