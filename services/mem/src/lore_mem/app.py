@@ -101,7 +101,7 @@ def create_app(settings: Settings) -> Litestar:
             await memories.ensure(providers.embedder.dim)
             app.state.stores = stores
             app.state.providers = providers
-            graph = VgGraph(stores.graph, providers.llm) if stores.graph is not None else None
+            graph = VgGraph(stores.graph) if stores.graph is not None else None
             if graph is not None:
                 await graph.ensure()
             app.state.vg = VgMemory(memories, history, providers.embedder, providers.llm, graph)

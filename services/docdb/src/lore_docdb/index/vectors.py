@@ -12,6 +12,7 @@ import numpy as np
 import structlog
 from qdrant_client import AsyncQdrantClient, models
 
+from lore_common.stores.vector import mirror_pages
 from lore_common.workers import Worker
 from lore_core.errors import LoreError
 
@@ -86,18 +87,9 @@ class VectorIndex:
             assert isinstance(params, models.VectorParams)
             payloads: dict[str, dict[str, Any]] = {}
             await worker.call("drop", kb)
-            offset: Any = None
-            while True:
-                points, offset = await self.client.scroll(
-                    name, limit=2000, offset=offset, with_payload=True, with_vectors=True
-                )
-                if points:
-                    ids = [str(point.id) for point in points]
-                    matrix = np.asarray([point.vector for point in points], dtype=np.float32)
-                    await worker.call("put", kb, params.size, ids, matrix.tobytes())
-                    payloads.update((str(point.id), point.payload or {}) for point in points)
-                if offset is None:
-                    break
+            async for batch in mirror_pages(self.client, name):
+                await worker.call("put", kb, params.size, batch.ids, batch.vectors.tobytes())
+                payloads.update(zip(batch.ids, batch.payloads, strict=True))
             self._mirrors[kb] = payloads
             return payloads
 

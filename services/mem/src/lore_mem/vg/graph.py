@@ -10,33 +10,11 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
-
-from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_common.stores.graph import GraphStore
 from lore_common.text import keywords
+from lore_mem.vg.models import Relation
 
 GRAPH = "memoryvg"
-ENTITIES_SYSTEM = (
-    "Extract the entities of the text (people, places, things, preferences) and the relations between them. "
-    'Answer with JSON: {"entities": [{"name": "..."}], "relations": [{"source": "...", "target": "...", '
-    '"description": "a short verb phrase"}]}.'
-)
-
-
-class Entity(msgspec.Struct):
-    name: str
-
-
-class Relation(msgspec.Struct):
-    source: str
-    target: str
-    description: str = "related to"
-
-
-class Extraction(msgspec.Struct):
-    entities: list[Entity] = []
-    relations: list[Relation] = []
 
 
 def scope_key(scope: dict[str, str]) -> str:
@@ -48,9 +26,8 @@ def normal(name: str) -> str:
 
 
 class VgGraph:
-    def __init__(self, store: GraphStore, llm: ChatModel) -> None:
+    def __init__(self, store: GraphStore) -> None:
         self.graph = store.graph(GRAPH)
-        self.llm = llm
 
     async def ensure(self) -> None:
         try:
@@ -59,17 +36,10 @@ class VgGraph:
             if "already indexed" not in str(exc).lower():
                 raise
 
-    async def add(self, text: str, scope: dict[str, str], memory_id: str) -> list[dict[str, str]]:
-        """Extract the relations of `text` and merge them into the scope's graph; returns what was added."""
-        extraction = await complete_structured(
-            self.llm,
-            ChatRequest(
-                messages=[ChatMessage("system", ENTITIES_SYSTEM), ChatMessage("user", text)],
-                task="extract_entities",
-                inputs={"text": text},
-            ),
-            Extraction,
-        )
+    async def add(
+        self, relations: Sequence[Relation], scope: dict[str, str], memory_id: str
+    ) -> list[dict[str, str]]:
+        """Merge a memory's relations into the scope's graph; returns what was added."""
         key = scope_key(scope)
         rows = [
             {
@@ -81,7 +51,7 @@ class VgGraph:
                 "memory_id": memory_id,
                 "scope": key,
             }
-            for r in extraction.relations
+            for r in relations
             if r.source.strip() and r.target.strip() and normal(r.source) != normal(r.target)
         ]
         if rows:

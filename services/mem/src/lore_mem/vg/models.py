@@ -55,3 +55,19 @@ class HistoryRow(SQLModel, table=True):
     new_memory: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
     is_deleted: bool = False
+
+
+# The relations the model finds in a memory's text (graph store on).
+class Entity(msgspec.Struct):
+    name: str
+
+
+class Relation(msgspec.Struct):
+    source: str
+    target: str
+    description: str = "related to"
+
+
+class Extraction(msgspec.Struct):
+    entities: list[Entity] = []
+    relations: list[Relation] = []

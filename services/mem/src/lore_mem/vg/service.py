@@ -22,7 +22,7 @@ from lore_common.providers.embedders import Embedder
 from lore_core.clock import utc_iso
 from lore_core.errors import BadRequest, NotFound, Unprocessable
 from lore_mem.vg.graph import VgGraph, relations_payload
-from lore_mem.vg.models import AddRequest, Scope
+from lore_mem.vg.models import AddRequest, Extraction, Relation, Scope
 from lore_mem.vg.store import HistoryStore, MemoryStore
 
 log = structlog.get_logger("lore.mem.vg")
@@ -38,6 +38,13 @@ UPDATE_SYSTEM = (
     "UPDATE an existing one (keep its id, give the new text), DELETE an existing one the fact contradicts, "
     "or NONE when it is already known. Use only the ids shown. Answer with JSON: "
     '{"memory": [{"id": "...", "text": "...", "event": "ADD|UPDATE|DELETE|NONE", "old_memory": "..."}]}.'
+)
+
+
+ENTITIES_SYSTEM = (
+    "Extract the entities of the text (people, places, things, preferences) and the relations between them. "
+    'Answer with JSON: {"entities": [{"name": "..."}], "relations": [{"source": "...", "target": "...", '
+    '"description": "a short verb phrase"}]}.'
 )
 
 
@@ -139,8 +146,21 @@ class VgMemory:
             if result["event"] in ("UPDATE", "DELETE"):
                 deleted.extend(await self.graph.forget([result["id"]]))
             if result["event"] in ("ADD", "UPDATE"):
-                added.extend(await self.graph.add(result["memory"], scope, result["id"]))
+                relations = await self._relations(result["memory"])
+                added.extend(await self.graph.add(relations, scope, result["id"]))
         return relations_payload(added, deleted)
+
+    async def _relations(self, text: str) -> list[Relation]:
+        extraction = await complete_structured(
+            self.llm,
+            ChatRequest(
+                messages=[ChatMessage("system", ENTITIES_SYSTEM), ChatMessage("user", text)],
+                task="extract_entities",
+                inputs={"text": text},
+            ),
+            Extraction,
+        )
+        return extraction.relations
 
     async def _infer(self, request: AddRequest, scope: dict[str, str]) -> list[dict[str, Any]]:
         conversation = "\n".join(f"{m.role}: {m.content}" for m in request.messages)

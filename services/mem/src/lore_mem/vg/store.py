@@ -12,6 +12,7 @@ from sqlmodel import SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from lore_common.matrix import PointMirror
+from lore_common.stores.vector import mirror_pages
 from lore_core.clock import utcnow
 from lore_mem.vg.models import HistoryRow
 
@@ -49,15 +50,9 @@ class MemoryStore:
                     )
         if not self.server:
             self.mirror = PointMirror(dim, SCOPE_KEYS)
-            offset: Any = None
-            while True:
-                points, offset = await self.client.scroll(
-                    self.collection, limit=1000, offset=offset, with_payload=True, with_vectors=True
-                )
-                for point in points:
-                    self.mirror.put(str(point.id), point.vector, point.payload or {})  # type: ignore[arg-type]
-                if offset is None:
-                    break
+            async for batch in mirror_pages(self.client, self.collection):
+                for point_id, vector, payload in zip(batch.ids, batch.vectors, batch.payloads, strict=True):
+                    self.mirror.put(point_id, vector, payload)
 
     async def upsert(self, memory_id: str, vector: list[float], payload: dict[str, Any]) -> None:
         await self.client.upsert(
