@@ -6,18 +6,11 @@ from typing import Any
 
 import pytest
 
-DS = "/api/v1/docdb/files/raw-files/datasets"
-KB = "/api/v1/docdb/files/knowledge-bases"
-TASKS = "/api/v1/docdb/files/processing/tasks"
+from lore_common.testing.flows import CURIE, DS, KB, TASKS, parse, upload, wait_task
+
 Client = Any
 GRAPH = {"LORE__DOCDB__GRAPH_STORE__ENABLED": "true"}
 
-CURIE = (
-    "Marie Curie was a physicist who worked at the University of Paris. "
-    "Marie Curie and Pierre Curie discovered polonium. "
-    "The Nobel Prize was awarded to Marie Curie in 1911.\n\n"
-    "Albert Einstein visited the University of Paris and met Marie Curie."
-)
 LU_XUN = "鲁迅是中国现代文学的奠基人。鲁迅在北京大学任教，写了《狂人日记》。"
 
 
@@ -27,32 +20,6 @@ def db_env(request: pytest.FixtureRequest) -> dict[str, str]:
     if request.param == "sqlite":
         return {}
     return {"LORE__DOCDB__DATABASE__URL": request.getfixturevalue("postgres_url")}
-
-
-async def upload(client: Client, dataset: str, files: dict[str, bytes]) -> None:
-    await client.post(DS, json={"name": dataset})
-    for name, body in files.items():
-        r = await client.post(f"{DS}/{dataset}/files", files={"files": (name, body)})
-        assert r.status_code == 200, r.text
-
-
-async def wait_task(
-    client: Client, task_id: str, until: tuple[str, ...] = ("completed", "failed", "cancelled")
-) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        task = (await client.get(f"{TASKS}/{task_id}")).json()
-        if task["status"] in until:
-            return task
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"task {task_id} stuck: {task}")
-
-
-async def parse(client: Client, kb: str, datasets: list[str], **extra: Any) -> list[str]:
-    r = await client.post(f"{KB}/{kb}/parse", json={"datasets": datasets, **extra})
-    assert r.status_code == 200, r.text
-    assert r.json()["data"]["mode"] == extra.get("mode", 0)
-    return [t["task_id"] for t in r.json()["data"]["tasks"]]
 
 
 async def test_kb_create_list_detail_and_conflicts(docdb: Client) -> None:
@@ -153,68 +120,6 @@ async def test_a_dataset_without_parsable_files_fails_with_a_readable_error(docd
     assert detail["datasets"][0]["parsed"] is False
 
 
-async def test_task_list_filter_limit_and_cancel_rules(docdb: Client) -> None:
-    await upload(docdb, "d1", {"a.txt": CURIE.encode()})
-    await docdb.post(KB, json={"name": "kb"})
-    [task_id] = await parse(docdb, "kb", ["d1"], mode=1)
-    await wait_task(docdb, task_id)
-    listing = (await docdb.get(TASKS, params={"status": "completed", "limit": 5})).json()
-    assert [t["task_id"] for t in listing] == [task_id]
-    assert listing[0]["task_type"] == "file_processing" and listing[0]["error"] is None
-    assert (await docdb.get(TASKS, params={"status": "running"})).json() == []
-    assert (await docdb.get(TASKS, params={"status": "bogus"})).status_code == 400
-    terminal = await docdb.post(f"{TASKS}/{task_id}/cancel")
-    assert terminal.status_code == 400 and "already completed" in terminal.json()["message"]
-    assert (await docdb.post(f"{TASKS}/nope/cancel")).status_code == 404
-    assert (await docdb.get(f"{TASKS}/nope")).status_code == 404
-
-
-async def test_cancel_pending_is_immediate(docdb: Client) -> None:
-    await upload(docdb, "d1", {"a.txt": CURIE.encode()})
-    await docdb.post(KB, json={"name": "kb"})
-    await docdb.app.state.tasks.stop()  # no worker: the task stays pending
-    [task_id] = await parse(docdb, "kb", ["d1"])
-    r = await docdb.post(f"{TASKS}/{task_id}/cancel")
-    assert r.json()["data"] == {"task_id": task_id, "status": "cancelled"}
-    assert (await docdb.get(f"{TASKS}/{task_id}")).json()["status"] == "cancelled"
-
-
-async def test_cancel_running_task_rolls_back_indexed_chunks_and_graph(docdb_factory: Any) -> None:
-    async with docdb_factory(**GRAPH) as client:
-        state = client.app.state
-        await upload(client, "d1", {f"doc{i}.txt": CURIE.encode() for i in range(5)})
-        await client.post(KB, json={"name": "kb"})
-        reached_merge = asyncio.Event()
-        release = asyncio.Event()
-        original = state.graph.ensure
-
-        async def slow_ensure(kb: str) -> None:
-            reached_merge.set()
-            await release.wait()
-            await original(kb)
-
-        state.graph.ensure = slow_ensure
-        [task_id] = await parse(client, "kb", ["d1"])
-        await asyncio.wait_for(reached_merge.wait(), 30)
-        # The chunks, points and BM25 entries of this task exist now; the graph merge is about to start.
-        assert await state.index.count_chunks("kb", task_id) > 0
-        assert any(c[0].startswith(f"{task_id}:") for c in (await state.bm25.get("kb")).chunks)
-        search = {"kb_id": "kb", "query": "Marie Curie radium", "mode": "naive"}
-        assert (await client.post("/api/v1/docdb/retrieve", json=search)).json()["data"]
-        r = await client.post(f"{TASKS}/{task_id}/cancel")
-        assert r.json()["data"]["status"] == "cancelling"
-        release.set()
-        task = await wait_task(client, task_id)
-        assert task["status"] == "cancelled"
-        assert await state.vectors.count("kb", "task_id", task_id) == 0
-        assert await state.index.count_chunks("kb", task_id) == 0
-        assert await state.graph.counts("kb", task_id) == (0, 0)
-        bm25 = await state.bm25.get("kb")
-        assert not any(c[0].startswith(f"{task_id}:") for c in bm25.chunks)
-        # Searches (served from the in-memory copy of the vectors) no longer find the rolled-back chunks.
-        assert (await client.post("/api/v1/docdb/retrieve", json=search)).json()["data"] == []
-
-
 async def test_remove_dataset_purges_its_data_and_keeps_raw_files(docdb_factory: Any) -> None:
     async with docdb_factory(**GRAPH) as client:
         state = client.app.state
@@ -279,13 +184,6 @@ async def test_dataset_delete_is_409_while_its_parse_is_active(docdb: Client) ->
     assert again.status_code == 409 and "active" in again.json()["message"]
     await docdb.post(f"{TASKS}/{task_id}/cancel")
     assert (await docdb.delete(f"{DS}/d1")).status_code == 200
-
-
-async def test_processing_config(docdb: Client) -> None:
-    data = (await docdb.get("/api/v1/docdb/files/processing/config")).json()["data"]
-    assert data["llm"] == {"model": "offline-extractive", "max_concurrent": 10, "timeout": 120.0}
-    assert data["embedding"]["batch_size"] == 2000 and data["embedding"]["dim"] == 1024
-    assert data["graph"] == {"chunk_size": 1024, "overlap": 50, "batch_size": 2000, "max_workers": 200}
 
 
 async def test_another_replicas_bm25_index_catches_up_with_new_chunks(docdb: Client) -> None:
