@@ -14,12 +14,10 @@ GRAPH = {"LORE__DOCDB__GRAPH_STORE__ENABLED": "true"}
 LU_XUN = "鲁迅是中国现代文学的奠基人。鲁迅在北京大学任教，写了《狂人日记》。"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_env(request: pytest.FixtureRequest) -> dict[str, str]:
+@pytest.fixture
+def db_env(relational_url: str | None) -> dict[str, str]:
     """Every test of this module runs on SQLite and on PostgreSQL."""
-    if request.param == "sqlite":
-        return {}
-    return {"LORE__DOCDB__DATABASE__URL": request.getfixturevalue("postgres_url")}
+    return {"LORE__DOCDB__DATABASE__URL": relational_url} if relational_url else {}
 
 
 async def test_kb_create_list_detail_and_conflicts(docdb: Client) -> None:

@@ -13,12 +13,10 @@ Client = Any
 GRAPH = {"LORE__DOCDB__GRAPH_STORE__ENABLED": "true"}
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_env(request: pytest.FixtureRequest) -> dict[str, str]:
+@pytest.fixture
+def db_env(relational_url: str | None) -> dict[str, str]:
     """Every test of this module runs on SQLite and on PostgreSQL."""
-    if request.param == "sqlite":
-        return {}
-    return {"LORE__DOCDB__DATABASE__URL": request.getfixturevalue("postgres_url")}
+    return {"LORE__DOCDB__DATABASE__URL": relational_url} if relational_url else {}
 
 
 async def test_task_list_filter_limit_and_cancel_rules(docdb: Client) -> None:

@@ -14,12 +14,10 @@ VG = "/api/v1/mem/vg"
 LLM = "https://llm.example.test/v1"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_env(request: pytest.FixtureRequest) -> dict[str, str]:
+@pytest.fixture
+def db_env(relational_url: str | None) -> dict[str, str]:
     """Every test here runs with the history store on SQLite and on PostgreSQL."""
-    if request.param == "sqlite":
-        return {}
-    return {"LORE__MEM__DATABASE__URL": request.getfixturevalue("postgres_url")}
+    return {"LORE__MEM__DATABASE__URL": relational_url} if relational_url else {}
 
 
 async def add(client: Any, text: str, **scope: Any) -> dict[str, Any]:

@@ -27,6 +27,16 @@ async def _postgres_available() -> bool:
     return True
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def relational_url(request: pytest.FixtureRequest) -> str | None:
+    """Runs a test twice: on the embedded SQLite store (None) and on a fresh PostgreSQL database (its
+    URL). A test module opts in by deriving its `db_env` from it."""
+    if request.param == "sqlite":
+        return None
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A fresh, empty PostgreSQL database for one test (`postgresql+asyncpg://…`), dropped afterwards.
