@@ -51,12 +51,11 @@ class ChatController(Controller):
     async def retrieve(
         self, chat: NamedDependency[ChatService], data: JSONBody[RetrieveRequest]
     ) -> dict[str, Any]:
-        service = chat
-        if await service.index.get_kb(data.kb_id) is None:
+        if await chat.index.get_kb(data.kb_id) is None:
             raise NotFound(f"knowledge base {data.kb_id!r} does not exist")
         if not data.query.strip():
             raise BadRequest("query is empty")
-        items, info = await service.retrieve(
+        items, info = await chat.retrieve(
             data.kb_id, data.query, data.mode, data.top_k, max(1, data.max_results), data.threshold
         )
         return ok(

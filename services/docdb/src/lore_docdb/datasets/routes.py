@@ -57,15 +57,14 @@ class DatasetController(Controller):
         dataset: FromPath[str],
         data: MultipartBody[dict[str, Any]],
     ) -> UploadResult:
-        service = datasets
-        service.require(dataset)
+        datasets.require(dataset)
         raw = data.get("files")
         uploads = [u for u in (raw if isinstance(raw, list) else [raw]) if isinstance(u, UploadFile)]
         if not uploads:
             raise BadRequest("no files: send one or more files in the multipart field `files`")
         stored = []
         for upload in uploads:
-            stored.append(await service.add_file(dataset, upload.filename, upload.file))
+            stored.append(await datasets.add_file(dataset, upload.filename, upload.file))
             await upload.close()
         return UploadResult(message=f"{len(stored)} file(s) uploaded", dataset=dataset, files=stored)
 

@@ -55,10 +55,9 @@ class UploadController(Controller):
         upload_id: FromPath[str],
         chunk_index: FromQuery[int],
     ) -> dict[str, Any]:
-        service = uploads
         length = request.headers.get("content-length")
         declared = int(length) if length and length.isdigit() else None
-        size = await service.put_chunk(dataset, upload_id, chunk_index, request.stream(), declared)
+        size = await uploads.put_chunk(dataset, upload_id, chunk_index, request.stream(), declared)
         return ok(
             message=f"chunk {chunk_index} stored",
             data={"upload_id": upload_id, "chunk_index": chunk_index, "size": size},

@@ -61,7 +61,6 @@ class TablePipelineController(Controller):
 )
 async def pipeline_stream(socket: WebSocket[Any, Any, Any], tables: NamedDependency[TableService]) -> None:
     await socket.accept()
-    service = tables
     try:
         raw = await socket.receive_data(mode="text")
     except WebSocketDisconnect:
@@ -75,7 +74,7 @@ async def pipeline_stream(socket: WebSocket[Any, Any, Any], tables: NamedDepende
 
     events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     try:
-        record = await service.submit(body, listener=events.put_nowait)
+        record = await tables.submit(body, listener=events.put_nowait)
     except LoreError as exc:
         await socket.send_json({"type": "error", "message": exc.message})
         await socket.close(code=1000)
@@ -93,4 +92,4 @@ async def pipeline_stream(socket: WebSocket[Any, Any, Any], tables: NamedDepende
         pass  # the client left; the task runs on and its status stays readable
     finally:
         with contextlib.suppress(Exception):
-            service.runner.detach(record.task_id, events.put_nowait)
+            tables.runner.detach(record.task_id, events.put_nowait)

@@ -26,8 +26,8 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     result: Any = None
     error: str | None = None
     request: dict[str, Any] = msgspec.field(default_factory=dict)
-    created_at: str = msgspec.field(default_factory=lambda: utc_iso())
-    updated_at: str = msgspec.field(default_factory=lambda: utc_iso())
+    created_at: str = msgspec.field(default_factory=utc_iso)
+    updated_at: str = msgspec.field(default_factory=utc_iso)
 
     def public(self) -> dict[str, Any]:
         """The status body: `{task_id, status, result}`, plus `error` when failed and `step` while running."""

@@ -53,7 +53,6 @@ class KbController(Controller):
         ),
     )
     async def insert(self, request: Request[Any, Any, Any], kb: NamedDependency[KbMemory]) -> dict[str, Any]:
-        service = kb
         # request.form() reads multipart (the contract) and also a plain url-encoded form (`curl -d`).
         data = await request.form()
         query = data.get("query")
@@ -62,14 +61,14 @@ class KbController(Controller):
                 if isinstance(value, UploadFile):
                     await value.close()
             raise BadRequest("query is empty: send the text to remember in the form field `query`")
-        incoming = service.store.media_dir / ".incoming"
+        incoming = kb.store.media_dir / ".incoming"
         media: dict[str, tuple[str, Path]] = {}
         try:
             for kind in MEDIA_KINDS:
                 value = data.get(kind)
                 if isinstance(value, UploadFile) and value.filename:
                     media[kind] = (value.filename, await _spool(value, incoming))
-            job = await service.insert(query, media)
+            job = await kb.insert(query, media)
         finally:
             for _, path in media.values():
                 with contextlib.suppress(FileNotFoundError):
