@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from lore_common.testing.flows import CURIE, DS, KB, TASKS, parse, upload, wait_task
+from lore_common.testing.pytest_plugin import StoreProfile
 
 Client = Any
 GRAPH = {"LORE__DOCDB__GRAPH_STORE__ENABLED": "true"}
@@ -15,9 +16,9 @@ LU_XUN = "鲁迅是中国现代文学的奠基人。鲁迅在北京大学任教�
 
 
 @pytest.fixture
-def db_env(relational_url: str | None) -> dict[str, str]:
-    """Every test of this module runs on SQLite and on PostgreSQL."""
-    return {"LORE__DOCDB__DATABASE__URL": relational_url} if relational_url else {}
+def db_env(store_profile: StoreProfile) -> dict[str, str]:
+    """Every test here runs on the embedded stores, on PostgreSQL + Qdrant, and all in PostgreSQL."""
+    return store_profile.env("docdb")
 
 
 async def test_kb_create_list_detail_and_conflicts(docdb: Client) -> None:

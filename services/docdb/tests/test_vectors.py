@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 from qdrant_client import AsyncQdrantClient
 
+from lore_common.stores.vector import QdrantStore
 from lore_docdb.index.vectors import VectorIndex, VectorSearchError
 
 
 async def test_vector_index_survives_its_search_process_dying(tmp_path: Path) -> None:
-    client = AsyncQdrantClient(path=str(tmp_path / "qdrant"))
-    index = VectorIndex(client, server=False)
+    store = QdrantStore(AsyncQdrantClient(path=str(tmp_path / "qdrant")), local=True)
+    index = VectorIndex(store)
     await index.ensure("kb", 4)
     rng = np.random.default_rng(5)
     vectors = rng.normal(size=(40, 4)).astype(np.float32)
@@ -40,12 +41,12 @@ async def test_vector_index_survives_its_search_process_dying(tmp_path: Path) ->
     await index.drop("kb")
     assert await index.search("kb", query, 5, 0.0, 10) == []
     await index.close()
-    await client.close()
+    await store.close()
 
 
 async def test_a_search_in_flight_when_the_process_dies_fails_clearly(tmp_path: Path) -> None:
-    client = AsyncQdrantClient(path=str(tmp_path / "qdrant"))
-    index = VectorIndex(client, server=False)
+    store = QdrantStore(AsyncQdrantClient(path=str(tmp_path / "qdrant")), local=True)
+    index = VectorIndex(store)
     await index.ensure("kb", 256)
     vectors = np.random.default_rng(1).normal(size=(3000, 256)).astype(np.float32)
     await index.upsert("kb", vectors, [{"chunk_id": f"c{i}"} for i in range(3000)])
@@ -61,4 +62,4 @@ async def test_a_search_in_flight_when_the_process_dies_fails_clearly(tmp_path: 
     assert "exited" in str(errors[0])
     assert len(await index.search("kb", vectors[3], 5, 0.0, 10)) == 5
     await index.close()
-    await client.close()
+    await store.close()

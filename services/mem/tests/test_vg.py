@@ -8,6 +8,7 @@ import httpx
 import pytest
 import respx
 
+from lore_common.testing.pytest_plugin import StoreProfile
 from lore_common.testing.replies import chat_completion as completion
 
 VG = "/api/v1/mem/vg"
@@ -15,9 +16,9 @@ LLM = "https://llm.example.test/v1"
 
 
 @pytest.fixture
-def db_env(relational_url: str | None) -> dict[str, str]:
-    """Every test here runs with the history store on SQLite and on PostgreSQL."""
-    return {"LORE__MEM__DATABASE__URL": relational_url} if relational_url else {}
+def db_env(store_profile: StoreProfile) -> dict[str, str]:
+    """Every test here runs on the embedded stores, on PostgreSQL + Qdrant, and all in PostgreSQL."""
+    return store_profile.env("mem")
 
 
 async def add(client: Any, text: str, **scope: Any) -> dict[str, Any]:

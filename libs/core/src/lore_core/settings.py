@@ -79,12 +79,16 @@ class DatabaseConfig(Section):
 
 
 class VectorStoreConfig(Section):
-    """Qdrant: local mode at `path` (default: the service's data dir) or a server at `url`."""
+    """`qdrant`: local mode at `path` (default: the service's data dir), or a server at `url`.
+    `pgvector`: PostgreSQL with the vector extension at `url`, by default the service's `database.url`."""
 
+    provider: Literal["qdrant", "pgvector"] = "qdrant"
     url: str | None = None
     api_key: str | None = None
     path: str | None = None
     prefer_grpc: bool = False
+    # pgvector: connections this service keeps open to PostgreSQL for vectors.
+    pool_size: int = 10
     # Alias of the contract's `docdb.milvus.sentence_mode`: sentence-level chunking.
     sentence_mode: bool = False
 

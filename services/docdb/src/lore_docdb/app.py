@@ -76,7 +76,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             await asyncio.to_thread(lambda: list(raw.sweep_temp_files()))
             task_store = TaskStore(stores.sql)
             index = IndexStore(stores.sql, settings.postgres_batch_size)
-            vectors = VectorIndex(stores.vector, server=cfg.vector_store.url is not None)
+            vectors = VectorIndex(stores.vector)
             graph, bm25 = GraphIndex(stores.graph), Bm25Cache(index.chunks_of_kb, index.chunk_signature)
             schemas = SchemaService(SchemaStore(stores.sql))
             datasets = DatasetService(raw, task_store, stores.objects, cfg.max_upload_size)

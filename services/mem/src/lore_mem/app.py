@@ -93,11 +93,7 @@ def create_app(settings: Settings) -> Litestar:
             assert stores.sql is not None and stores.vector is not None
             history = HistoryStore(stores.sql)
             await history.create_tables()
-            memories = MemoryStore(
-                stores.vector,
-                vg.vector_store.config.collection_name,
-                server=settings.mem.vector_store.url is not None,
-            )
+            memories = MemoryStore(stores.vector, vg.vector_store.config.collection_name)
             await memories.ensure(providers.embedder.dim)
             app.state.stores = stores
             app.state.providers = providers

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qdrant_client import AsyncQdrantClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from lore_common.stores import graph, objects, sql, vector
+from lore_common.stores import graph, objects, sql
+from lore_common.stores.vector import VectorStore, open_vector_store
 from lore_core.settings import DatabaseConfig, GraphStoreConfig, ObjectStorageConfig, VectorStoreConfig
 from lore_core.web import HealthCheck
 
@@ -20,7 +20,7 @@ from lore_core.web import HealthCheck
 class Stores:
     data_dir: Path
     sql: AsyncEngine | None = None
-    vector: AsyncQdrantClient | None = None
+    vector: VectorStore | None = None
     graph: graph.GraphStore | None = None
     objects: objects.ObjectStore | None = None
     extra_checks: dict[str, HealthCheck] = field(default_factory=dict)
@@ -31,8 +31,7 @@ class Stores:
             engine = self.sql
             checks["relational"] = lambda: sql.ping(engine)
         if self.vector is not None:
-            client = self.vector
-            checks["vector"] = lambda: vector.ping(client)
+            checks["vector"] = self.vector.ping
         if self.graph is not None:
             checks["graph"] = self.graph.ping
         if self.objects is not None:
@@ -59,7 +58,7 @@ async def open_stores(
             stores.sql = sql.create_engine(database, data_dir, name)
             stack.push_async_callback(stores.sql.dispose)
         if vector_store is not None:
-            stores.vector = vector.open_qdrant(vector_store, data_dir)
+            stores.vector = await open_vector_store(vector_store, data_dir, database)
             stack.push_async_callback(stores.vector.close)
         if graph_store is not None and graph_store.enabled:
             stores.graph = await graph.open_graph_store(graph_store, data_dir)

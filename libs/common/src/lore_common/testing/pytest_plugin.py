@@ -6,12 +6,16 @@ import asyncio
 import os
 import sys
 import uuid
+import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from lore_common.testing.processes import ServerProcess, free_port
+from lore_core.settings import VectorStoreConfig
 
 POSTGRES_ADMIN_URL = os.environ.get("LORE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
@@ -55,14 +59,116 @@ def postgres_url() -> Iterator[str]:
         asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
-async def _admin(statement: str) -> None:
+async def _admin(statement: str, url: str = POSTGRES_ADMIN_URL) -> None:
     import asyncpg
 
-    connection = await asyncpg.connect(POSTGRES_ADMIN_URL)
+    connection = await asyncpg.connect(url)
     try:
         await connection.execute(statement)
     finally:
         await connection.close()
+
+
+PGVECTOR_HELP = (
+    "pgvector tests need PostgreSQL with the vector extension: install the server's package "
+    "(Debian: postgresql-15-pgvector), or `pip install pgserver` (PostgreSQL 16 with pgvector, from "
+    "PyPI; a dev dependency of this workspace), or set LORE_TEST_PGVECTOR_URL"
+)
+
+
+async def _has_pgvector(url: str) -> bool:
+    import asyncpg
+
+    try:
+        connection = await asyncio.wait_for(asyncpg.connect(url), 3)
+    except Exception:
+        return False
+    try:
+        return bool(await connection.fetchval("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"))
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="session")
+def pgvector_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An admin URL (`postgresql://…`) of a PostgreSQL server that has pgvector, for the session:
+    LORE_TEST_PGVECTOR_URL, else the server at 127.0.0.1:5432 when it has the extension, else a private
+    pgserver (PostgreSQL 16 with pgvector, shipped on PyPI) on a unix socket in a temp dir."""
+    configured = os.environ.get("LORE_TEST_PGVECTOR_URL")
+    if configured:
+        yield configured
+        return
+    if asyncio.run(_has_pgvector(POSTGRES_ADMIN_URL)):
+        yield POSTGRES_ADMIN_URL
+        return
+    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset; it is harmless
+        warnings.simplefilter("ignore")
+        try:
+            import pgserver
+        except ImportError:
+            if os.environ.get("CI"):
+                pytest.fail(PGVECTOR_HELP)
+            pytest.skip(PGVECTOR_HELP)
+        server = pgserver.get_server(tmp_path_factory.mktemp("pgvector"), cleanup_mode="stop")
+    try:
+        yield str(server.get_uri())
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def pgvector_url(pgvector_server: str) -> Iterator[str]:
+    """A fresh database with the vector extension (`postgresql+asyncpg://…`), dropped afterwards."""
+    name = f"lore_vec_test_{uuid.uuid4().hex[:12]}"
+    parts = urlsplit(pgvector_server)
+    url = urlunsplit(parts._replace(path=f"/{name}"))
+    asyncio.run(_admin(f'CREATE DATABASE "{name}"', pgvector_server))
+    try:
+        asyncio.run(_admin("CREATE EXTENSION IF NOT EXISTS vector", url))
+        yield url.replace("postgresql://", "postgresql+asyncpg://", 1)
+    finally:
+        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', pgvector_server))
+
+
+@pytest.fixture(params=["qdrant", pytest.param("pgvector", marks=pytest.mark.postgres)])
+def vector_store_config(request: pytest.FixtureRequest) -> VectorStoreConfig:
+    """Runs a test twice: on Qdrant local mode and on pgvector in a fresh database."""
+    if request.param == "qdrant":
+        return VectorStoreConfig()
+    return VectorStoreConfig(provider="pgvector", url=request.getfixturevalue("pgvector_url"))
+
+
+@dataclass(frozen=True)
+class StoreProfile:
+    """Where a service under test keeps its rows and vectors."""
+
+    database_url: str | None
+    vector_provider: str = "qdrant"
+
+    def env(self, service: str) -> dict[str, str]:
+        """The `LORE__<SERVICE>__…` settings that select this profile."""
+        prefix = f"LORE__{service.upper()}__"
+        env = {f"{prefix}VECTOR_STORE__PROVIDER": self.vector_provider}
+        if self.database_url:
+            env[f"{prefix}DATABASE__URL"] = self.database_url
+        return env
+
+
+@pytest.fixture(
+    params=[
+        "embedded",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("pgvector", marks=pytest.mark.postgres),
+    ]
+)
+def store_profile(request: pytest.FixtureRequest) -> StoreProfile:
+    """Runs a test three times: SQLite + Qdrant local (the embedded default), PostgreSQL + Qdrant local,
+    and everything in one PostgreSQL database with pgvector."""
+    if request.param == "embedded":
+        return StoreProfile(None)
+    if request.param == "postgres":
+        return StoreProfile(request.getfixturevalue("postgres_url"))
+    return StoreProfile(request.getfixturevalue("pgvector_url"), "pgvector")
 
 
 @pytest.fixture(scope="session")

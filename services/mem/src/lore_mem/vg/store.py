@@ -1,4 +1,4 @@
-"""Store access of `vg`: memories in a Qdrant collection, their history in the relational store."""
+"""Store access of `vg`: memories in a vector-store collection, their history in the relational store."""
 
 from __future__ import annotations
 
@@ -6,60 +6,46 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from qdrant_client import AsyncQdrantClient, models
+import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from lore_common.matrix import PointMirror
-from lore_common.stores.vector import mirror_pages
+from lore_common.stores.vector import Point, VectorStore
 from lore_core.clock import utcnow
 from lore_mem.vg.models import HistoryRow
 
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+# Indexed payload keys: the scope, and the hash that finds an exact duplicate.
+INDEXED_KEYS = (*SCOPE_KEYS, "hash")
 
 
-def scope_filter(scope: dict[str, str], extra: Sequence[models.FieldCondition] = ()) -> models.Filter:
-    return models.Filter(
-        must=[
-            *(models.FieldCondition(key=k, match=models.MatchValue(value=v)) for k, v in scope.items()),
-            *extra,
-        ]
-    )
+def _record(point: Point) -> dict[str, Any]:
+    return {"id": point.id, **point.payload}
 
 
 class MemoryStore:
-    """Memories in a Qdrant collection. With Qdrant local mode, which scans every point for a filtered
-    search, reads go to an in-process `PointMirror` rebuilt at start-up; Qdrant stays the durable store."""
+    """Memories in one collection. With Qdrant local mode, which scans every point for a filtered
+    search, reads go to an in-process `PointMirror` rebuilt at start-up; Qdrant stays the durable store.
+    Qdrant servers and pgvector answer every read themselves."""
 
-    def __init__(self, client: AsyncQdrantClient, collection: str, server: bool) -> None:
-        self.client = client
+    def __init__(self, store: VectorStore, collection: str) -> None:
+        self.store = store
         self.collection = collection
-        self.server = server
         self.mirror: PointMirror | None = None
 
     async def ensure(self, dim: int) -> None:
-        if not await self.client.collection_exists(self.collection):
-            await self.client.create_collection(
-                self.collection, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE)
-            )
-            if self.server:  # Qdrant local mode ignores payload indexes
-                for key in (*SCOPE_KEYS, "hash"):
-                    await self.client.create_payload_index(
-                        self.collection, key, models.PayloadSchemaType.KEYWORD
-                    )
-        if not self.server:
+        if await self.store.dimension(self.collection) is None:
+            await self.store.create(self.collection, dim, INDEXED_KEYS)
+        if self.store.local:
             self.mirror = PointMirror(dim, SCOPE_KEYS)
-            async for batch in mirror_pages(self.client, self.collection):
+            async for batch in self.store.pages(self.collection):
                 for point_id, vector, payload in zip(batch.ids, batch.vectors, batch.payloads, strict=True):
                     self.mirror.put(point_id, vector, payload)
 
     async def upsert(self, memory_id: str, vector: list[float], payload: dict[str, Any]) -> None:
-        await self.client.upsert(
-            self.collection,
-            points=[models.PointStruct(id=memory_id, vector=vector, payload=payload)],
-            wait=True,
-        )
+        await self.store.upsert(self.collection, [memory_id], np.asarray([vector], np.float32), [payload])
         if self.mirror is not None:
             self.mirror.put(memory_id, vector, payload)
 
@@ -67,19 +53,12 @@ class MemoryStore:
         if self.mirror is not None:
             index = self.mirror.rows.get(memory_id)
             return None if index is None else {"id": memory_id, **self.mirror.payloads[index]}
-        try:
-            points = await self.client.retrieve(self.collection, ids=[memory_id], with_payload=True)
-        except Exception:  # an id that is not a UUID is simply not there
-            return None
-        if not points or points[0].payload is None:
-            return None
-        return {"id": str(points[0].id), **points[0].payload}
+        points = await self.store.retrieve(self.collection, [memory_id])
+        return _record(points[0]) if points else None
 
     async def delete(self, memory_ids: Sequence[str]) -> None:
         if memory_ids:
-            await self.client.delete(
-                self.collection, points_selector=models.PointIdsList(points=list(memory_ids)), wait=True
-            )
+            await self.store.delete(self.collection, memory_ids)
             if self.mirror is not None:
                 for memory_id in memory_ids:
                     self.mirror.remove(memory_id)
@@ -93,25 +72,15 @@ class MemoryStore:
                 ({"id": mirror.ids[i], **mirror.payloads[i]}, score)
                 for i, score in mirror.search(vector, limit, threshold, where=scope)
             ]
-        result = await self.client.query_points(
-            self.collection,
-            query=vector,
-            query_filter=scope_filter(scope),
-            limit=limit,
-            score_threshold=threshold,
-            with_payload=True,
-        )
-        return [({"id": str(p.id), **(p.payload or {})}, float(p.score)) for p in result.points]
+        points = await self.store.search(self.collection, vector, limit, threshold=threshold, where=scope)
+        return [(_record(p), p.score) for p in points]
 
     async def list_scope(self, scope: dict[str, str], limit: int) -> list[dict[str, Any]]:
         if self.mirror is not None:
             mirror = self.mirror
             rows = [{"id": mirror.ids[i], **mirror.payloads[i]} for i in mirror.rows_where(scope)]
         else:
-            points, _ = await self.client.scroll(
-                self.collection, scroll_filter=scope_filter(scope), limit=limit, with_payload=True
-            )
-            rows = [{"id": str(p.id), **(p.payload or {})} for p in points]
+            rows = [_record(p) for p in await self.store.scroll(self.collection, scope, limit)]
         return sorted(rows, key=lambda r: str(r.get("created_at", "")))[:limit]
 
     async def find_hash(self, scope: dict[str, str], digest: str) -> dict[str, Any] | None:
@@ -120,15 +89,8 @@ class MemoryStore:
                 if self.mirror.payloads[i].get("hash") == digest:
                     return {"id": self.mirror.ids[i], **self.mirror.payloads[i]}
             return None
-        points, _ = await self.client.scroll(
-            self.collection,
-            scroll_filter=scope_filter(
-                scope, [models.FieldCondition(key="hash", match=models.MatchValue(value=digest))]
-            ),
-            limit=1,
-            with_payload=True,
-        )
-        return {"id": str(points[0].id), **(points[0].payload or {})} if points else None
+        points = await self.store.scroll(self.collection, {**scope, "hash": digest}, 1)
+        return _record(points[0]) if points else None
 
 
 class HistoryStore:

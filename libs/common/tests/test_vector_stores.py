@@ -1,0 +1,170 @@
+"""One contract for every vector store: the same assertions on Qdrant local mode and on pgvector."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lore_common.stores.pgvector import table_name
+from lore_common.stores.vector import VectorStore, VectorStoreError, open_vector_store
+from lore_core.settings import DatabaseConfig, VectorStoreConfig
+
+
+@pytest.fixture
+async def store(vector_store_config: VectorStoreConfig, tmp_path: Path) -> AsyncIterator[VectorStore]:
+    opened = await open_vector_store(vector_store_config, tmp_path)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+def ids(n: int) -> list[str]:
+    return [str(uuid.UUID(int=i + 1)) for i in range(n)]
+
+
+def unit(*values: float) -> np.ndarray:
+    return np.asarray(values, dtype=np.float32)
+
+
+async def test_points_round_trip_with_filters_counts_and_drop(store: VectorStore) -> None:
+    assert await store.dimension("kb_demo") is None
+    assert await store.search("kb_demo", unit(1, 0, 0), 5) == []
+    assert await store.count("kb_demo") == 0
+    await store.create("kb_demo", 3, ("dataset", "file"))
+    await store.create("kb_demo", 3, ("dataset", "file"))  # a second create is a no-op
+    assert await store.dimension("kb_demo") == 3
+
+    point_ids = ids(4)
+    vectors = np.asarray([[1, 0, 0], [0.9, 0.1, 0], [0.1, 1, 0], [0, 0, 1]], dtype=np.float32)
+    payloads = [
+        {"chunk_id": "c1", "dataset": "d1", "file": "a.txt", "text": "α"},
+        {"chunk_id": "c2", "dataset": "d1", "file": "b.txt", "page": 3},
+        {"chunk_id": "c3", "dataset": "d2", "file": "a.txt"},
+        {"chunk_id": "c4", "dataset": "d2"},  # a key left out is simply absent
+    ]
+    await store.upsert("kb_demo", point_ids, vectors, payloads)
+    assert await store.count("kb_demo") == 4
+    assert await store.count("kb_demo", {"dataset": "d1"}) == 2
+    assert await store.count("kb_demo", {"dataset": "d2", "file": "a.txt"}) == 1
+
+    hits = await store.search("kb_demo", unit(1, 0, 0), 3, ef=40)
+    assert [h.payload["chunk_id"] for h in hits] == ["c1", "c2", "c3"]
+    assert hits[0].id == point_ids[0] and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert hits[1].score == pytest.approx(0.9 / np.hypot(0.9, 0.1), abs=1e-5)
+    assert hits[0].payload == payloads[0]  # the whole payload comes back, types kept
+    assert (await store.search("kb_demo", unit(1, 0, 0), 3))[1].payload["page"] == 3
+    # A threshold keeps only close points; a filter searches inside the filter only.
+    assert [
+        h.payload["chunk_id"] for h in await store.search("kb_demo", unit(1, 0, 0), 4, threshold=0.5)
+    ] == [
+        "c1",
+        "c2",
+    ]
+    scoped = await store.search("kb_demo", unit(1, 0, 0), 4, where={"dataset": "d2"})
+    assert [h.payload["chunk_id"] for h in scoped] == ["c3", "c4"]
+
+    assert {p.payload["chunk_id"] for p in await store.scroll("kb_demo", {"file": "a.txt"}, 10)} == {
+        "c1",
+        "c3",
+    }
+    assert len(await store.scroll("kb_demo", {"dataset": "d1"}, 1)) == 1
+    got = await store.retrieve("kb_demo", [point_ids[2], str(uuid.uuid4())])
+    assert [(p.id, p.payload["chunk_id"]) for p in got] == [(point_ids[2], "c3")]
+    assert await store.retrieve("kb_demo", ["not-a-uuid"]) == []
+
+    # An upsert of an existing id replaces its vector and payload, and its filter values with them.
+    await store.upsert(
+        "kb_demo", [point_ids[3]], unit(1, 0, 0)[None, :], [{"chunk_id": "c4", "dataset": "d1"}]
+    )
+    assert await store.count("kb_demo") == 4 and await store.count("kb_demo", {"dataset": "d1"}) == 3
+    top = await store.search("kb_demo", unit(1, 0, 0), 2)
+    assert {h.payload["chunk_id"] for h in top} == {"c1", "c4"}
+
+    await store.delete_where("kb_demo", {"dataset": "d1"})
+    assert [p.payload["chunk_id"] for p in await store.scroll("kb_demo", {"dataset": "d2"}, 10)] == ["c3"]
+    assert await store.count("kb_demo") == 1
+    await store.delete("kb_demo", [point_ids[2]])
+    assert await store.count("kb_demo") == 0
+
+    await store.drop("kb_demo")
+    assert await store.dimension("kb_demo") is None
+    assert await store.search("kb_demo", unit(1, 0, 0), 5) == []
+    await store.drop("kb_demo")  # dropping what is gone is fine
+
+
+async def test_pages_return_every_vector_for_mirrors(store: VectorStore) -> None:
+    await store.create("memoryvg", 8, ("user_id",))
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(25, 8)).astype(np.float32)
+    point_ids = ids(25)
+    await store.upsert("memoryvg", point_ids, vectors, [{"user_id": f"u{i % 3}"} for i in range(25)])
+    seen: dict[str, np.ndarray] = {}
+    async for batch in store.pages("memoryvg", page=10):
+        assert len(batch.ids) <= 10 and batch.vectors.shape == (len(batch.ids), 8)
+        seen.update(zip(batch.ids, batch.vectors, strict=True))
+    assert sorted(seen) == sorted(point_ids)
+    for point_id, vector in zip(point_ids, vectors, strict=True):
+        # Same direction (Qdrant stores cosine vectors normalised; pgvector stores them as given).
+        got = seen[point_id] / np.linalg.norm(seen[point_id])
+        np.testing.assert_allclose(got, vector / np.linalg.norm(vector), atol=1e-6)
+
+
+async def test_filters_must_name_an_indexed_key(store: VectorStore) -> None:
+    with pytest.raises(VectorStoreError, match="invalid indexed payload key"):
+        await store.create("kb_x", 4, ("Bad Key",))
+    with pytest.raises(VectorStoreError, match="invalid collection name"):
+        await store.create("kb x; drop", 4, ())
+
+
+@pytest.mark.postgres
+async def test_pgvector_filters_are_columns_with_indexes_and_search_uses_hnsw(pgvector_url: str) -> None:
+    import asyncpg
+
+    store = await open_vector_store(
+        VectorStoreConfig(provider="pgvector"), Path(), DatabaseConfig(url=pgvector_url)
+    )
+    try:
+        await store.create("kb_big", 16, ("dataset",))
+        rng = np.random.default_rng(0)
+        await store.upsert(
+            "kb_big", ids(3000), rng.normal(size=(3000, 16)), [{"dataset": f"d{i % 50}"} for i in range(3000)]
+        )
+        # A filter on an unindexed key is refused rather than scanning JSON.
+        with pytest.raises(VectorStoreError, match="no indexed payload key"):
+            await store.count("kb_big", {"file": "x"})
+    finally:
+        await store.close()
+    connection = await asyncpg.connect(pgvector_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        table = table_name("kb_big")
+        indexes = {
+            r["indexdef"].split(" USING ")[1]
+            for r in await connection.fetch("SELECT indexdef FROM pg_indexes WHERE tablename = $1", table)
+        }
+        assert "hnsw (embedding vector_cosine_ops)" in indexes and "btree (dataset)" in indexes
+        await connection.execute(f'ANALYZE "{table}"')
+        query = "[" + ",".join(["0.5"] * 16) + "]"
+        plan = "\n".join(
+            r[0]
+            for r in await connection.fetch(
+                f"EXPLAIN SELECT id FROM \"{table}\" ORDER BY embedding <=> '{query}' LIMIT 10"
+            )
+        )
+        assert "Index Scan using lore_vec_" in plan and "_hnsw" in plan
+        plan = "\n".join(
+            r[0]
+            for r in await connection.fetch(f"EXPLAIN SELECT count(*) FROM \"{table}\" WHERE dataset = 'd7'")
+        )
+        assert "Index" in plan  # a b-tree lookup, not a scan of every row
+    finally:
+        await connection.close()
+
+
+async def test_pgvector_without_a_postgres_url_says_what_to_set(tmp_path: Path) -> None:
+    with pytest.raises(VectorStoreError, match=r"vector_store\.url or the service's database\.url"):
+        await open_vector_store(VectorStoreConfig(provider="pgvector"), tmp_path, DatabaseConfig())
