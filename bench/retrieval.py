@@ -3,12 +3,19 @@ mode 1 with the local embedding model, then every test query through `/retrieve`
 `rerank` modes. Prints nDCG@10 and recall@100 of each. Anchor: BEIR's published BM25 nDCG@10 on
 SciFact is 0.665; goal: rerank >= 0.68.
 
-    uv run python bench/retrieval.py [--limit-docs N]
+With `--vector-store pgvector` the same run is repeated on PostgreSQL with pgvector (relational rows and
+vectors in one database) after the Qdrant-local run, and both are printed side by side: nDCG@10 must
+match within 0.005 (pgvector's HNSW is approximate; `/retrieve` asks for ef = top_k × ef_multiplier).
+PostgreSQL is `--postgres-url`, else the server at 127.0.0.1:5432 when it has pgvector, else a private
+one from the `pgserver` package.
+
+    uv run python bench/retrieval.py [--limit-docs N] [--vector-store qdrant|pgvector]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import shutil
@@ -19,6 +26,7 @@ from pathlib import Path
 
 import httpx
 
+from lore_common.servers import postgres, prepare_databases
 from lore_common.testing.processes import start_service, wait_task
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
@@ -34,27 +42,16 @@ def ndcg10(ranked: list[str], relevant: dict[str, int]) -> float:
     return dcg / idcg if idcg else 0.0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--limit-docs", type=int, default=None)
-    parser.add_argument("--embedding-model", default=None)
-    args = parser.parse_args()
-    corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
-    corpus = corpus[: args.limit_docs] if args.limit_docs else corpus
-    qrels: dict[str, dict[str, int]] = defaultdict(dict)
-    for row in (DATA / "qrels" / "test.tsv").read_text().splitlines()[1:]:
-        qid, did, score = row.split("\t")
-        qrels[qid][did] = int(score)
-    queries = {
-        q["_id"]: q["text"]
-        for q in map(json.loads, (DATA / "queries.jsonl").read_text(encoding="utf-8").splitlines())
-        if q["_id"] in qrels
-    }
+def run(
+    label: str,
+    env: dict[str, str],
+    corpus: list[dict[str, str]],
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+) -> dict[str, float]:
+    """Upload and parse the corpus into a fresh docdb, then ask every query in both modes."""
     work = Path(tempfile.mkdtemp(prefix="lore-bench-retrieval-"))
-    env = {"LORE__DOCDB__GRAPH_STORE__ENABLED": "false"}
-    if args.embedding_model:
-        env["LORE__DOCDB__EMBEDDING_API__MODEL"] = args.embedding_model
-    docdb, base = start_service("docdb", work, env)
+    docdb, base = start_service("docdb", work, {"LORE__DOCDB__GRAPH_STORE__ENABLED": "false", **env})
     figures: dict[str, float] = {}
     try:
         with httpx.Client(base_url=base, timeout=600) as client:
@@ -73,7 +70,7 @@ def main() -> None:
             if task["status"] != "completed":
                 raise SystemExit(f"parse failed: {task}")
             figures["parse_seconds"] = round(time.perf_counter() - started, 1)
-            print(f"parsed {len(corpus)} abstracts in {figures['parse_seconds']} s", flush=True)
+            print(f"[{label}] parsed {len(corpus)} abstracts in {figures['parse_seconds']} s", flush=True)
             for mode in ("naive", "rerank"):
                 ndcgs, recalls, latencies = [], [], []
                 for qid, text in queries.items():
@@ -89,13 +86,61 @@ def main() -> None:
                 latencies.sort()
                 figures[f"{mode}_p50_ms"] = round(latencies[len(latencies) // 2] * 1000, 1)
                 print(
-                    f"{mode:7s} nDCG@10 {figures[f'{mode}_ndcg10']:.4f}  "
+                    f"[{label}] {mode:7s} nDCG@10 {figures[f'{mode}_ndcg10']:.4f}  "
                     f"recall@100 {figures[f'{mode}_recall100']:.4f}  p50 {figures[f'{mode}_p50_ms']} ms",
                     flush=True,
                 )
     finally:
         docdb.stop()
         shutil.rmtree(work, ignore_errors=True)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--limit-docs", type=int, default=None)
+    parser.add_argument("--embedding-model", default=None)
+    parser.add_argument("--vector-store", choices=("qdrant", "pgvector"), default="qdrant")
+    parser.add_argument("--postgres-url", default=None, help="admin URL of a PostgreSQL server with pgvector")
+    args = parser.parse_args()
+    corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    corpus = corpus[: args.limit_docs] if args.limit_docs else corpus
+    qrels: dict[str, dict[str, int]] = defaultdict(dict)
+    for row in (DATA / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        qid, did, score = row.split("\t")
+        qrels[qid][did] = int(score)
+    queries = {
+        q["_id"]: q["text"]
+        for q in map(json.loads, (DATA / "queries.jsonl").read_text(encoding="utf-8").splitlines())
+        if q["_id"] in qrels
+    }
+    env = {"LORE__DOCDB__EMBEDDING_API__MODEL": args.embedding_model} if args.embedding_model else {}
+    figures = run("qdrant", env, corpus, queries, qrels)
+    if args.vector_store == "pgvector":
+        with (
+            tempfile.TemporaryDirectory(prefix="lore-bench-pg-") as scratch,
+            postgres(args.postgres_url, Path(scratch)) as admin_url,
+        ):
+            prefix = f"lore_bench_{int(time.time())}"
+            urls = asyncio.run(prepare_databases(admin_url, prefix))
+            pg_env = {
+                **env,
+                "LORE__DOCDB__DATABASE__URL": urls["docdb"],
+                "LORE__DOCDB__VECTOR_STORE__PROVIDER": "pgvector",
+            }
+            pg = run("pgvector", pg_env, corpus, queries, qrels)
+        figures |= {f"pgvector_{k}": v for k, v in pg.items()}
+        print("\nside by side        qdrant-local   pgvector")
+        for key in ("parse_seconds", "naive_ndcg10", "rerank_ndcg10", "naive_p50_ms", "rerank_p50_ms"):
+            print(f"{key:18s} {figures[key]:>12}   {pg[key]:>8}")
+        figures["pgvector_minus_qdrant_rerank_ndcg10"] = round(
+            pg["rerank_ndcg10"] - figures["rerank_ndcg10"], 4
+        )
+        figures["pgvector_minus_qdrant_naive_ndcg10"] = round(pg["naive_ndcg10"] - figures["naive_ndcg10"], 4)
+        figures["pgvector_vs_qdrant_rerank_p50_ratio"] = round(
+            pg["rerank_p50_ms"] / figures["rerank_p50_ms"], 3
+        )
+        figures["goal_ndcg10_tolerance"] = 0.005
     figures["documents"] = len(corpus)
     figures["queries"] = len(queries)
     figures["bm25_anchor_ndcg10"] = ANCHOR
