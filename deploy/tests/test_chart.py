@@ -115,6 +115,7 @@ def test_default_values_render_every_component_on_store_servers() -> None:
     for module in ("DOCDB", "GEN", "MEM"):
         assert secret[f"LORE__{module}__DATABASE__URL"].startswith("postgresql://")
     assert secret["LORE__DOCDB__VECTOR_STORE__URL"].startswith("http")
+    assert secret["LORE__DOCDB__VECTOR_STORE__PROVIDER"] == "qdrant"
     assert secret["LORE__MEM__GRAPH_STORE__URL"].startswith("falkordb://")
     for deployment in deployments.values():
         container = deployment["spec"]["template"]["spec"]["containers"][0]
@@ -150,9 +151,18 @@ def test_external_stores_scaling_and_ingress() -> None:
             assert "sk-chart-test" not in yaml.safe_dump(manifest) and ":pw@" not in yaml.safe_dump(manifest)
 
 
+def test_pgvector_keeps_vectors_in_postgres_and_needs_no_qdrant() -> None:
+    secret = by_kind(render({"stores": {"vectors": "pgvector"}}), "Secret")["lore"]["stringData"]
+    for module in ("DOCDB", "MEM"):
+        assert secret[f"LORE__{module}__VECTOR_STORE__PROVIDER"] == "pgvector"
+        assert f"LORE__{module}__VECTOR_STORE__URL" not in secret  # the service's database.url is used
+        assert secret[f"LORE__{module}__DATABASE__URL"].startswith("postgresql://")
+
+
 @pytest.mark.parametrize(
     ("values", "says"),
     [
+        ({"stores": {"vectors": "milvus"}}, "vectors"),
         ({"docdb": {"replicas": -1}}, "replicas"),
         ({"stores": {"postgres": {"url": "mysql://x"}}}, "url"),
         ({"gen": {"env": {"OPENAI_API_KEY": "x"}}}, "OPENAI_API_KEY"),
