@@ -1,4 +1,5 @@
-"""docdb's vector index in Qdrant local mode: searched by a child process that can die and come back."""
+"""docdb's vector index: the same behaviour on Qdrant local and pgvector; in Qdrant local mode it is
+searched by a child process that can die and come back."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import asyncio
 from pathlib import Path
 
 import numpy as np
+import pytest
 from qdrant_client import AsyncQdrantClient
 
-from lore_common.stores.vector import QdrantStore
-from lore_docdb.index.vectors import VectorIndex, VectorSearchError
+from lore_common.stores.vector import QdrantStore, open_vector_store
+from lore_core.settings import VectorStoreConfig
+from lore_docdb.index.vectors import DimensionMismatch, VectorIndex, VectorSearchError
 
 
 async def test_vector_index_survives_its_search_process_dying(tmp_path: Path) -> None:
@@ -63,3 +66,41 @@ async def test_a_search_in_flight_when_the_process_dies_fails_clearly(tmp_path: 
     assert len(await index.search("kb", vectors[3], 5, 0.0, 10)) == 5
     await index.close()
     await store.close()
+
+
+async def test_kb_vectors_behave_the_same_on_every_backend(
+    vector_store_config: VectorStoreConfig, tmp_path: Path
+) -> None:
+    store = await open_vector_store(vector_store_config, tmp_path)
+    index = VectorIndex(store)
+    try:
+        assert await index.search("kb", np.ones(8, np.float32), 5, 0.0, 50) == []
+        await index.ensure("kb", 8)
+        await index.ensure("kb", 8)
+        with pytest.raises(DimensionMismatch, match="holds 8-d vectors but the embedder makes 16-d"):
+            await index.ensure("kb", 16)
+        rng = np.random.default_rng(11)
+        vectors = rng.normal(size=(60, 8)).astype(np.float32)
+        payloads = [
+            {"chunk_id": f"t{i // 20}:{i}", "dataset": f"d{i % 2}", "task_id": f"t{i // 20}", "file": "f.txt"}
+            for i in range(60)
+        ]
+        await index.upsert("kb", vectors, payloads)
+        assert await index.count("kb") == 60 and await index.count("kb", "dataset", "d1") == 30
+        hits = await index.search("kb", vectors[42], 5, 0.0, 50)
+        assert hits[0].payload == payloads[42] and hits[0].score == pytest.approx(1.0, abs=1e-5)
+        assert all(h.score >= 0.6 for h in await index.search("kb", vectors[42], 60, 0.6, 600))
+        # Re-parsing a chunk replaces its point (same chunk id, same point id).
+        await index.upsert("kb", -vectors[42:43], [payloads[42]])
+        assert await index.count("kb") == 60
+        assert (await index.search("kb", -vectors[42], 1, 0.0, 10))[0].payload["chunk_id"] == "t2:42"
+        await index.delete_where("kb", "task_id", "t1")
+        assert await index.count("kb") == 40 and await index.count("kb", "task_id", "t1") == 0
+        assert all(h.payload["task_id"] != "t1" for h in await index.search("kb", vectors[25], 60, 0.0, 600))
+        # Only Qdrant local is mirrored in a search process; a server searches with its own index.
+        assert (index._worker is not None) == (vector_store_config.provider == "qdrant")
+        await index.drop("kb")
+        assert await index.count("kb") == 0 and await index.search("kb", vectors[0], 5, 0.0, 50) == []
+    finally:
+        await index.close()
+        await store.close()

@@ -1,0 +1,78 @@
+"""vg's memory store: the same behaviour on Qdrant local (mirrored in memory) and on pgvector."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lore_common.stores.vector import open_vector_store
+from lore_core.settings import VectorStoreConfig
+from lore_mem.vg.store import MemoryStore
+
+
+def memory(text: str, created: int, **scope: str) -> dict[str, str]:
+    return {"data": text, "hash": f"h-{text}", "created_at": f"2026-01-01T00:00:{created:02d}", **scope}
+
+
+async def test_memories_are_scoped_searchable_and_survive_a_restart(
+    vector_store_config: VectorStoreConfig, tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(6, 16)).astype(np.float32)
+    ids = [str(uuid.uuid4()) for _ in range(6)]
+    store = await open_vector_store(vector_store_config, tmp_path)
+    memories = MemoryStore(store, "memoryvg")
+    try:
+        await memories.ensure(16)
+        assert (memories.mirror is not None) == (vector_store_config.provider == "qdrant")
+        records = [
+            memory("tea", 3, user_id="ana"),
+            memory("surf", 1, user_id="ana"),
+            memory("oslo", 2, user_id="bo"),
+            memory("run", 4, user_id="ana", run_id="r1"),
+            memory("agent", 5, agent_id="helper"),
+            memory("gone", 6, user_id="ana"),
+        ]
+        for memory_id, vector, record in zip(ids, vectors, records, strict=True):
+            await memories.upsert(memory_id, vector.tolist(), record)
+        await memories.delete([ids[5]])
+
+        hits = await memories.search(vectors[2].tolist(), {"user_id": "ana"}, 10, None)
+        assert {r["data"] for r, _ in hits} == {"tea", "surf", "run"}  # bo's memory stays in bo's scope
+        assert [
+            r["data"] for r, _ in await memories.search(vectors[0].tolist(), {"user_id": "ana"}, 1, None)
+        ] == ["tea"]
+        scoped = await memories.search(vectors[3].tolist(), {"user_id": "ana", "run_id": "r1"}, 10, None)
+        assert [(r["data"], round(s, 4)) for r, s in scoped] == [("run", 1.0)]
+        assert await memories.search(vectors[1].tolist(), {"user_id": "ana"}, 10, 0.999) == [
+            (await memories.get(ids[1]) or {}, pytest.approx(1.0, abs=1e-5))
+        ]
+        assert [r["data"] for r in await memories.list_scope({"user_id": "ana"}, 10)] == [
+            "surf",
+            "tea",
+            "run",
+        ]
+        assert (await memories.find_hash({"user_id": "ana"}, "h-tea") or {})["id"] == ids[0]
+        assert await memories.find_hash({"user_id": "bo"}, "h-tea") is None
+        assert await memories.get(ids[5]) is None and await memories.get("not-a-uuid") is None
+        await memories.upsert(ids[0], vectors[0].tolist(), memory("green tea", 3, user_id="ana"))
+        assert (await memories.get(ids[0]) or {})["data"] == "green tea"
+    finally:
+        await store.close()
+
+    # A new process sees the same memories (Qdrant local rebuilds its mirror; pgvector just reads).
+    store = await open_vector_store(vector_store_config, tmp_path)
+    memories = MemoryStore(store, "memoryvg")
+    try:
+        await memories.ensure(16)
+        assert [r["data"] for r in await memories.list_scope({"user_id": "ana"}, 10)] == [
+            "surf",
+            "green tea",
+            "run",
+        ]
+        assert (await memories.get(ids[4]) or {})["agent_id"] == "helper"
+    finally:
+        await store.close()
