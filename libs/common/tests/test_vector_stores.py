@@ -168,3 +168,28 @@ async def test_pgvector_filters_are_columns_with_indexes_and_search_uses_hnsw(pg
 async def test_pgvector_without_a_postgres_url_says_what_to_set(tmp_path: Path) -> None:
     with pytest.raises(VectorStoreError, match=r"vector_store\.url or the service's database\.url"):
         await open_vector_store(VectorStoreConfig(provider="pgvector"), tmp_path, DatabaseConfig())
+
+
+@pytest.mark.postgres
+async def test_two_pgvector_stores_on_one_database_see_each_others_writes(pgvector_url: str) -> None:
+    """What two replicas of a service share: one writes, the other reads at once; a collection dropped
+    and re-created by one is found again by the other, never answered from a stale cache."""
+    config = VectorStoreConfig(provider="pgvector", url=pgvector_url)
+    first, second = await open_vector_store(config, Path()), await open_vector_store(config, Path())
+    try:
+        await first.create("memoryvg", 3, ("user_id",))
+        await first.upsert("memoryvg", ids(1), unit(1, 0, 0)[None, :], [{"user_id": "ana"}])
+        assert [
+            p.id for p in await second.search("memoryvg", unit(1, 0, 0), 5, where={"user_id": "ana"})
+        ] == ids(1)
+        await second.drop("memoryvg")
+        assert await first.search("memoryvg", unit(1, 0, 0), 5) == []
+        assert await first.count("memoryvg", {"user_id": "ana"}) == 0
+        await second.create("memoryvg", 3, ("user_id", "run_id"))
+        await second.upsert(
+            "memoryvg", ids(2), np.eye(3, dtype=np.float32)[:2], [{"user_id": "bo", "run_id": "r"}] * 2
+        )
+        assert await first.count("memoryvg", {"run_id": "r"}) == 2  # the new key is known to the other
+    finally:
+        await first.close()
+        await second.close()

@@ -10,9 +10,10 @@ filters after it has picked its candidates and would return too few rows for a s
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import asyncpg
 import msgspec
@@ -95,6 +96,27 @@ async def ensure_extension(dsn: str) -> None:
             pass
     finally:
         await connection.close()
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _fresh(
+    method: Callable[Concatenate[PgVectorStore, str, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[PgVectorStore, str, P], Coroutine[Any, Any, R]]:
+    """Another replica dropped (or re-created) the collection's table since its columns were cached:
+    forget them and run the call once more against what is there now."""
+
+    @functools.wraps(method)
+    async def wrapper(self: PgVectorStore, collection: str, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(self, collection, *args, **kwargs)
+        except asyncpg.UndefinedTableError:
+            self._keys.pop(collection, None)
+            return await method(self, collection, *args, **kwargs)
+
+    return wrapper
 
 
 class PgVectorStore(VectorStore):
@@ -182,6 +204,7 @@ class PgVectorStore(VectorStore):
             await connection.execute(f"DROP TABLE IF EXISTS {_quote(table_name(collection))}")
         self._keys.pop(collection, None)
 
+    @_fresh
     async def upsert(
         self,
         collection: str,
@@ -207,6 +230,7 @@ class PgVectorStore(VectorStore):
         async with self.pool.acquire() as connection, connection.transaction():
             await connection.executemany(statement, records)
 
+    @_fresh
     async def delete(self, collection: str, ids: Sequence[str]) -> None:
         if ids and await self._columns(collection) is not None:
             await self.pool.execute(
@@ -214,11 +238,14 @@ class PgVectorStore(VectorStore):
                 list(ids),
             )
 
+    @_fresh
     async def delete_where(self, collection: str, where: Where) -> None:
         clause = await self._where(collection, where, 1)
         if clause is not None and clause[0]:
-            await self.pool.execute(f"DELETE FROM {_quote(table_name(collection))}{clause[0]}", *clause[1])  # noqa: S608
+            table = _quote(table_name(collection))
+            await self.pool.execute(f"DELETE FROM {table}{clause[0]}", *clause[1])  # noqa: S608
 
+    @_fresh
     async def count(self, collection: str, where: Where | None = None) -> int:
         clause = await self._where(collection, where, 1)
         if clause is None:
@@ -226,6 +253,7 @@ class PgVectorStore(VectorStore):
         table = _quote(table_name(collection))
         return int(await self.pool.fetchval(f"SELECT count(*) FROM {table}{clause[0]}", *clause[1]))  # noqa: S608
 
+    @_fresh
     async def search(
         self,
         collection: str,
@@ -264,6 +292,7 @@ class PgVectorStore(VectorStore):
         points = [Point(r["id"], r["payload"], 1.0 - float(r["distance"])) for r in rows]
         return points if threshold is None else [p for p in points if p.score >= threshold]
 
+    @_fresh
     async def scroll(self, collection: str, where: Where, limit: int) -> list[Point]:
         clause = await self._where(collection, where, 2)
         if clause is None:
@@ -275,6 +304,7 @@ class PgVectorStore(VectorStore):
         )
         return [Point(r["id"], r["payload"]) for r in rows]
 
+    @_fresh
     async def retrieve(self, collection: str, ids: Sequence[str]) -> list[Point]:
         if not ids or await self._columns(collection) is None:
             return []
