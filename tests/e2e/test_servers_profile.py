@@ -114,7 +114,8 @@ def people(stack: Stack) -> str:
 
 
 def test_documents_parse_into_pgvector_and_every_query_mode_cites_them(stack: Stack, people: str) -> None:
-    rows = asyncio.run(_fetch(stack.database("docdb"), f'SELECT dataset, file FROM "{table_name("kb_people")}"'))
+    table = table_name("kb_people")
+    rows = asyncio.run(_fetch(stack.database("docdb"), f'SELECT dataset, file FROM "{table}"'))
     assert {(r["dataset"], r["file"]) for r in rows} == {("people", "curie.txt"), ("people", "hopper.txt")}
 
     for mode in ("naive", "rerank", "rewriter", "multihop", "direct"):
