@@ -4,9 +4,9 @@ import asyncio
 from pathlib import Path
 
 import httpx
+import numpy as np
 import psutil
 import pytest
-from qdrant_client import models
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
@@ -50,19 +50,24 @@ async def test_postgres_engine_through_asyncpg(postgres_url: str, tmp_path: Path
     await exercise_engine(postgres_url.replace("postgresql+asyncpg://", "postgresql://"), tmp_path)
 
 
-async def test_qdrant_local_mode_persists_points(tmp_path: Path) -> None:
-    async with open_stores(tmp_path, name="t", vector_store=VectorStoreConfig()) as stores:
+async def test_vectors_persist_across_a_restart(
+    vector_store_config: VectorStoreConfig, tmp_path: Path
+) -> None:
+    point = "00000000-0000-0000-0000-000000000001"
+    async with open_stores(tmp_path, name="t", vector_store=vector_store_config) as stores:
         assert stores.vector is not None
-        await stores.vector.create_collection(
-            "kb_demo", vectors_config=models.VectorParams(size=4, distance=models.Distance.COSINE)
-        )
+        assert stores.vector.local == (vector_store_config.provider == "qdrant")
+        await stores.vector.create("kb_demo", 4, ("dataset",))
         await stores.vector.upsert(
-            "kb_demo", points=[models.PointStruct(id=1, vector=[1, 0, 0, 0], payload={"dataset": "d"})]
+            "kb_demo", [point], np.asarray([[1, 0, 0, 0]], np.float32), [{"dataset": "d"}]
         )
-    async with open_stores(tmp_path, name="t", vector_store=VectorStoreConfig()) as stores:
+        assert {name for name, item in (await _checks(stores)).items() if item["status"] == "up"} == {
+            "vector"
+        }
+    async with open_stores(tmp_path, name="t", vector_store=vector_store_config) as stores:
         assert stores.vector is not None
-        hits = (await stores.vector.query_points("kb_demo", query=[1, 0, 0, 0], limit=1)).points
-        assert hits[0].id == 1 and hits[0].payload == {"dataset": "d"}
+        [hit] = await stores.vector.search("kb_demo", np.asarray([1, 0, 0, 0], np.float32), 1)
+        assert hit.id == point and hit.payload == {"dataset": "d"}
 
 
 async def test_embedded_falkordb_persists_across_restart_and_leaves_no_process(tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
+import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -90,7 +92,7 @@ async def _has_pgvector(url: str) -> bool:
 
 
 @pytest.fixture(scope="session")
-def pgvector_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pgvector_server() -> Iterator[str]:
     """An admin URL (`postgresql://…`) of a PostgreSQL server that has pgvector, for the session:
     LORE_TEST_PGVECTOR_URL, else the server at 127.0.0.1:5432 when it has the extension, else a private
     pgserver (PostgreSQL 16 with pgvector, shipped on PyPI) on a unix socket in a temp dir."""
@@ -109,11 +111,15 @@ def pgvector_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             if os.environ.get("CI"):
                 pytest.fail(PGVECTOR_HELP)
             pytest.skip(PGVECTOR_HELP)
-        server = get_server(tmp_path_factory.mktemp("pgvector"), cleanup_mode="stop")
+        # Not under pytest's basetemp: another pytest session started meanwhile rotates old basetemps
+        # away, and the live server's data directory with them.
+        pgdata = Path(tempfile.mkdtemp(prefix="lore-test-pgvector-"))
+        server = get_server(pgdata, cleanup_mode="stop")
     try:
         yield str(server.get_uri())
     finally:
         server.cleanup()
+        shutil.rmtree(pgdata, ignore_errors=True)
 
 
 @pytest.fixture
