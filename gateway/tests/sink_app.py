@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import os
 from typing import Any
 
 from litestar import Litestar, Request, WebSocket, get, post, websocket
@@ -44,4 +46,27 @@ async def echo(socket: WebSocket[Any, Any, Any]) -> None:
         await socket.send_text(f"echo:{text}")
 
 
-app = Litestar(route_handlers=[health, sink, echo_headers, big, echo])
+NAME = os.environ.get("SINK_NAME", "sink")
+SEEN: list[str] = []
+
+
+@get("/api/v1/docdb/whoami")
+async def whoami(wait: float = 0.0) -> dict[str, str]:
+    SEEN.append("whoami")
+    await asyncio.sleep(wait)
+    return {"name": NAME}
+
+
+@post("/api/v1/docdb/die", status_code=200)
+async def die() -> None:
+    """Exits mid-request: the caller's request reached this replica and got no answer."""
+    SEEN.append("die")
+    os._exit(1)
+
+
+@get("/api/v1/docdb/seen")
+async def seen() -> dict[str, Any]:
+    return {"name": NAME, "seen": SEEN}
+
+
+app = Litestar(route_handlers=[health, sink, echo_headers, big, echo, whoami, die, seen])

@@ -7,9 +7,10 @@ so the gateway adds as little latency as it can; everything else is a small Lite
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
-import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -33,9 +34,7 @@ class Gateway:
 
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
-        self.proxy = Proxy(
-            {"docdb": config.docdb_url, "gen": config.gen_url, "mem": config.mem_url}, config.connect_timeout
-        )
+        self.proxy = Proxy(config.upstreams(), config.connect_timeout, config.replica_retry_after)
         self.app = self._build_litestar()
         self._keys = [key.encode() for key in config.api_keys if key]
 
@@ -90,24 +89,40 @@ class Gateway:
     # ------------------------------------------------------------ own routes
 
     async def downstream_health(self) -> dict[str, dict[str, Any]]:
-        timeout = aiohttp.ClientTimeout(total=self.config.health_timeout)
+        """Each module's health: up when one of its replicas is; with several replicas, each one's."""
 
-        async def one(name: str, base: str) -> tuple[str, dict[str, Any]]:
-            started = time.perf_counter()
-            try:
-                async with self.proxy.session.get(f"{base}/health", timeout=timeout) as response:
-                    body = await response.json(content_type=None)
-                    status = "up" if response.status == 200 else "down"
-            except Exception as exc:
-                return name, {"status": "down", "url": base, "error": f"{type(exc).__name__}: {exc}"}
-            latency = round((time.perf_counter() - started) * 1000, 2)
-            result: dict[str, Any] = {"status": status, "url": base, "latency_ms": latency}
-            if isinstance(body, dict) and "checks" in body:
-                result["checks"] = body["checks"]
+        async def one(name: str) -> tuple[str, dict[str, Any]]:
+            upstream = self.proxy.downstreams[name]
+            probes = await asyncio.gather(
+                *(self.proxy.probe(r, upstream, self.config.health_timeout) for r in upstream.replicas)
+            )
+            if len(probes) == 1:
+                return name, probes[0]
+            up = [p for p in probes if p["status"] == "up"]
+            result: dict[str, Any] = {
+                "status": "up" if up else "down",
+                "url": upstream.url,
+                "replicas": probes,
+            }
+            if up:
+                result["latency_ms"] = min(p["latency_ms"] for p in up)
+                result["checks"] = up[0].get("checks", {})
             return name, result
 
-        pairs = await asyncio.gather(*(one(n, u) for n, u in self.proxy.downstreams.items()))
-        return dict(pairs)
+        return dict(await asyncio.gather(*(one(name) for name in self.proxy.downstreams)))
+
+    async def watch_replicas(self) -> None:
+        """Probe every replica of a module that has several, so one that died is left out before a
+        request finds it, and one that came back gets requests again."""
+        while True:
+            await asyncio.sleep(self.config.health_interval)
+            probes = [
+                self.proxy.probe(replica, upstream, self.config.health_timeout)
+                for upstream in self.proxy.downstreams.values()
+                if len(upstream.replicas) > 1
+                for replica in upstream.replicas
+            ]
+            await asyncio.gather(*probes)
 
     async def merged_openapi(self) -> dict[str, Any]:
         """The three services' OpenAPI documents as one; a service that is down is listed as missing."""
@@ -135,9 +150,13 @@ class Gateway:
         }
         missing: list[str] = []
         timeout = aiohttp.ClientTimeout(total=self.config.health_timeout * 2)
-        for name, base in self.proxy.downstreams.items():
+        for name, upstream in self.proxy.downstreams.items():
+            replica = upstream.pick()
+            assert replica is not None
             try:
-                async with self.proxy.session.get(f"{base}{OPENAPI_PATH}", timeout=timeout) as response:
+                async with self.proxy.session.get(
+                    f"{replica.url}{OPENAPI_PATH}", timeout=timeout
+                ) as response:
                     response.raise_for_status()
                     document = await response.json(content_type=None)
             except Exception:
@@ -151,6 +170,16 @@ class Gateway:
         if missing:
             merged["info"]["x-missing-services"] = missing
         return merged
+
+    @contextlib.asynccontextmanager
+    async def replica_watch(self, _: Litestar) -> AsyncIterator[None]:
+        task = asyncio.create_task(self.watch_replicas(), name="replica-watch")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def _build_litestar(self) -> Litestar:
         gateway = self
@@ -183,7 +212,7 @@ class Gateway:
             middleware=[DefineMiddleware(RequestIdMiddleware)],
             exception_handlers=exception_handlers("detail"),
             on_shutdown=[gateway.proxy.close],
-            lifespan=[frozen_after_startup],
+            lifespan=[gateway.replica_watch, frozen_after_startup],
             openapi_config=None,
             logging_config=None,
         )

@@ -3,6 +3,11 @@
 Bodies are streamed both ways chunk by chunk (a 2 GB upload never sits in memory); the gateway adds no
 body-size cap of its own. A downstream that cannot be reached answers 502 naming it within the
 connect timeout.
+
+A module may have several replicas: each request goes to the healthy one with the fewest requests in
+flight. A replica that refuses a connection or fails a health probe is left out for a while. A request
+moves to another replica only when that cannot run it twice: the first replica was never reached (the
+connection was refused, so nothing was sent), or the method is idempotent and no body was sent yet.
 """
 
 from __future__ import annotations
@@ -10,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -52,8 +59,59 @@ WS_SKIP = HOP_BY_HOP | {
 }
 
 
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+MAX_RETRY_AFTER_S = 30.0
+
+
 class ClientGone(Exception):
     """The client disconnected while its body was being forwarded."""
+
+
+@dataclass
+class Replica:
+    url: str
+    in_flight: int = 0
+    failures: int = 0
+    down_until: float = 0.0
+
+
+class Upstream:
+    """The replicas of one module and what the gateway knows of each."""
+
+    def __init__(self, urls: Sequence[str], retry_after: float) -> None:
+        self.replicas = [Replica(url.rstrip("/")) for url in urls]
+        self.retry_after = retry_after
+        self._turn = 0
+
+    @property
+    def url(self) -> str:
+        """The module's address as users configured it (its replicas, comma-separated)."""
+        return ", ".join(r.url for r in self.replicas)
+
+    def pick(self, tried: Collection[str] = ()) -> Replica | None:
+        """The healthy replica with the fewest requests in flight (ties in turn); when every replica is
+        out, the one due back first, so that a recovered service is found without waiting."""
+        now = time.monotonic()
+        left = [r for r in self.replicas if r.url not in tried]
+        if not left:
+            return None
+        healthy = [r for r in left if r.down_until <= now]
+        if not healthy:
+            return min(left, key=lambda r: r.down_until)
+        fewest = min(r.in_flight for r in healthy)
+        best = [r for r in healthy if r.in_flight == fewest]
+        self._turn += 1
+        return best[self._turn % len(best)]
+
+    def failed(self, replica: Replica) -> None:
+        replica.failures += 1
+        wait = min(MAX_RETRY_AFTER_S, self.retry_after * 2 ** (replica.failures - 1))
+        replica.down_until = time.monotonic() + wait
+
+    @staticmethod
+    def succeeded(replica: Replica) -> None:
+        replica.failures = 0
+        replica.down_until = 0.0
 
 
 def _json(status: int, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -69,8 +127,10 @@ def _json(status: int, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
 class Proxy:
     """Forwards requests to the downstream that owns the module segment of the path."""
 
-    def __init__(self, downstreams: dict[str, str], connect_timeout: float) -> None:
-        self.downstreams = {name: url.rstrip("/") for name, url in downstreams.items()}
+    def __init__(
+        self, downstreams: dict[str, list[str]], connect_timeout: float, retry_after: float = 2.0
+    ) -> None:
+        self.downstreams = {name: Upstream(urls, retry_after) for name, urls in downstreams.items()}
         self.connect_timeout = connect_timeout
         self._session: aiohttp.ClientSession | None = None
 
@@ -99,8 +159,8 @@ class Proxy:
             return parts[3]
         return None
 
-    def _target(self, module: str, scope: Scope, websocket: bool = False) -> URL:
-        base = self.downstreams[module]
+    @staticmethod
+    def _target(base: str, scope: Scope, websocket: bool = False) -> URL:
         if websocket:
             base = "ws" + base[4:] if base.startswith("http") else base
         raw_path = scope.get("raw_path") or scope["path"].encode()
@@ -142,24 +202,54 @@ class Proxy:
                 return value.strip() not in (b"0", b"")
         return False
 
-    async def _alive(self, module: str) -> bool:
+    async def _alive(self, base: str) -> bool:
         """Whether the service still answers (it refused a body) or is gone (it died mid-request)."""
         try:
             timeout = aiohttp.ClientTimeout(total=2)
-            async with self.session.get(f"{self.downstreams[module]}/health", timeout=timeout) as response:
+            async with self.session.get(f"{base}/health", timeout=timeout) as response:
                 return response.status < 500 or response.status == 503
         except (aiohttp.ClientError, TimeoutError, OSError):
             return False
 
+    async def probe(self, replica: Replica, upstream: Upstream, limit_s: float) -> dict[str, Any]:
+        """One `/health` probe; a replica that fails it gets no requests until it is due back."""
+        started = time.perf_counter()
+        try:
+            client_timeout = aiohttp.ClientTimeout(total=limit_s)
+            async with self.session.get(f"{replica.url}/health", timeout=client_timeout) as response:
+                body = await response.json(content_type=None)
+                up = response.status == 200
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            upstream.failed(replica)
+            log.warning("replica_probe_failed", url=replica.url, error=error)
+            return {"status": "down", "url": replica.url, "error": error}
+        if up:
+            upstream.succeeded(replica)
+        else:
+            upstream.failed(replica)
+            log.warning("replica_probe_failed", url=replica.url, status=response.status)
+        result: dict[str, Any] = {
+            "status": "up" if up else "down",
+            "url": replica.url,
+            "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+        }
+        if isinstance(body, dict) and "checks" in body:
+            result["checks"] = body["checks"]
+        return result
+
     async def http(self, module: str, scope: Scope, receive: Receive, send: Send) -> None:
         request_id = request_id_from(scope.get("headers", []))
-        url = self._target(module, scope)
+        upstream = self.downstreams[module]
         headers = self._forward_headers(scope, request_id)
+        body_sent = False
 
         async def body() -> AsyncIterator[bytes]:
+            nonlocal body_sent
             chunk: bytes
             while True:
                 message = await receive()
+                body_sent = True
                 if message["type"] == "http.disconnect":
                     raise ClientGone
                 chunk = message.get("body", b"")
@@ -168,45 +258,74 @@ class Proxy:
                 if not message.get("more_body", False):
                     return
 
-        data = body() if self._has_body(scope) else None
-        try:
-            response = await self.session.request(
-                scope["method"], url, headers=headers, data=data, allow_redirects=False, compress=None
-            )
-        except ClientGone:
-            return
-        except (aiohttp.ClientConnectionError, TimeoutError, OSError) as exc:
-            if data is not None and _closed_while_sending(exc) and await self._alive(module):
-                # The service answered early (413) and closed while the body was still arriving; the
-                # HTTP client cannot read that early answer, so say what it was.
-                start, end = _json(
-                    413,
-                    {
-                        "detail": f"the {module} service refused the request body before it was fully sent: "
-                        "it is larger than this route accepts (JSON bodies up to 10 MB; files: the upload "
-                        "routes and their limits)",
-                        "service": module,
-                    },
-                )
-                start["headers"].append((REQUEST_ID_HEADER.encode(), request_id.encode()))
-                await send(start)
-                await send(end)
+        has_body = self._has_body(scope)
+        tried: set[str] = set()
+        while True:
+            replica = upstream.pick(tried)
+            assert replica is not None  # an upstream has at least one replica; `tried` grows by one a turn
+            tried.add(replica.url)
+            url = self._target(replica.url, scope)
+            data = body() if has_body else None
+            replica.in_flight += 1
+            try:
+                try:
+                    response = await self.session.request(
+                        scope["method"], url, headers=headers, data=data, allow_redirects=False, compress=None
+                    )
+                except ClientGone:
+                    return
+                except (aiohttp.ClientConnectionError, TimeoutError, OSError) as exc:
+                    never_reached = isinstance(exc, aiohttp.ClientConnectorError)
+                    if never_reached:
+                        upstream.failed(replica)
+                    movable = not body_sent and (never_reached or scope["method"] in IDEMPOTENT)
+                    if movable and upstream.pick(tried) is not None:
+                        log.warning(
+                            "downstream_replica_skipped",
+                            module=module,
+                            url=replica.url,
+                            error=str(exc) or type(exc).__name__,
+                            request_id=request_id,
+                        )
+                        continue
+                    await self._failed(module, replica.url, exc, has_body, request_id, send)
+                    return
+                upstream.succeeded(replica)
+                await self._relay(module, response, request_id, send)
                 return
-            reason = str(exc) or type(exc).__name__
-            log.warning(
-                "downstream_unreachable", module=module, url=str(url), error=reason, request_id=request_id
-            )
+            finally:
+                replica.in_flight -= 1
+
+    async def _failed(
+        self, module: str, base: str, exc: BaseException, has_body: bool, request_id: str, send: Send
+    ) -> None:
+        if has_body and _closed_while_sending(exc) and await self._alive(base):
+            # The service answered early (413) and closed while the body was still arriving; the
+            # HTTP client cannot read that early answer, so say what it was.
             start, end = _json(
-                502,
+                413,
                 {
-                    "detail": f"the {module} service is unreachable at {self.downstreams[module]}: {reason}",
+                    "detail": f"the {module} service refused the request body before it was fully sent: "
+                    "it is larger than this route accepts (JSON bodies up to 10 MB; files: the upload "
+                    "routes and their limits)",
                     "service": module,
                 },
             )
-            start["headers"].append((REQUEST_ID_HEADER.encode(), request_id.encode()))
-            await send(start)
-            await send(end)
-            return
+        else:
+            reason = str(exc) or type(exc).__name__
+            log.warning(
+                "downstream_unreachable", module=module, url=base, error=reason, request_id=request_id
+            )
+            start, end = _json(
+                502,
+                {"detail": f"the {module} service is unreachable at {base}: {reason}", "service": module},
+            )
+        start["headers"].append((REQUEST_ID_HEADER.encode(), request_id.encode()))
+        await send(start)
+        await send(end)
+
+    @staticmethod
+    async def _relay(module: str, response: aiohttp.ClientResponse, request_id: str, send: Send) -> None:
         async with response:
             out_headers = [
                 (key.lower(), value) for key, value in response.raw_headers if key.lower() not in HOP_BY_HOP
@@ -227,17 +346,32 @@ class Proxy:
         if first["type"] != "websocket.connect":
             return
         protocols: Iterable[str] = scope.get("subprotocols") or ()
-        try:
-            upstream = await self.session.ws_connect(
-                self._target(module, scope, websocket=True),
-                headers=self._forward_headers(scope, request_id, WS_SKIP),
-                protocols=tuple(protocols),
-                autoping=True,
-                max_msg_size=0,
-                timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=5.0),
-            )
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            log.warning("downstream_ws_unreachable", module=module, error=str(exc), request_id=request_id)
+        replicas = self.downstreams[module]
+        tried: set[str] = set()
+        upstream: aiohttp.ClientWebSocketResponse | None = None
+        while upstream is None and (replica := replicas.pick(tried)) is not None:
+            tried.add(replica.url)
+            try:
+                upstream = await self.session.ws_connect(
+                    self._target(replica.url, scope, websocket=True),
+                    headers=self._forward_headers(scope, request_id, WS_SKIP),
+                    protocols=tuple(protocols),
+                    autoping=True,
+                    max_msg_size=0,
+                    timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=5.0),
+                )
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                log.warning(
+                    "downstream_ws_unreachable",
+                    module=module,
+                    url=replica.url,
+                    error=str(exc),
+                    request_id=request_id,
+                )
+                if not isinstance(exc, aiohttp.ClientConnectorError):
+                    break  # the replica was reached and refused: another would refuse too
+                replicas.failed(replica)  # never reached: a handshake carries no work, try the next
+        if upstream is None:
             await send({"type": "websocket.accept"})
             await send(
                 {"type": "websocket.close", "code": 1011, "reason": f"{module} service unreachable"[:120]}

@@ -150,8 +150,26 @@ class GatewayConfig(Section):
     docdb_url: str = "http://127.0.0.1:8101"
     gen_url: str = "http://127.0.0.1:8102"
     mem_url: str = "http://127.0.0.1:8103"
+    # Several replicas of a service: the gateway balances across these (least requests in flight) and
+    # `*_url` is ignored. Empty: the one `*_url` (which may be a Kubernetes Service).
+    docdb_urls: list[str] = msgspec.field(default_factory=list)
+    gen_urls: list[str] = msgspec.field(default_factory=list)
+    mem_urls: list[str] = msgspec.field(default_factory=list)
     connect_timeout: float = 2.0
     health_timeout: float = 2.0
+    # Replicas are probed on `/health` this often (seconds); one that fails a probe or refuses a
+    # connection gets no requests for `replica_retry_after` seconds (doubling while it keeps failing).
+    health_interval: float = 5.0
+    replica_retry_after: float = 2.0
+
+    def upstreams(self) -> dict[str, list[str]]:
+        """Each proxied module's replica URLs."""
+        return {
+            "docdb": self.docdb_urls or [self.docdb_url],
+            "gen": self.gen_urls or [self.gen_url],
+            "mem": self.mem_urls or [self.mem_url],
+        }
+
     # Bearer keys the gateway accepts on /api/v1/… (`Authorization: Bearer <key>`); empty: no auth.
     api_keys: list[str] = msgspec.field(default_factory=list)
 
