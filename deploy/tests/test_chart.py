@@ -120,7 +120,9 @@ def test_default_values_render_every_component_on_store_servers() -> None:
     for deployment in deployments.values():
         container = deployment["spec"]["template"]["spec"]["containers"][0]
         assert container["readinessProbe"]["httpGet"]["path"] == "/health"
-        assert container["livenessProbe"]["httpGet"]["path"] == "/health"
+        assert container["startupProbe"]["httpGet"]["path"] == "/health"
+        # A store outage must not restart healthy pods: liveness asks only whether the process answers.
+        assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
         assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
     config = by_kind(manifests, "ConfigMap")["lore-config"]["data"]
     assert set(config) == {"lore.yaml", "pipeline.yaml"}
@@ -141,6 +143,13 @@ def test_external_stores_scaling_and_ingress() -> None:
     assert secret["LORE__DOCDB__LLM__API_KEY"] == "sk-chart-test"
     docdb = by_kind(manifests, "Deployment")["lore-docdb"]
     assert docdb["spec"]["replicas"] == 3 and "strategy" not in docdb["spec"]
+    # Replicated components keep one pod serving through a drain; single ones have no budget.
+    budgets = by_kind(manifests, "PodDisruptionBudget")
+    assert set(budgets) == {"lore-docdb", "lore-gateway"}
+    assert budgets["lore-docdb"]["spec"]["maxUnavailable"] == 1
+    assert (
+        budgets["lore-docdb"]["spec"]["selector"]["matchLabels"] == docdb["spec"]["selector"]["matchLabels"]
+    )
     assert "replicas" not in by_kind(manifests, "Deployment")["lore-gateway"]["spec"]  # the HPA owns it
     assert by_kind(manifests, "HorizontalPodAutoscaler")["lore-gateway"]["spec"]["maxReplicas"] == 8
     ingress = by_kind(manifests, "Ingress")["lore-gateway"]

@@ -218,6 +218,25 @@ def test_secrets_never_reach_the_logs(lore: Lore) -> None:
     assert SECRET not in text and "s3-secret-e2e" not in text
 
 
+def test_a_service_that_dies_is_restarted_and_the_rest_keep_serving(lore: Lore) -> None:
+    said = {"messages": [{"role": "user", "content": "I keep bees in Ghent."}], "user_id": "restart"}
+    assert httpx.post(f"{lore.url}/api/v1/mem/vg/add", json=said, timeout=30).status_code == 200
+    [mem] = [p for p in psutil.Process(lore.launcher.pid).children() if "lore_mem" in " ".join(p.cmdline())]
+    os.killpg(mem.pid, signal.SIGKILL)  # the process group, as when a container is killed
+    assert httpx.get(f"{lore.url}/api/v1/docdb/config/llm", timeout=10).status_code == 200
+    deadline = time.monotonic() + 60
+    while httpx.get(f"{lore.url}/health", timeout=10).status_code != 200:
+        assert lore.launcher.process.poll() is None, "lore-up stopped instead of restarting mem"
+        assert time.monotonic() < deadline, lore.launcher.log_tail()
+        time.sleep(0.5)
+    assert "lore: mem exited with code -9; restarting in 1 s" in lore.log.read_text()
+    found = httpx.post(
+        f"{lore.url}/api/v1/mem/vg/search", json={"query": "bees Ghent", "user_id": "restart"}, timeout=30
+    )
+    assert found.status_code == 200  # its data survived the restart
+    assert [r["memory"] for r in found.json()["results"]] == ["I keep bees in Ghent"]
+
+
 def test_ctrl_c_stops_every_process(lore: Lore) -> None:
     tree = [psutil.Process(pid) for pid in lore.launcher.tree_pids()]
     names = " ".join(" ".join(p.cmdline()) for p in tree)

@@ -203,12 +203,16 @@ class Gateway:
                 body["detail"] = f"downstream down: {', '.join(failing)}"
             return Response(body, status_code=503 if failing else 200, media_type=MediaType.JSON)
 
+        @get("/livez", summary="Liveness: the process answers", include_in_schema=False)
+        async def livez() -> dict[str, str]:
+            return {"status": "alive", "service": "gateway"}
+
         @get(OPENAPI_PATH, summary="OpenAPI document of the whole API", include_in_schema=False)
         async def openapi(request: Request[Any, Any, Any]) -> dict[str, Any]:
             return await gateway.merged_openapi()
 
         return Litestar(
-            route_handlers=[index, health, openapi],
+            route_handlers=[index, health, livez, openapi],
             middleware=[DefineMiddleware(RequestIdMiddleware)],
             exception_handlers=exception_handlers("detail"),
             on_shutdown=[gateway.proxy.close],

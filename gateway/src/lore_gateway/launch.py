@@ -1,8 +1,9 @@
 """`lore-up`: run gateway, docdb, gen and mem together in the foreground until Ctrl-C.
 
-Each service is its own granian process (as in production); this launcher only starts them, waits
-for their health, and on Ctrl-C/SIGTERM or the death of any one of them stops all the others,
-process group by process group, so nothing is left behind.
+Each service is its own granian process (as in production); this launcher starts them, waits for
+their health, restarts one that dies (after 1 s, doubling up to 30 s while it keeps dying young), and
+on Ctrl-C/SIGTERM stops them all, process group by process group, so nothing is left behind. A
+service that cannot start at all stops the launch.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from lore_core.settings import load_settings
 
 STOP_GRACE_S = 15.0
 START_TIMEOUT_S = 240.0
+RESTART_FIRST_S = 1.0
+RESTART_MAX_S = 30.0
+# A child that ran this long before dying is restarted after the first delay again.
+STABLE_AFTER_S = 60.0
 
 
 @dataclass
@@ -29,6 +34,44 @@ class Child:
     module: str
     health_url: str
     process: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    restart_delay: float = RESTART_FIRST_S
+    restart_at: float | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(  # noqa: S603 - fixed argv
+            [sys.executable, "-m", self.module], start_new_session=True
+        )
+        self.started_at = time.monotonic()
+        self.restart_at = None
+
+    def watch(self) -> None:
+        """Schedule a restart of a child that died, and carry it out when it is due."""
+        now = time.monotonic()
+        if self.restart_at is not None:
+            if now >= self.restart_at:
+                print(f"lore: restarting {self.name}", file=sys.stderr, flush=True)
+                self.start()
+            return
+        if self.process is None or self.process.poll() is None:
+            return
+        if now - self.started_at >= STABLE_AFTER_S:
+            self.restart_delay = RESTART_FIRST_S
+        print(
+            f"lore: {self.name} exited with code {self.process.returncode}; "
+            f"restarting in {self.restart_delay:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        _kill_group(self)  # whatever it left behind (workers, an embedded store) goes first
+        self.restart_at = now + self.restart_delay
+        self.restart_delay = min(RESTART_MAX_S, self.restart_delay * 2)
+
+
+def _kill_group(child: Child) -> None:
+    if child.process is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.process.pid, signal.SIGKILL)
 
 
 def _healthy(url: str) -> bool:
@@ -52,8 +95,7 @@ def _stop(children: list[Child]) -> None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.process.wait(max(0.1, deadline - time.monotonic()))
         # Whatever is left in the group (workers, embedded store servers) goes too.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(child.process.pid, signal.SIGKILL)
+        _kill_group(child)
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.process.wait(2)
 
@@ -89,9 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     exit_code = 0
     try:
         for child in children:
-            child.process = subprocess.Popen(  # noqa: S603 - fixed argv
-                [sys.executable, "-m", child.module], start_new_session=True
-            )
+            child.start()
         print("lore: starting docdb, gen, mem and the gateway …", file=sys.stderr, flush=True)
         deadline = time.monotonic() + START_TIMEOUT_S
         pending = {child.name for child in children}
@@ -110,11 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         while not stopping:
             for child in children:
-                if child.process and child.process.poll() is not None:
-                    print(f"lore: {child.name} exited with code {child.process.returncode}", file=sys.stderr)
-                    exit_code = 1
-                    stopping = True
-            time.sleep(0.5)
+                child.watch()
+            time.sleep(0.25)
     except SystemExit as exc:
         print(exc, file=sys.stderr)
         exit_code = 1

@@ -39,6 +39,8 @@ def test_postgresql_stopping_answers_503_and_service_recovers_when_it_returns(
             assert down.status_code == 503, down.text
             assert "relational store is unavailable" in down.json()["message"]
             assert client.get("/health").status_code == 503
+            # Liveness says the process is fine, so an orchestrator does not restart it in a loop.
+            assert client.get("/livez").json() == {"status": "alive", "service": "docdb"}
             proxy.start()
             deadline = time.monotonic() + 20
             while (again := client.get(KB)).status_code != 200:

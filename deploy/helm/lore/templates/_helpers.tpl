@@ -126,6 +126,16 @@ spec:
           envFrom:
             - secretRef:
                 name: {{ include "lore.secretName" $root }}
+          # Start-up and readiness follow /health (the stores too); liveness asks only whether the
+          # process answers (/livez), so a store outage takes pods out of the Service without
+          # restarting them.
+          startupProbe:
+            httpGet:
+              path: /health
+              port: http
+            periodSeconds: 5
+            timeoutSeconds: 5
+            failureThreshold: 60
           readinessProbe:
             httpGet:
               path: /health
@@ -135,12 +145,11 @@ spec:
             failureThreshold: 3
           livenessProbe:
             httpGet:
-              path: /health
+              path: /livez
               port: http
-            initialDelaySeconds: 60
             periodSeconds: 20
             timeoutSeconds: 5
-            failureThreshold: 6
+            failureThreshold: 3
           resources:
             {{- toYaml $c.resources | nindent 12 }}
           volumeMounts:
@@ -172,6 +181,22 @@ spec:
       affinity:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+{{- if or $c.autoscaling.enabled (gt (int $c.replicas) 1) }}
+---
+# Voluntary disruptions (node drains, upgrades) keep at least one replica serving.
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ $fullname }}
+  labels:
+    {{- include "lore.labels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ $name }}
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels:
+      {{- include "lore.selectorLabels" . | nindent 6 }}
+{{- end }}
 ---
 apiVersion: v1
 kind: Service

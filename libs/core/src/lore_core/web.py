@@ -135,8 +135,14 @@ def create_service_app(
         )
         return Response(report, status_code=200 if ok else 503)
 
+    @get("/livez", summary="Liveness: the process answers", include_in_schema=False)
+    async def livez() -> dict[str, str]:
+        """For a liveness probe: answers while the process serves, whatever its stores do, so that a
+        store outage (which `/health` reports as 503) never restarts healthy pods in a loop."""
+        return {"status": "alive", "service": service}
+
     config = AppConfig(
-        route_handlers=[health, *route_handlers, *planned_route_handlers(planned, error_style)],
+        route_handlers=[health, livez, *route_handlers, *planned_route_handlers(planned, error_style)],
         middleware=[DefineMiddleware(RequestIdMiddleware)],
         exception_handlers=exception_handlers(error_style),
         # Entered in order, so the freeze comes after the service's own start-up.
@@ -185,7 +191,7 @@ def document_errors(app: Litestar, style: ErrorStyle) -> None:
     openapi = app.plugins.get(OpenAPIPlugin).provide_openapi()
     body = {"application/json": OpenAPIMediaType(schema=error_schema(style))}
     for path, item in (openapi.paths or {}).items():
-        if path == "/health" or path.startswith("/schema"):
+        if path in ("/health", "/livez") or path.startswith("/schema"):
             continue
         for method in ("get", "put", "post", "delete", "patch"):
             operation = getattr(item, method, None)
