@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -13,6 +14,7 @@ from sqlalchemy import text
 from lore_common.testing.asgi import wait_done
 from lore_common.testing.fake_docdb import FakeDocdb
 from lore_common.testing.replies import prompt_of, reply
+from lore_gen.tasks.models import TaskRecord
 
 SUBMIT = "/api/v1/gen/pipeline/submit"
 STATUS = "/api/v1/gen/pipeline/status"
@@ -258,15 +260,49 @@ async def test_status_survives_a_restart_and_unfinished_tasks_become_failed(
 ) -> None:
     async with gen_factory(llm=ScriptedModel()) as client:
         done = await run_table(client)
-    # A task a dead process left running.
-    stale = tmp_path / "gen" / "tasks" / "table" / "stale-task.json"
-    stale.write_text(json.dumps({"task_id": "stale-task", "kind": "table", "status": "running", "step": 2}))
+        # A task this replica was running when it died (its row says running, owned by this replica).
+        runner = client.app.state.tables.runner
+        await runner.store.save(
+            TaskRecord(task_id="stale-task", kind="table", status="running", step=2), runner.owner
+        )
+    # Task files of an earlier version, one of them left running.
+    legacy = tmp_path / "gen" / "tasks" / "table"
+    legacy.mkdir(parents=True)
+    (legacy / "old-done.json").write_text(
+        json.dumps({"task_id": "old-done", "kind": "table", "status": "completed", "result": {"rows": 3}})
+    )
+    (legacy / "old-running.json").write_text(
+        json.dumps({"task_id": "old-running", "kind": "table", "status": "running"})
+    )
     async with gen_factory() as client:
         again = (await client.get(f"{STATUS}/{done['task_id']}")).json()
         assert again["status"] == "completed"
         assert again["result"] == done["result"]
-        interrupted = (await client.get(f"{STATUS}/stale-task")).json()
-        assert interrupted["status"] == "failed" and "interrupted" in interrupted["error"]
+        for task_id in ("stale-task", "old-running"):
+            interrupted = (await client.get(f"{STATUS}/{task_id}")).json()
+            assert interrupted["status"] == "failed" and "interrupted" in interrupted["error"], interrupted
+        assert (await client.get(f"{STATUS}/old-done")).json()["result"] == {"rows": 3}
+    assert not legacy.exists() and (tmp_path / "gen" / "tasks.imported" / "table" / "old-done.json").exists()
+
+
+async def test_a_replica_reads_the_tasks_of_another_and_fails_those_of_a_dead_one(
+    gen_factory: Any, postgres_url: str
+) -> None:
+    env = {"LORE__GEN__DATABASE__URL": postgres_url, "LORE__GEN__TASK_HEARTBEAT_INTERVAL": "0.05"}
+    async with gen_factory(llm=ScriptedModel(), LORE__GEN__SERVER__PORT="9102", **env) as first:
+        done = await run_table(first)
+        await first.app.state.tables.runner.store.save(  # running, owned by a replica that died
+            TaskRecord(task_id="orphan", kind="table", status="running"), "gone-host:8102"
+        )
+    async with gen_factory(
+        LORE__GEN__SERVER__PORT="9103", LORE__GEN__TASK_STALE_AFTER="0.5", **env
+    ) as second:
+        assert (await second.get(f"{STATUS}/{done['task_id']}")).json()["result"] == done["result"]
+        deadline = asyncio.get_running_loop().time() + 10
+        while (status := (await second.get(f"{STATUS}/orphan")).json())["status"] == "running":
+            assert asyncio.get_running_loop().time() < deadline, status
+            await asyncio.sleep(0.1)
+        assert status["status"] == "failed" and "stopped answering" in status["error"]
 
 
 def _stream(client: TestClient[Any], message: str) -> list[dict[str, Any]]:

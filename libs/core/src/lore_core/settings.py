@@ -216,6 +216,10 @@ class GenConfig(Section):
     sql_row_limit: int = 1000
     sql_timeout: float = 10.0
     max_entities: int = 50
+    # Running tasks write their progress with a heartbeat this often (seconds); a task whose replica
+    # has been silent for `task_stale_after` seconds is failed by another replica.
+    task_heartbeat_interval: float = 2.0
+    task_stale_after: float = 30.0
 
 
 class MemKbEmbedding(EmbeddingConfig):

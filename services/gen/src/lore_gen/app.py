@@ -1,12 +1,14 @@
 """gen: table generation with a WebSocket progress stream, and tag trees.
 
-gen grounds its work in docdb over HTTP (`gen.docdb_url`), keeps its generated tables in its own
-relational store, and its task records under `data_dir/tasks/`.
+gen grounds its work in docdb over HTTP (`gen.docdb_url`) and keeps its generated tables and its task
+records in its own relational store, so several replicas can share one PostgreSQL.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,7 @@ from litestar import Litestar
 
 from lore_common.providers.chat import ChatModel, create_chat_model
 from lore_common.stores import open_stores
+from lore_common.stores.sql import Leadership
 from lore_core.settings import Settings
 from lore_core.web import build_from_environment, create_service_app
 from lore_gen.docdb.client import DocdbClient
@@ -46,6 +49,12 @@ class GenModels:
         return {"llm": self.llm.name, "docdb_url": self.docdb_url}
 
 
+def replica_id(port: int) -> str:
+    """Who runs a task: this host and port, which a restart of the same replica keeps, so that the
+    restarted process fails its own leftovers at once."""
+    return f"{socket.gethostname()}:{port}"
+
+
 def create_app(settings: Settings) -> Litestar:
     config = settings.gen
     data_dir = Path(config.server.data_dir)
@@ -57,11 +66,20 @@ def create_app(settings: Settings) -> Litestar:
             llm = create_chat_model(config.llm, {**TABLE_OFFLINE_SKILLS, **TREE_OFFLINE_SKILLS})
             docdb = DocdbClient(config.docdb_url, timeout=config.llm.timeout)
             tables = TableStore(stores.sql, config.sql_row_limit, config.sql_timeout)
-            task_store = TaskStore(data_dir / "tasks")
-            interrupted = task_store.recover()
+            task_store = TaskStore(stores.sql)
+            await task_store.create_tables()
+            imported = await task_store.import_files(data_dir / "tasks")
+            if imported:
+                log.info("task_files_imported", count=imported)
+            runner = TaskRunner(task_store, replica_id(config.server.port))
+            shared = stores.sql.dialect.name != "sqlite"
+            interrupted = await runner.recover(shared)
             if interrupted:
                 log.warning("tasks_interrupted", count=interrupted)
-            runner = TaskRunner(task_store)
+            leadership = Leadership(stores.sql, "lore-gen-sweeps")
+            maintenance = asyncio.create_task(
+                runner.maintain(config.task_heartbeat_interval, config.task_stale_after, leadership.is_leader)
+            )
             app.state.stores = stores
             app.state.providers = GenModels(llm, config.docdb_url)
             app.state.tables = TableService(TablePipeline(llm, docdb, tables, config), runner, config)
@@ -69,7 +87,11 @@ def create_app(settings: Settings) -> Litestar:
             try:
                 yield
             finally:
+                maintenance.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await maintenance
                 await runner.shutdown()
+                await leadership.release()
                 await tables.aclose()
                 await docdb.aclose()
                 await llm.aclose()

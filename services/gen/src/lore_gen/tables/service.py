@@ -261,4 +261,4 @@ class TableService:
         )
 
     async def status(self, task_id: str) -> TaskRecord:
-        return await self.runner.store.get("table", task_id)
+        return await self.runner.get("table", task_id)

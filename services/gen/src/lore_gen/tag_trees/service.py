@@ -182,4 +182,4 @@ class TagTreeService:
         return await self.runner.complete_now("tag_tree", result, request)
 
     async def status(self, task_id: str) -> TaskRecord:
-        return await self.runner.store.get("tag_tree", task_id)
+        return await self.runner.get("tag_tree", task_id)

@@ -1,15 +1,19 @@
-"""In-process gen tasks whose every state change is written to disk, so status survives a restart.
+"""gen tasks run in the replica that took them; every state change is written to the relational
+store, so status (and, within a heartbeat, progress) reads the same on every replica and survives a
+restart.
 
-A task is `pending` → `running` → `completed` | `failed`. Each change rewrites `<kind>/<task_id>.json`
-atomically (temp file + rename). Recent tasks are also kept in memory; older ones are read back from
-disk on demand (the tag-tree status contract: memory first, then the on-disk result). A task left
-`pending` or `running` by a process that died becomes `failed` at the next start-up, never stuck.
+A task is `pending` → `running` → `completed` | `failed`. While it runs, its replica writes its progress
+with a heartbeat every `task_heartbeat_interval` seconds. A replica that restarts fails the tasks it
+left; one replica (the leader) fails the tasks of replicas whose heartbeat is older than
+`task_stale_after`. On SQLite one process owns the store, so at start-up every unfinished task is
+failed at once. No task stays `running` forever.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,13 +30,48 @@ from lore_gen.tasks.store import TaskStore
 log = structlog.get_logger("lore.gen.tasks")
 
 
+INTERRUPTED = "interrupted: the gen service stopped before the task finished"
+
+
 class TaskRunner:
     """Runs task bodies as asyncio tasks and records every state change."""
 
-    def __init__(self, store: TaskStore) -> None:
+    def __init__(self, store: TaskStore, owner: str) -> None:
         self.store = store
+        self.owner = owner
         self._running: dict[str, asyncio.Task[None]] = {}
+        # The live record of each task running here (progress is written from it on each beat).
+        self._live: dict[str, TaskRecord] = {}
         self._listeners: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
+
+    async def get(self, kind: TaskKind, task_id: str) -> TaskRecord:
+        live = self._live.get(task_id)
+        if live is not None and live.kind == kind:
+            return live
+        return await self.store.get(kind, task_id)
+
+    async def recover(self, shared: bool) -> int:
+        """At start-up: fail what this replica left unfinished (on SQLite, everything unfinished)."""
+        return await self.store.fail_unfinished(INTERRUPTED, owner=self.owner if shared else None)
+
+    async def maintain(
+        self, interval: float, stale_after: float, leads: Callable[[], Awaitable[bool]]
+    ) -> None:
+        """Beat for the tasks running here; when leading, fail those whose replica went silent."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if self._live:
+                    await self.store.beat(list(self._live.values()), self.owner)
+                if await leads():
+                    failed = await self.store.fail_unfinished(
+                        "interrupted: the gen replica running it stopped answering",
+                        before=time.time() - stale_after,
+                    )
+                    if failed:
+                        log.warning("stale_tasks_failed", count=failed)
+            except Exception as exc:
+                log.warning("task_maintenance_failed", error=f"{type(exc).__name__}: {exc}")
 
     async def submit(
         self,
@@ -42,7 +81,8 @@ class TaskRunner:
         listener: Callable[[dict[str, Any]], None] | None = None,
     ) -> TaskRecord:
         record = TaskRecord(task_id=str(uuid.uuid4()), kind=kind, request=request)
-        await self.store.save(record)
+        await self.store.save(record, self.owner)
+        self._live[record.task_id] = record
         if listener is not None:
             self._listeners.setdefault(record.task_id, []).append(listener)
         self._running[record.task_id] = asyncio.create_task(self._run(record, body))
@@ -63,8 +103,8 @@ class TaskRunner:
         current = record
 
         async def report(step: int, name: str, **extra: Any) -> None:
-            # Progress lives in memory: status reads it there, and after a crash the task is failed
-            # anyway. Only state changes are written (and fsynced) to disk.
+            # Progress lives in the live record: status here reads it at once, other replicas after
+            # the next heartbeat writes it. State changes are written as they happen.
             current.step, current.step_name, current.progress = step, name, extra
             current.updated_at = utc_iso()
             self._emit(record.task_id, {"type": "progress", "step": step, "name": name, **extra})
@@ -74,13 +114,14 @@ class TaskRunner:
 
         try:
             current = moved(status="running")
-            await self.store.save(current)
+            await self.store.save(current, self.owner)
+            self._live[record.task_id] = current
             result = await body(report)
             await self.store.save(moved(status="completed", result=result, progress={}))
             self._emit(record.task_id, {"type": "result", "data": result})
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
-                self.store._write(moved(status="failed", error="interrupted: the gen service stopped"))
+                await asyncio.shield(self.store.save(moved(status="failed", error=INTERRUPTED)))
             raise
         except Exception as exc:
             message = (
@@ -93,6 +134,7 @@ class TaskRunner:
             self._emit(record.task_id, {"type": "error", "message": message, "task_id": record.task_id})
         finally:
             self._running.pop(record.task_id, None)
+            self._live.pop(record.task_id, None)
             self._listeners.pop(record.task_id, None)
 
     def detach(self, task_id: str, listener: Callable[[dict[str, Any]], None]) -> None:
