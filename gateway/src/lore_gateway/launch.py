@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from lore_core.settings import load_settings
+from lore_core.settings import Settings, load_settings
 
 STOP_GRACE_S = 15.0
 START_TIMEOUT_S = 240.0
@@ -33,6 +34,7 @@ class Child:
     name: str
     module: str
     health_url: str
+    env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     restart_delay: float = RESTART_FIRST_S
@@ -40,7 +42,7 @@ class Child:
 
     def start(self) -> None:
         self.process = subprocess.Popen(  # noqa: S603 - fixed argv
-            [sys.executable, "-m", self.module], start_new_session=True
+            [sys.executable, "-m", self.module], start_new_session=True, env={**os.environ, **self.env}
         )
         self.started_at = time.monotonic()
         self.restart_at = None
@@ -100,26 +102,79 @@ def _stop(children: list[Child]) -> None:
             child.process.wait(2)
 
 
+# Replica n (from 0) of a service listens on its port + REPLICA_PORT_STEP × n: docdb 8101, 8201, …
+REPLICA_PORT_STEP = 100
+REPLICATED = ("docdb", "gen")
+
+
+def shared_stores_missing(settings: Settings) -> list[str]:
+    """What keeps docdb and gen from running as several processes on one machine."""
+    docdb, gen = settings.docdb, settings.gen
+    missing = []
+    if not docdb.database.url:
+        missing.append("docdb.database.url (PostgreSQL)")
+    if docdb.vector_store.provider == "qdrant" and not docdb.vector_store.url:
+        missing.append("docdb.vector_store (pgvector or a Qdrant server; Qdrant local allows one process)")
+    if docdb.graph_store.enabled and not docdb.graph_store.url:
+        missing.append("docdb.graph_store.url (a FalkorDB server)")
+    if not gen.database.url:
+        missing.append("gen.database.url (PostgreSQL)")
+    return missing
+
+
+def plan(settings: Settings, replicas: int) -> list[Child]:
+    """The processes to run: `replicas` of docdb and gen sharing their stores and data dirs (as pods
+    share a ReadWriteMany volume), one mem (its `kb` memory lives in local files), and the gateway,
+    which balances across the replicas."""
+    g = settings.gateway
+    children: list[Child] = []
+    urls: dict[str, list[str]] = {}
+    for name in ("docdb", "gen", "mem"):
+        server = getattr(settings, name).server
+        count = replicas if name in REPLICATED else 1
+        for n in range(count):
+            port = server.port + REPLICA_PORT_STEP * n
+            url = f"http://{server.host}:{port}"
+            urls.setdefault(name, []).append(url)
+            env = {f"LORE__{name.upper()}__SERVER__PORT": str(port)} if n else {}
+            label = name if count == 1 else f"{name}-{n + 1}"
+            children.append(Child(label, f"lore_{name}", f"{url}/health", env))
+    gateway_env = {}
+    if replicas > 1:
+        gateway_env = {f"LORE__GATEWAY__{name.upper()}_URLS": json.dumps(urls[name]) for name in REPLICATED}
+    children.append(Child("gateway", "lore_gateway", f"http://{g.host}:{g.port}/health", gateway_env))
+    # gen talks to the docdb this launcher starts: through the gateway when there are several (it
+    # balances them; unless API keys guard it), else straight to the one.
+    docdb_url = urls["docdb"][0]
+    if replicas > 1 and not g.api_keys:
+        docdb_url = f"http://{g.host}:{g.port}"
+    os.environ.setdefault("LORE__GEN__DOCDB_URL", docdb_url)
+    return children
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config-dir", default=None, help="folder holding lore.yaml and pipeline.yaml")
+    parser.add_argument(
+        "--replicas", type=int, default=1, help="processes of docdb and of gen (needs shared stores)"
+    )
     args = parser.parse_args(argv)
     if args.config_dir:
         os.environ["LORE_CONFIG_DIR"] = args.config_dir
     settings = load_settings()
     g = settings.gateway
-    # gen talks to the docdb this launcher starts, on whatever port docdb was given.
-    os.environ.setdefault(
-        "LORE__GEN__DOCDB_URL", f"http://{settings.docdb.server.host}:{settings.docdb.server.port}"
-    )
-    children = [
-        Child(
-            "docdb", "lore_docdb", f"http://{settings.docdb.server.host}:{settings.docdb.server.port}/health"
-        ),
-        Child("gen", "lore_gen", f"http://{settings.gen.server.host}:{settings.gen.server.port}/health"),
-        Child("mem", "lore_mem", f"http://{settings.mem.server.host}:{settings.mem.server.port}/health"),
-        Child("gateway", "lore_gateway", f"http://{g.host}:{g.port}/health"),
-    ]
+    if args.replicas < 1:
+        parser.error("--replicas takes 1 or more")
+    missing = shared_stores_missing(settings) if args.replicas > 1 else []
+    if missing:
+        print(
+            "lore: --replicas needs stores that several processes share; not set: "
+            + "; ".join(missing)
+            + ". `just up-postgres --replicas N` starts them.",
+            file=sys.stderr,
+        )
+        return 2
+    children = plan(settings, args.replicas)
     stopping = False
 
     def on_signal(signum: int, _: object) -> None:
@@ -132,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for child in children:
             child.start()
-        print("lore: starting docdb, gen, mem and the gateway …", file=sys.stderr, flush=True)
+        names = ", ".join(child.name for child in children)
+        print(f"lore: starting {names} …", file=sys.stderr, flush=True)
         deadline = time.monotonic() + START_TIMEOUT_S
         pending = {child.name for child in children}
         while pending and not stopping and time.monotonic() < deadline:

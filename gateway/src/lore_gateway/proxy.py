@@ -221,14 +221,18 @@ class Proxy:
                 up = response.status == 200
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
+            if not replica.failures:  # say it once, when the replica goes down
+                log.warning("replica_down", url=replica.url, error=error)
             upstream.failed(replica)
-            log.warning("replica_probe_failed", url=replica.url, error=error)
             return {"status": "down", "url": replica.url, "error": error}
         if up:
+            if replica.failures:
+                log.info("replica_up", url=replica.url)
             upstream.succeeded(replica)
         else:
+            if not replica.failures:
+                log.warning("replica_down", url=replica.url, status=response.status)
             upstream.failed(replica)
-            log.warning("replica_probe_failed", url=replica.url, status=response.status)
         result: dict[str, Any] = {
             "status": "up" if up else "down",
             "url": replica.url,

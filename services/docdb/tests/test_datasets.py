@@ -153,3 +153,18 @@ def test_safe_filename_rejects_control_characters_and_overlong_names(name: str) 
 
     with pytest.raises(BadRequest, match="invalid filename"):
         safe_filename(name)
+
+
+def test_start_up_on_a_shared_volume_spares_another_replicas_upload_in_progress(tmp_path: Path) -> None:
+    from lore_docdb.datasets.store import RawFiles
+
+    raw = RawFiles(tmp_path / "raw")
+    raw.create("shared")
+    crashed = raw.dataset_dir("shared") / ".tmp-crashed"
+    in_progress = raw.dataset_dir("shared") / ".tmp-in-progress"
+    for temp in (crashed, in_progress):
+        temp.write_bytes(b"partial")
+    os.utime(crashed, (1_000_000_000, 1_000_000_000))  # untouched for years: a crash's leftover
+    assert list(raw.sweep_temp_files(3600)) == [crashed]
+    assert in_progress.exists()  # another replica may still be writing it
+    assert list(raw.sweep_temp_files()) == [in_progress]  # alone (SQLite): everything goes

@@ -48,6 +48,10 @@ MULTIPART_OVERHEAD = 1024 * 1024
 PLANNED: list[PlannedRoute] = []
 
 
+# A temp file untouched this long is a crashed write, not an upload in progress.
+STALE_WRITE_S = 3600.0
+
+
 def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
     data_dir = Path(settings.docdb.server.data_dir)
     config_service = ConfigService(settings, config_dir)
@@ -73,7 +77,10 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             await create_tables(stores.sql)
             raw = RawFiles(data_dir / "raw")
             await asyncio.to_thread(raw.purge_trash)
-            await asyncio.to_thread(lambda: list(raw.sweep_temp_files()))
+            # On SQLite this process owns the data dir; on PostgreSQL replicas may share it (a
+            # ReadWriteMany volume), and a young temp file may be another replica's upload.
+            alone = stores.sql.dialect.name == "sqlite"
+            await asyncio.to_thread(lambda: list(raw.sweep_temp_files(0 if alone else STALE_WRITE_S)))
             task_store = TaskStore(stores.sql)
             index = IndexStore(stores.sql, settings.postgres_batch_size)
             vectors = VectorIndex(stores.vector)
@@ -128,7 +135,9 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             try:
                 async with periodic(
                     cfg.upload_sweep_interval,
-                    lambda: uploads.sweep(cfg.upload_session_ttl),
+                    lambda: (
+                        uploads.sweep(cfg.upload_session_ttl) + len(list(raw.sweep_temp_files(STALE_WRITE_S)))
+                    ),
                     name="upload_sweep",
                     when=leadership.is_leader,
                 ):

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import SQLModel
 
+from lore_common.stores import sql
 from lore_docdb.index.models import ChunkRow, KbDatasetRow, KnowledgeBaseRow
 from lore_docdb.schemas.models import SchemaRow
 from lore_docdb.tasks.models import TaskRow
@@ -18,5 +19,4 @@ TABLES: list[Any] = [
 
 
 async def create_tables(engine: AsyncEngine) -> None:
-    async with engine.begin() as connection:
-        await connection.run_sync(SQLModel.metadata.create_all, tables=TABLES)
+    await sql.create_tables(engine, TABLES)

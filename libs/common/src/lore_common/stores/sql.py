@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +12,12 @@ from sqlalchemy import event, text
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
+from sqlmodel import SQLModel
 
 from lore_core.settings import DatabaseConfig
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+SCHEMA_LOCK = zlib.crc32(b"lore-schema") & 0x7FFFFFFF
 
 
 def database_url(config: DatabaseConfig, data_dir: Path, name: str) -> str:
@@ -51,6 +54,16 @@ def create_engine(config: DatabaseConfig, data_dir: Path, name: str) -> AsyncEng
     if url.startswith("sqlite"):
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine
+
+
+async def create_tables(engine: AsyncEngine, tables: Sequence[Any]) -> None:
+    """Create what is missing of `tables` (SQLModel tables or their `Table`s). Replicas starting at
+    once on a fresh PostgreSQL would race on the catalogue, so there one creates at a time."""
+    resolved = [getattr(table, "__table__", table) for table in tables]
+    async with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+        await connection.run_sync(SQLModel.metadata.create_all, tables=resolved)
 
 
 async def ping(engine: AsyncEngine) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -97,10 +98,15 @@ class RawFiles:
             return False
         return True
 
-    def sweep_temp_files(self) -> Iterator[Path]:
-        """Temp files left by a crash mid-write (never visible in listings); removed on start-up."""
+    def sweep_temp_files(self, older_than_s: float = 0.0) -> Iterator[Path]:
+        """Temp files left by a crash mid-write (never visible in listings). On a volume that several
+        replicas share, a young temp file may be another replica's upload in progress, so only those
+        untouched for `older_than_s` seconds go."""
+        cutoff = time.time() - older_than_s
         for dataset in self.list_datasets():
             for temp in self.dataset_dir(dataset).glob(".tmp-*"):
                 with contextlib.suppress(FileNotFoundError):
+                    if older_than_s and temp.stat().st_mtime >= cutoff:
+                        continue
                     temp.unlink()
                     yield temp

@@ -8,6 +8,7 @@ leftovers at once. Finished records never change again, so they are also cached 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from collections import OrderedDict
@@ -17,10 +18,12 @@ from typing import Any
 import msgspec
 import structlog
 from sqlalchemy import JSON, Column, Text, or_, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import Field, SQLModel, col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from lore_common.stores.sql import create_tables
 from lore_core.clock import utc_iso
 from lore_core.errors import NotFound
 from lore_gen.tasks.models import TaskKind, TaskRecord
@@ -73,8 +76,7 @@ class TaskStore:
         self._finished: OrderedDict[str, TaskRecord] = OrderedDict()
 
     async def create_tables(self) -> None:
-        async with self.engine.begin() as connection:
-            await connection.run_sync(SQLModel.metadata.create_all, tables=[TaskRow.__table__])  # type: ignore[attr-defined]
+        await create_tables(self.engine, [TaskRow])
 
     async def save(self, record: TaskRecord, owner: str | None = None) -> None:
         """Durable first, visible second: a reader never sees a state the store does not hold."""
@@ -168,7 +170,11 @@ class TaskStore:
             async with AsyncSession(self.engine) as session:
                 if await session.get(TaskRow, record.task_id) is None:
                     session.add(TaskRow(**msgspec.structs.asdict(record)))
-                    await session.commit()
-                    imported += 1
-        await asyncio.to_thread(root.rename, root.with_name(f"{root.name}.imported"))
+                    try:
+                        await session.commit()
+                        imported += 1
+                    except IntegrityError:  # another replica imported it at the same moment
+                        await session.rollback()
+        with contextlib.suppress(FileNotFoundError):  # ...or renamed the folder first
+            await asyncio.to_thread(root.rename, root.with_name(f"{root.name}.imported"))
         return imported

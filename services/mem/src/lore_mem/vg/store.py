@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlmodel import SQLModel, col, select
+from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from lore_common.matrix import PointMirror
+from lore_common.stores.sql import create_tables
 from lore_common.stores.vector import Point, VectorStore
 from lore_core.clock import utcnow
 from lore_mem.vg.models import HistoryRow
@@ -98,10 +99,7 @@ class HistoryStore:
         self.engine = engine
 
     async def create_tables(self) -> None:
-        async with self.engine.begin() as connection:
-            await connection.run_sync(
-                SQLModel.metadata.create_all, tables=[SQLModel.metadata.tables["memory_history"]]
-            )
+        await create_tables(self.engine, [HistoryRow])
 
     async def record(
         self, memory_id: str, event: str, old: str | None, new: str | None, is_deleted: bool = False

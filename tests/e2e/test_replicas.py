@@ -1,0 +1,223 @@
+"""Two replicas of docdb and of gen on shared stores (PostgreSQL + pgvector, one FalkorDB server, S3)
+behind the gateway, as `just up-postgres --replicas 2` starts them: work begun on one replica is
+finished or read on the other, and the gateway keeps answering while a replica is down."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import httpx
+import psutil
+import pytest
+
+from lore_common.servers import database_url
+from lore_common.stores.pgvector import plain_dsn, table_name
+from lore_common.testing.flows import CURIE
+from lore_common.testing.processes import ServerProcess, free_port, wait_task
+
+ROOT = Path(__file__).resolve().parents[2]
+DS = "/api/v1/docdb/files/raw-files/datasets"
+KB = "/api/v1/docdb/files/knowledge-bases"
+GEN = "/api/v1/gen/pipeline"
+HOPPER = "Grace Hopper was a computer scientist. Grace Hopper developed the first compiler in 1952."
+STEP = 100  # lore-up puts replica n of a service on its port + 100 × n
+
+pytestmark = pytest.mark.postgres
+
+
+def port_pair() -> int:
+    """A port p such that p and p + STEP are both free."""
+    while True:
+        port = free_port()
+        if port + STEP >= 65536:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port + STEP))
+            except OSError:
+                continue
+        return port
+
+
+@dataclass
+class Cluster:
+    url: str
+    docdb: list[str]
+    gen: list[str]
+    launcher: ServerProcess
+    admin_url: str
+    prefix: str
+
+    def replica_pid(self, service: str, url: str) -> int:
+        """The process `lore-up` started for the replica of `service` at `url`."""
+        port = url.rsplit(":", 1)[1]
+        for child in psutil.Process(self.launcher.pid).children(recursive=True):
+            command = child.cmdline()
+            own = child.environ().get(f"LORE__{service.upper()}__SERVER__PORT")
+            if command[-2:] == ["-m", f"lore_{service}"] and own == port:
+                return int(child.pid)
+        raise AssertionError(f"no {service} replica at {url}")
+
+
+async def _fetch(url: str, query: str) -> list[asyncpg.Record]:
+    connection = await asyncpg.connect(plain_dsn(url))
+    try:
+        return list(await connection.fetch(query))
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, pgvector_server: str, moto_s3: str
+) -> Iterator[Cluster]:
+    work = tmp_path_factory.mktemp("replicas")
+    prefix = f"lore_rep_{uuid.uuid4().hex[:8]}"
+    ports = {"gateway": free_port(), "docdb": port_pair(), "gen": port_pair(), "mem": free_port()}
+    env = {
+        "LORE_CONFIG_DIR": str(ROOT / "config"),
+        "LORE__LOGGING__FORMAT": "json",
+        "LORE__GATEWAY__PORT": str(ports["gateway"]),
+        "LORE__GATEWAY__HEALTH_INTERVAL": "0.5",
+        "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
+        "LORE__DOCDB__EMBEDDING_API__DIM": "64",
+        "LORE__DOCDB__TASK_HEARTBEAT_INTERVAL": "0.3",
+        "LORE__DOCDB__TASK_STALE_AFTER": "3",
+        "LORE__DOCDB__UPLOAD_SWEEP_INTERVAL": "0.5",
+    }
+    for name in ("docdb", "gen", "mem"):
+        env[f"LORE__{name.upper()}__SERVER__PORT"] = str(ports[name])
+        env[f"LORE__{name.upper()}__SERVER__DATA_DIR"] = str(work / "data" / name)
+    env["LORE__GATEWAY__MEM_URL"] = f"http://127.0.0.1:{ports['mem']}"
+    command = [
+        sys.executable, "-m", "lore_common.servers",
+        "--postgres-url", pgvector_server,
+        "--s3-endpoint", moto_s3,
+        "--database-prefix", prefix,
+        "--data-dir", str(work / "servers"),
+        "--replicas", "2",
+    ]  # fmt: skip
+    launcher = ServerProcess(command, env=env, cwd=work, log_path=work / "lore.log")
+    url = f"http://127.0.0.1:{ports['gateway']}"
+    docdb = [f"http://127.0.0.1:{ports['docdb'] + STEP * n}" for n in range(2)]
+    gen = [f"http://127.0.0.1:{ports['gen'] + STEP * n}" for n in range(2)]
+    try:
+        launcher.wait_healthy(f"{url}/health", timeout=180)
+        for replica in (*docdb, *gen):  # the gateway is up once one replica of each service is
+            launcher.wait_healthy(f"{replica}/health", timeout=120)
+        yield Cluster(url, docdb, gen, launcher, pgvector_server, prefix)
+    finally:
+        launcher.stop()
+        for service in ("docdb", "gen", "mem"):
+            asyncio.run(_fetch(pgvector_server, f'DROP DATABASE IF EXISTS "{prefix}_{service}" WITH (FORCE)'))
+
+
+def test_the_gateway_sees_two_replicas_of_docdb_and_gen(cluster: Cluster) -> None:
+    services = httpx.get(f"{cluster.url}/health", timeout=10).json()["services"]
+    for name, urls in (("docdb", cluster.docdb), ("gen", cluster.gen)):
+        assert [(r["url"], r["status"]) for r in services[name]["replicas"]] == [(u, "up") for u in urls]
+    assert "replicas" not in services["mem"]  # one mem: its kb memory keeps local files
+
+
+def test_a_chunked_upload_spread_over_both_replicas_then_parse_on_one_and_chat_on_both(
+    cluster: Cluster,
+) -> None:
+    a, b = (httpx.Client(base_url=u, timeout=60) for u in cluster.docdb)
+    body = f"{CURIE}\n\n{HOPPER}\n".encode()
+    assert a.post(DS, json={"name": "people"}).status_code == 200
+    size = -(-len(body) // 3)
+    init = a.post(
+        f"{DS}/people/upload/init",
+        json={"filename": "people.txt", "total_chunks": 3, "total_size": len(body)},
+    )
+    upload_id = init.json()["upload_id"]
+    for index, client in enumerate((a, b, a)):  # chunk i at replica A, chunk j at replica B
+        chunk = body[index * size : (index + 1) * size]
+        r = client.post(f"{DS}/people/upload/{upload_id}/chunk", params={"chunk_index": index}, content=chunk)
+        assert r.status_code == 200, r.text
+    done = b.post(f"{DS}/people/upload/{upload_id}/complete")  # completed at the other one
+    assert done.status_code == 200 and done.json()["data"] == {"filename": "people.txt", "size": len(body)}
+
+    assert a.post(KB, json={"name": "people"}).status_code == 200
+    parse = a.post(f"{KB}/people/parse", json={"datasets": ["people"]}).json()
+    task = wait_task(b, parse["data"]["tasks"][0]["task_id"], timeout=120)  # followed on B
+    assert task["status"] == "completed", task
+    for client in (a, b):
+        answer = client.post(
+            "/api/v1/docdb/chat",
+            json={"query": "Who developed the first compiler?", "kb_id": "people", "user_id": "u"},
+        ).json()
+        assert "Grace Hopper" in answer["response"] and answer["citations"][0]["source_file"] == "people.txt"
+
+
+def test_a_gen_task_submitted_on_one_replica_is_read_on_the_other(cluster: Cluster) -> None:
+    submitted = httpx.post(
+        f"{cluster.gen[0]}{GEN}/submit",
+        json={"question": "What do we know about Marie Curie and Grace Hopper?", "kb_name": "people"},
+        timeout=30,
+    )
+    assert submitted.status_code == 200, submitted.text
+    task_id = submitted.json()["task_id"]
+    deadline = time.monotonic() + 120
+    while (status := httpx.get(f"{cluster.gen[1]}{GEN}/status/{task_id}", timeout=10).json())[
+        "status"
+    ] not in (
+        "completed",
+        "failed",
+    ):
+        assert time.monotonic() < deadline, status
+        time.sleep(0.2)
+    assert status["status"] == "completed", status
+    assert {row["name"] for row in status["result"]["csv_data"]} >= {"Marie Curie", "Grace Hopper"}
+
+
+def test_a_replica_killed_mid_parse_loses_nothing_and_the_gateway_keeps_answering(cluster: Cluster) -> None:
+    text = " ".join(f"Sentence {n} of a long report about harbour number {n % 13}." for n in range(20000))
+    with httpx.Client(base_url=cluster.url, timeout=60) as client:
+        assert client.post(DS, json={"name": "harbours"}).status_code == 200
+        files = {"files": ("harbours.txt", text.encode())}
+        assert client.post(f"{DS}/harbours/files", files=files).status_code == 200
+        assert client.post(KB, json={"name": "harbours"}).status_code == 200
+        parse = client.post(f"{KB}/harbours/parse", json={"datasets": ["harbours"]}).json()
+        task_id = parse["data"]["tasks"][0]["task_id"]
+        deadline = time.monotonic() + 30
+        while client.get(f"/api/v1/docdb/files/processing/tasks/{task_id}").json()["status"] == "pending":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.killpg(cluster.replica_pid("docdb", cluster.docdb[0]), signal.SIGKILL)  # as when a node dies
+        # The gateway answers every docdb request while one replica is down.
+        for _ in range(20):
+            assert client.get(KB).status_code == 200
+        task = wait_task(client, task_id, timeout=120)
+    # Taken over or failed and rolled back: either way nothing half-done stays.
+    docdb_db, table = database_url(cluster.admin_url, f"{cluster.prefix}_docdb"), table_name("kb_harbours")
+    exists = asyncio.run(_fetch(docdb_db, f"SELECT to_regclass('\"{table}\"') IS NOT NULL"))[0][0]
+    vectors = asyncio.run(_fetch(docdb_db, f'SELECT count(*) FROM "{table}"'))[0][0] if exists else 0
+    if task["status"] == "completed":
+        assert vectors > 0
+    else:
+        assert task["status"] == "failed" and "interrupted" in task["error"], task
+        assert vectors == 0  # rolled back: no vector of the task is left
+    # lore-up brought the killed replica back.
+    deadline = time.monotonic() + 60
+    while not _alive(cluster.docdb[0]):
+        assert time.monotonic() < deadline, cluster.launcher.log_tail()
+        time.sleep(0.5)
+    assert "lore: docdb-1 exited with code -9; restarting in 1 s" in cluster.launcher.log_path.read_text()
+
+
+def _alive(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/livez", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
