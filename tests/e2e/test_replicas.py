@@ -148,6 +148,21 @@ def test_a_chunked_upload_spread_over_both_replicas_then_parse_on_one_and_chat_o
     done = b.post(f"{DS}/people/upload/{upload_id}/complete")  # completed at the other one
     assert done.status_code == 200 and done.json()["data"] == {"filename": "people.txt", "size": len(body)}
 
+    # A `complete` sent to both replicas at once merges once: one answers 200, the other finds the
+    # session gone (404), and the file is whole.
+    again = a.post(
+        f"{DS}/people/upload/init", json={"filename": "twice.txt", "total_chunks": 1, "total_size": 4}
+    )
+    twice = again.json()["upload_id"]
+    assert (
+        b.post(f"{DS}/people/upload/{twice}/chunk", params={"chunk_index": 0}, content=b"abcd").status_code
+        == 200
+    )
+    statuses = sorted(asyncio.run(_complete_on_both(cluster.docdb, f"{DS}/people/upload/{twice}/complete")))
+    assert statuses == [200, 404]
+    listed = {f["name"]: f["size"] for f in a.get(f"{DS}/people/files").json()["files"]}
+    assert listed["twice.txt"] == 4
+
     assert a.post(KB, json={"name": "people"}).status_code == 200
     parse = a.post(f"{KB}/people/parse", json={"datasets": ["people"]}).json()
     task = wait_task(b, parse["data"]["tasks"][0]["task_id"], timeout=120)  # followed on B
@@ -158,6 +173,12 @@ def test_a_chunked_upload_spread_over_both_replicas_then_parse_on_one_and_chat_o
             json={"query": "Who developed the first compiler?", "kb_id": "people", "user_id": "u"},
         ).json()
         assert "Grace Hopper" in answer["response"] and answer["citations"][0]["source_file"] == "people.txt"
+
+
+async def _complete_on_both(replicas: list[str], path: str) -> list[int]:
+    async with httpx.AsyncClient(timeout=60) as client:
+        replies = await asyncio.gather(*(client.post(f"{url}{path}") for url in replicas))
+    return [r.status_code for r in replies]
 
 
 def test_a_gen_task_submitted_on_one_replica_is_read_on_the_other(cluster: Cluster) -> None:

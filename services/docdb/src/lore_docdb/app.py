@@ -87,7 +87,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             graph, bm25 = GraphIndex(stores.graph), Bm25Cache(index.chunks_of_kb, index.chunk_signature)
             schemas = SchemaService(SchemaStore(stores.sql))
             datasets = DatasetService(raw, task_store, stores.objects, cfg.max_upload_size)
-            uploads = UploadService(datasets)
+            uploads = UploadService(datasets, stores.sql)
             pipeline = ParsePipeline(settings, index, vectors, graph, providers.embedder, providers.llm, bm25)
             # With several replicas on one PostgreSQL, one of them runs the sweeps.
             leadership = Leadership(stores.sql, "lore-docdb-sweeps")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import zlib
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,24 @@ async def create_tables(engine: AsyncEngine, tables: Sequence[Any]) -> None:
 async def ping(engine: AsyncEngine) -> None:
     async with engine.connect() as connection:
         await connection.execute(text("SELECT 1"))
+
+
+@contextlib.asynccontextmanager
+async def advisory_lock(engine: AsyncEngine, name: str) -> AsyncIterator[None]:
+    """Hold a lock named `name` across every replica on this PostgreSQL (a session-level advisory lock
+    on a connection kept for the purpose); on SQLite one process owns the store and this is a no-op."""
+    if engine.dialect.name == "sqlite":
+        yield
+        return
+    key = zlib.crc32(name.encode()) & 0x7FFFFFFF
+    async with engine.connect() as connection:
+        await connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": key})
+        await connection.commit()
+        try:
+            yield
+        finally:
+            await connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+            await connection.commit()
 
 
 class Leadership:

@@ -22,7 +22,9 @@ from pathlib import Path
 
 import msgspec
 import structlog
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from lore_common.stores.sql import advisory_lock
 from lore_core.clock import utc_iso
 from lore_core.errors import BadRequest, NotFound
 from lore_core.files import fsync_path, write_atomic
@@ -63,8 +65,11 @@ def chunk_size_for(session: UploadSession, index: int) -> int:
 
 
 class UploadService:
-    def __init__(self, datasets: DatasetService) -> None:
+    def __init__(self, datasets: DatasetService, engine: AsyncEngine | None = None) -> None:
         self.datasets = datasets
+        # With replicas sharing the data volume, a `complete` may arrive at two of them at once: the
+        # relational store's lock lets one merge while the other waits, then finds the session gone.
+        self.engine = engine
         self._locks: dict[str, asyncio.Lock] = {}
 
     def _session_dir(self, dataset: str, upload_id: str) -> Path:
@@ -164,8 +169,13 @@ class UploadService:
 
     async def complete(self, dataset: str, upload_id: str) -> UploadedFile:
         lock = self._locks.setdefault(upload_id, asyncio.Lock())
+        shared = (
+            advisory_lock(self.engine, f"upload:{upload_id}")
+            if self.engine is not None
+            else contextlib.nullcontext()
+        )
         try:
-            async with lock:
+            async with lock, shared:
                 folder, session = self._load(dataset, upload_id)
                 present = self.received(dataset, upload_id)
                 missing = [i for i in range(session.total_chunks) if i not in present]
