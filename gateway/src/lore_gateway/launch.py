@@ -139,9 +139,10 @@ def plan(settings: Settings, replicas: int) -> list[Child]:
             env = {f"LORE__{name.upper()}__SERVER__PORT": str(port)} if n else {}
             label = name if count == 1 else f"{name}-{n + 1}"
             children.append(Child(label, f"lore_{name}", f"{url}/health", env))
-    gateway_env = {}
+    # The gateway finds the services where this launcher starts them.
+    gateway_env = {f"LORE__GATEWAY__{name.upper()}_URL": found[0] for name, found in urls.items()}
     if replicas > 1:
-        gateway_env = {f"LORE__GATEWAY__{name.upper()}_URLS": json.dumps(urls[name]) for name in REPLICATED}
+        gateway_env |= {f"LORE__GATEWAY__{name.upper()}_URLS": json.dumps(urls[name]) for name in REPLICATED}
     children.append(Child("gateway", "lore_gateway", f"http://{g.host}:{g.port}/health", gateway_env))
     # gen talks to the docdb this launcher starts: through the gateway when there are several (it
     # balances them; unless API keys guard it), else straight to the one.
