@@ -18,7 +18,6 @@ import asyncio
 import json
 import random
 import shutil
-import sys
 import tempfile
 import time
 import uuid
@@ -28,7 +27,7 @@ import aiohttp
 import httpx
 
 from lore_common.servers import postgres
-from lore_common.testing.processes import ServerProcess, free_port, wait_task
+from lore_common.testing.processes import start_servers_stack, wait_task
 from lore_common.testing.stats import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,23 +81,10 @@ async def drive(
 
 def round_with(replicas: int, admin_url: str, args: argparse.Namespace) -> dict[str, float]:
     work = Path(tempfile.mkdtemp(prefix=f"lore-bench-replicas{replicas}-"))
-    ports = {name: free_port() for name in ("gateway", "docdb", "gen", "mem")}
-    env = {"LORE_CONFIG_DIR": str(ROOT / "config"), "LORE__GATEWAY__PORT": str(ports["gateway"])}
-    for name in ("docdb", "gen", "mem"):
-        env[f"LORE__{name.upper()}__SERVER__PORT"] = str(ports[name])
-        env[f"LORE__{name.upper()}__SERVER__DATA_DIR"] = str(work / "data" / name)
-    env["LORE__GATEWAY__MEM_URL"] = f"http://127.0.0.1:{ports['mem']}"
     prefix = f"lore_bench_{uuid.uuid4().hex[:8]}"
-    command = [
-        sys.executable, "-m", "lore_common.servers", "--postgres-url", admin_url,
-        "--database-prefix", prefix, "--data-dir", str(work / "servers"), "--replicas", str(replicas),
-    ]  # fmt: skip
-    stack = ServerProcess(command, env=env, cwd=work, log_path=work / "lore.log")
-    url = f"http://127.0.0.1:{ports['gateway']}"
+    stack = start_servers_stack(work, ROOT / "config", admin_url, prefix, replicas=replicas)
+    url = stack.url
     try:
-        stack.wait_healthy(f"{url}/health", timeout=240)
-        for n in range(replicas):
-            stack.wait_healthy(f"http://127.0.0.1:{ports['docdb'] + 100 * n}/health", timeout=120)
         rng = random.Random(7)
         with httpx.Client(base_url=url, timeout=600) as client:
             client.post(DS, json={"name": "reports"}).raise_for_status()
@@ -135,7 +121,7 @@ def round_with(replicas: int, admin_url: str, args: argparse.Namespace) -> dict[
         )
         return {**{f"chat_{k}": v for k, v in chat.items()}, **{f"vg_{k}": v for k, v in vg.items()}}
     finally:
-        stack.stop()
+        stack.process.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 

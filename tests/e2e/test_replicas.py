@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,30 +21,15 @@ import pytest
 from lore_common.servers import database_url
 from lore_common.stores.pgvector import plain_dsn, table_name
 from lore_common.testing.flows import CURIE
-from lore_common.testing.processes import ServerProcess, free_port, wait_task
+from lore_common.testing.processes import ServerProcess, start_servers_stack, wait_task
 
 ROOT = Path(__file__).resolve().parents[2]
 DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
 GEN = "/api/v1/gen/pipeline"
 HOPPER = "Grace Hopper was a computer scientist. Grace Hopper developed the first compiler in 1952."
-STEP = 100  # lore-up puts replica n of a service on its port + 100 × n
 
 pytestmark = pytest.mark.postgres
-
-
-def port_pair() -> int:
-    """A port p such that p and p + STEP are both free."""
-    while True:
-        port = free_port()
-        if port + STEP >= 65536:
-            continue
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port + STEP))
-            except OSError:
-                continue
-        return port
 
 
 @dataclass
@@ -83,11 +66,7 @@ def cluster(
 ) -> Iterator[Cluster]:
     work = tmp_path_factory.mktemp("replicas")
     prefix = f"lore_rep_{uuid.uuid4().hex[:8]}"
-    ports = {"gateway": free_port(), "docdb": port_pair(), "gen": port_pair(), "mem": free_port()}
     env = {
-        "LORE_CONFIG_DIR": str(ROOT / "config"),
-        "LORE__LOGGING__FORMAT": "json",
-        "LORE__GATEWAY__PORT": str(ports["gateway"]),
         "LORE__GATEWAY__HEALTH_INTERVAL": "0.5",
         "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
         "LORE__DOCDB__EMBEDDING_API__DIM": "64",
@@ -95,29 +74,20 @@ def cluster(
         "LORE__DOCDB__TASK_STALE_AFTER": "3",
         "LORE__DOCDB__UPLOAD_SWEEP_INTERVAL": "0.5",
     }
-    for name in ("docdb", "gen", "mem"):
-        env[f"LORE__{name.upper()}__SERVER__PORT"] = str(ports[name])
-        env[f"LORE__{name.upper()}__SERVER__DATA_DIR"] = str(work / "data" / name)
-    env["LORE__GATEWAY__MEM_URL"] = f"http://127.0.0.1:{ports['mem']}"
-    command = [
-        sys.executable, "-m", "lore_common.servers",
-        "--postgres-url", pgvector_server,
-        "--s3-endpoint", moto_s3,
-        "--database-prefix", prefix,
-        "--data-dir", str(work / "servers"),
-        "--replicas", "2",
-    ]  # fmt: skip
-    launcher = ServerProcess(command, env=env, cwd=work, log_path=work / "lore.log")
-    url = f"http://127.0.0.1:{ports['gateway']}"
-    docdb = [f"http://127.0.0.1:{ports['docdb'] + STEP * n}" for n in range(2)]
-    gen = [f"http://127.0.0.1:{ports['gen'] + STEP * n}" for n in range(2)]
+    stack = start_servers_stack(
+        work, ROOT / "config", pgvector_server, prefix, s3_endpoint=moto_s3, replicas=2, env=env, timeout=180
+    )
     try:
-        launcher.wait_healthy(f"{url}/health", timeout=180)
-        for replica in (*docdb, *gen):  # the gateway is up once one replica of each service is
-            launcher.wait_healthy(f"{replica}/health", timeout=120)
-        yield Cluster(url, docdb, gen, launcher, pgvector_server, prefix)
+        yield Cluster(
+            stack.url,
+            stack.replica_urls("docdb", 2),
+            stack.replica_urls("gen", 2),
+            stack.process,
+            pgvector_server,
+            prefix,
+        )
     finally:
-        launcher.stop()
+        stack.process.stop()
         for service in ("docdb", "gen", "mem"):
             asyncio.run(_fetch(pgvector_server, f'DROP DATABASE IF EXISTS "{prefix}_{service}" WITH (FORCE)'))
 

@@ -4,7 +4,6 @@ pgvector, graphs in one FalkorDB server, files in S3 (moto), driven through the 
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ import pytest
 from lore_common.servers import database_url
 from lore_common.stores.pgvector import plain_dsn, table_name
 from lore_common.testing.flows import CURIE
-from lore_common.testing.processes import ServerProcess, free_port, wait_task
+from lore_common.testing.processes import start_servers_stack, wait_task
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = "/api/v1/docdb/files"
@@ -53,30 +52,11 @@ async def _fetch(url: str, query: str, *args: Any) -> list[asyncpg.Record]:
 def stack(tmp_path_factory: pytest.TempPathFactory, pgvector_server: str, moto_s3: str) -> Iterator[Stack]:
     work = tmp_path_factory.mktemp("servers")
     prefix = f"lore_e2e_{uuid.uuid4().hex[:8]}"
-    ports = {name: free_port() for name in ("gateway", "docdb", "gen", "mem")}
-    env = {
-        "LORE_CONFIG_DIR": str(ROOT / "config"),
-        "LORE__LOGGING__FORMAT": "json",
-        "LORE__GATEWAY__PORT": str(ports["gateway"]),
-    }
-    for name in ("docdb", "gen", "mem"):
-        env[f"LORE__{name.upper()}__SERVER__PORT"] = str(ports[name])
-        env[f"LORE__{name.upper()}__SERVER__DATA_DIR"] = str(work / "data" / name)
-        env[f"LORE__GATEWAY__{name.upper()}_URL"] = f"http://127.0.0.1:{ports[name]}"
-    command = [
-        sys.executable, "-m", "lore_common.servers",
-        "--postgres-url", pgvector_server,
-        "--s3-endpoint", moto_s3,
-        "--database-prefix", prefix,
-        "--data-dir", str(work / "servers"),
-    ]  # fmt: skip
-    launcher = ServerProcess(command, env=env, cwd=work, log_path=work / "lore.log")
-    url = f"http://127.0.0.1:{ports['gateway']}"
+    servers = start_servers_stack(work, ROOT / "config", pgvector_server, prefix, s3_endpoint=moto_s3)
     try:
-        launcher.wait_healthy(f"{url}/health", timeout=180)
-        yield Stack(url, pgvector_server, prefix, work)
+        yield Stack(servers.url, pgvector_server, prefix, work)
     finally:
-        launcher.stop()
+        servers.process.stop()
         for service in ("docdb", "gen", "mem"):
             asyncio.run(_fetch(pgvector_server, f'DROP DATABASE IF EXISTS "{prefix}_{service}" WITH (FORCE)'))
 

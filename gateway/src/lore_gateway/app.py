@@ -7,10 +7,9 @@ so the gateway adds as little latency as it can; everything else is a small Lite
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import json
-from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import aiohttp
@@ -22,6 +21,7 @@ from lore_core.errors import exception_handlers
 from lore_core.heap import frozen_after_startup
 from lore_core.logging import REQUEST_ID_HEADER, RequestIdMiddleware, request_id_from
 from lore_core.settings import GatewayConfig, Settings
+from lore_core.tasks import background
 from lore_core.web import build_from_environment
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
@@ -171,15 +171,8 @@ class Gateway:
             merged["info"]["x-missing-services"] = missing
         return merged
 
-    @contextlib.asynccontextmanager
-    async def replica_watch(self, _: Litestar) -> AsyncIterator[None]:
-        task = asyncio.create_task(self.watch_replicas(), name="replica-watch")
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    def replica_watch(self, _: Litestar) -> AbstractAsyncContextManager[None]:
+        return background(self.watch_replicas(), "replica-watch")
 
     def _build_litestar(self) -> Litestar:
         gateway = self

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
 import structlog
@@ -34,7 +34,14 @@ async def periodic(
                 log.warning("periodic_job_failed", job=name, error=f"{type(exc).__name__}: {exc}")
             await asyncio.sleep(interval_s)
 
-    task = asyncio.create_task(loop(), name=name)
+    async with background(loop(), name):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def background(work: Coroutine[Any, Any, None], name: str) -> AsyncIterator[None]:
+    """Run `work` as a task while the context is open; leaving it cancels the task and waits for it."""
+    task = asyncio.create_task(work, name=name)
     try:
         yield
     finally:

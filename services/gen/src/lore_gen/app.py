@@ -6,7 +6,6 @@ records in its own relational store, so several replicas can share one PostgreSQ
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import socket
 from collections.abc import AsyncIterator
@@ -21,6 +20,7 @@ from lore_common.providers.chat import ChatModel, create_chat_model
 from lore_common.stores import open_stores
 from lore_common.stores.sql import Leadership
 from lore_core.settings import Settings
+from lore_core.tasks import background
 from lore_core.web import build_from_environment, create_service_app
 from lore_gen.docdb.client import DocdbClient
 from lore_gen.tables.offline import OFFLINE_SKILLS as TABLE_OFFLINE_SKILLS
@@ -77,19 +77,17 @@ def create_app(settings: Settings) -> Litestar:
             if interrupted:
                 log.warning("tasks_interrupted", count=interrupted)
             leadership = Leadership(stores.sql, "lore-gen-sweeps")
-            maintenance = asyncio.create_task(
-                runner.maintain(config.task_heartbeat_interval, config.task_stale_after, leadership.is_leader)
-            )
             app.state.stores = stores
             app.state.providers = GenModels(llm, config.docdb_url)
             app.state.tables = TableService(TablePipeline(llm, docdb, tables, config), runner, config)
             app.state.tag_trees = TagTreeService(llm, docdb, runner)
             try:
-                yield
+                maintenance = runner.maintain(
+                    config.task_heartbeat_interval, config.task_stale_after, leadership.is_leader
+                )
+                async with background(maintenance, "task-maintenance"):
+                    yield
             finally:
-                maintenance.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await maintenance
                 await runner.shutdown()
                 await leadership.release()
                 await tables.aclose()

@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -165,6 +166,79 @@ def start_service(
     process = ServerProcess(python_module(f"lore_{service}"), env=full, log_path=work / f"{service}.log")
     process.wait_healthy(f"http://127.0.0.1:{port}/health", timeout=timeout)
     return process, f"http://127.0.0.1:{port}"
+
+
+REPLICA_PORT_STEP = 100  # lore-up puts replica n of a service on its port + 100 × n
+
+
+def free_port_pair() -> int:
+    """A port p such that p and p + REPLICA_PORT_STEP are both free (a service and its second replica)."""
+    while True:
+        port = free_port()
+        if port + REPLICA_PORT_STEP >= 65536:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port + REPLICA_PORT_STEP))
+            except OSError:
+                continue
+        return port
+
+
+@dataclass
+class ServersStack:
+    """`lore-servers` (the stack on PostgreSQL + pgvector, one FalkorDB server and S3) on free ports."""
+
+    process: ServerProcess
+    url: str
+    ports: dict[str, int]
+
+    def replica_urls(self, service: str, count: int) -> list[str]:
+        return [f"http://127.0.0.1:{self.ports[service] + REPLICA_PORT_STEP * n}" for n in range(count)]
+
+
+def start_servers_stack(
+    work: Path,
+    config_dir: Path,
+    admin_url: str,
+    prefix: str,
+    *,
+    s3_endpoint: str | None = None,
+    replicas: int = 1,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 240,
+) -> ServersStack:
+    """Start `lore-servers` with its data under `work`, databases `<prefix>_*` on `admin_url`, and wait
+    until the gateway and every replica answer `/health`."""
+    ports = {"gateway": free_port(), "docdb": free_port_pair(), "gen": free_port_pair(), "mem": free_port()}
+    full = {
+        "LORE_CONFIG_DIR": str(config_dir),
+        "LORE__LOGGING__FORMAT": "json",
+        "LORE__GATEWAY__PORT": str(ports["gateway"]),
+    }
+    for name in ("docdb", "gen", "mem"):
+        full[f"LORE__{name.upper()}__SERVER__PORT"] = str(ports[name])
+        full[f"LORE__{name.upper()}__SERVER__DATA_DIR"] = str(work / "data" / name)
+    command = python_module(
+        "lore_common.servers",
+        "--postgres-url", admin_url,
+        "--database-prefix", prefix,
+        "--data-dir", str(work / "servers"),
+        "--replicas", str(replicas),
+        *(["--s3-endpoint", s3_endpoint] if s3_endpoint else []),
+    )  # fmt: skip
+    process = ServerProcess(command, env={**full, **(env or {})}, cwd=work, log_path=work / "lore.log")
+    stack = ServersStack(process, f"http://127.0.0.1:{ports['gateway']}", ports)
+    try:
+        process.wait_healthy(f"{stack.url}/health", timeout=timeout)
+        # The gateway is up once one replica of each service is; wait for all of them.
+        for service in ("docdb", "gen"):
+            for url in stack.replica_urls(service, replicas):
+                process.wait_healthy(f"{url}/health", timeout=timeout)
+    except BaseException:
+        process.stop()
+        raise
+    return stack
 
 
 def wait_task(client: Any, task_id: str, timeout: float = 600, poll: float = 0.2) -> dict[str, Any]:
