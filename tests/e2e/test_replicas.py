@@ -13,21 +13,25 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import asyncpg
 import httpx
 import psutil
 import pytest
 
 from lore_common.servers import database_url
-from lore_common.stores.pgvector import plain_dsn, table_name
-from lore_common.testing.flows import CURIE
-from lore_common.testing.processes import ServerProcess, start_servers_stack, wait_task
+from lore_common.stores.pgvector import table_name
+from lore_common.testing.flows import CURIE, HOPPER
+from lore_common.testing.processes import (
+    ServerProcess,
+    drop_stack_databases,
+    pg_rows,
+    start_servers_stack,
+    wait_task,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
 GEN = "/api/v1/gen/pipeline"
-HOPPER = "Grace Hopper was a computer scientist. Grace Hopper developed the first compiler in 1952."
 
 pytestmark = pytest.mark.postgres
 
@@ -50,14 +54,6 @@ class Cluster:
             if command[-2:] == ["-m", f"lore_{service}"] and own == port:
                 return int(child.pid)
         raise AssertionError(f"no {service} replica at {url}")
-
-
-async def _fetch(url: str, query: str) -> list[asyncpg.Record]:
-    connection = await asyncpg.connect(plain_dsn(url))
-    try:
-        return list(await connection.fetch(query))
-    finally:
-        await connection.close()
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +84,7 @@ def cluster(
         )
     finally:
         stack.process.stop()
-        for service in ("docdb", "gen", "mem"):
-            asyncio.run(_fetch(pgvector_server, f'DROP DATABASE IF EXISTS "{prefix}_{service}" WITH (FORCE)'))
+        drop_stack_databases(pgvector_server, prefix)
 
 
 def test_the_gateway_sees_two_replicas_of_docdb_and_gen(cluster: Cluster) -> None:
@@ -192,8 +187,8 @@ def test_a_replica_killed_mid_parse_loses_nothing_and_the_gateway_keeps_answerin
         task = wait_task(client, task_id, timeout=120)
     # Taken over or failed and rolled back: either way nothing half-done stays.
     docdb_db, table = database_url(cluster.admin_url, f"{cluster.prefix}_docdb"), table_name("kb_harbours")
-    exists = asyncio.run(_fetch(docdb_db, f"SELECT to_regclass('\"{table}\"') IS NOT NULL"))[0][0]
-    vectors = asyncio.run(_fetch(docdb_db, f'SELECT count(*) FROM "{table}"'))[0][0] if exists else 0
+    exists = pg_rows(docdb_db, f"SELECT to_regclass('\"{table}\"') IS NOT NULL")[0][0]
+    vectors = pg_rows(docdb_db, f'SELECT count(*) FROM "{table}"')[0][0] if exists else 0
     if task["status"] == "completed":
         assert vectors > 0
     else:

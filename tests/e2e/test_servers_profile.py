@@ -3,28 +3,24 @@ pgvector, graphs in one FalkorDB server, files in S3 (moto), driven through the 
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
 from lore_common.servers import database_url
-from lore_common.stores.pgvector import plain_dsn, table_name
-from lore_common.testing.flows import CURIE
-from lore_common.testing.processes import start_servers_stack, wait_task
+from lore_common.stores.pgvector import table_name
+from lore_common.testing.flows import CURIE, HOPPER
+from lore_common.testing.processes import drop_stack_databases, pg_rows, start_servers_stack, wait_task
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = "/api/v1/docdb/files"
 VG = "/api/v1/mem/vg"
 KB_MEM = "/api/v1/mem/kb"
-HOPPER = "Grace Hopper was a computer scientist. Grace Hopper developed the first compiler in 1952."
 
 pytestmark = pytest.mark.postgres
 
@@ -40,14 +36,6 @@ class Stack:
         return database_url(self.admin_url, f"{self.prefix}_{service}")
 
 
-async def _fetch(url: str, query: str, *args: Any) -> list[asyncpg.Record]:
-    connection = await asyncpg.connect(plain_dsn(url))
-    try:
-        return list(await connection.fetch(query, *args))
-    finally:
-        await connection.close()
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, pgvector_server: str, moto_s3: str) -> Iterator[Stack]:
     work = tmp_path_factory.mktemp("servers")
@@ -57,8 +45,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, pgvector_server: str, moto_s
         yield Stack(servers.url, pgvector_server, prefix, work)
     finally:
         servers.process.stop()
-        for service in ("docdb", "gen", "mem"):
-            asyncio.run(_fetch(pgvector_server, f'DROP DATABASE IF EXISTS "{prefix}_{service}" WITH (FORCE)'))
+        drop_stack_databases(pgvector_server, prefix)
 
 
 def test_every_service_reports_its_servers(stack: Stack) -> None:
@@ -95,7 +82,7 @@ def people(stack: Stack) -> str:
 
 def test_documents_parse_into_pgvector_and_every_query_mode_cites_them(stack: Stack, people: str) -> None:
     table = table_name("kb_people")
-    rows = asyncio.run(_fetch(stack.database("docdb"), f'SELECT dataset, file FROM "{table}"'))
+    rows = pg_rows(stack.database("docdb"), f'SELECT dataset, file FROM "{table}"')
     assert {(r["dataset"], r["file"]) for r in rows} == {("people", "curie.txt"), ("people", "hopper.txt")}
 
     for mode in ("naive", "rerank", "rewriter", "multihop", "direct"):
@@ -140,7 +127,7 @@ def test_vg_memories_live_in_pgvector_with_their_history(stack: Stack) -> None:
         assert client.get(f"/{item['id']}").status_code == 404
         history = client.get(f"/{item['id']}/history").json()
         assert [h["event"] for h in history] == ["ADD", "UPDATE", "DELETE"]
-    rows = asyncio.run(_fetch(stack.database("mem"), f'SELECT user_id FROM "{table_name("memoryvg")}"'))
+    rows = pg_rows(stack.database("mem"), f'SELECT user_id FROM "{table_name("memoryvg")}"')
     assert [r["user_id"] for r in rows] == ["bo"]
 
 

@@ -15,6 +15,7 @@ KB = "/api/v1/docdb/files/knowledge-bases"
 TASKS = "/api/v1/docdb/files/processing/tasks"
 INSERT = "/api/v1/mem/kb/insert"
 QUERY = "/api/v1/mem/kb/query"
+HOPPER = "Grace Hopper was a computer scientist. Grace Hopper developed the first compiler in 1952."
 FACT = "Captain Ilsa Varga has kept the Zanzibar lighthouse burning since 1923."
 
 CURIE = (

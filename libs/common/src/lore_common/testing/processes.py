@@ -197,6 +197,30 @@ class ServersStack:
         return [f"http://127.0.0.1:{self.ports[service] + REPLICA_PORT_STEP * n}" for n in range(count)]
 
 
+def pg_rows(url: str, query: str) -> list[Any]:
+    """Run one query on PostgreSQL (any URL form Lore accepts) and return its rows."""
+    import asyncio
+
+    import asyncpg
+
+    from lore_common.stores.pgvector import plain_dsn
+
+    async def run() -> list[Any]:
+        connection = await asyncpg.connect(plain_dsn(url))
+        try:
+            return list(await connection.fetch(query))
+        finally:
+            await connection.close()
+
+    return asyncio.run(run())
+
+
+def drop_stack_databases(admin_url: str, prefix: str) -> None:
+    """Remove the databases `start_servers_stack` made (`<prefix>_docdb`, `_gen`, `_mem`)."""
+    for service in ("docdb", "gen", "mem"):
+        pg_rows(admin_url, f'DROP DATABASE IF EXISTS "{prefix}_{service}" WITH (FORCE)')
+
+
 def start_servers_stack(
     work: Path,
     config_dir: Path,
