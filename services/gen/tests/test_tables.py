@@ -11,9 +11,11 @@ import pytest
 from litestar.testing import TestClient
 from sqlalchemy import text
 
+from lore_common.stores.sql import create_engine
 from lore_common.testing.asgi import wait_done
 from lore_common.testing.fake_docdb import FakeDocdb
 from lore_common.testing.replies import prompt_of, reply
+from lore_core.settings import DatabaseConfig
 from lore_gen.tasks.models import TaskRecord
 
 SUBMIT = "/api/v1/gen/pipeline/submit"
@@ -283,6 +285,35 @@ async def test_status_survives_a_restart_and_unfinished_tasks_become_failed(
             assert interrupted["status"] == "failed" and "interrupted" in interrupted["error"], interrupted
         assert (await client.get(f"{STATUS}/old-done")).json()["result"] == {"rows": 3}
     assert not legacy.exists() and (tmp_path / "gen" / "tasks.imported" / "table" / "old-done.json").exists()
+
+
+async def test_tasks_of_the_previous_table_layout_are_imported_once(
+    gen_factory: Any, tmp_path: Path, relational_url: str | None
+) -> None:
+    url = relational_url or f"sqlite:///{tmp_path / 'gen-old.db'}"
+    engine = create_engine(DatabaseConfig(url=url), tmp_path, "gen")
+    async with engine.begin() as connection:
+        await connection.execute(
+            text(
+                "CREATE TABLE lore_gen_tasks (task_id VARCHAR(64) PRIMARY KEY, kind VARCHAR(16), "
+                "status VARCHAR(16), step INTEGER, step_name VARCHAR(64), progress JSON, result JSON, "
+                "error TEXT, request JSON, created_at VARCHAR(40), updated_at VARCHAR(40), "
+                "owner VARCHAR(200), heartbeat_at FLOAT)"
+            )
+        )
+        await connection.execute(
+            text(
+                "INSERT INTO lore_gen_tasks VALUES ('old-row', 'table', 'completed', 4, NULL, '{}', "
+                "'{\"rows\": 7}', NULL, '{\"question\": \"q\"}', '2026-01-01T00:00:00Z', "
+                "'2026-01-01T00:00:01Z', NULL, NULL)"
+            )
+        )
+    await engine.dispose()
+    async with gen_factory(LORE__GEN__DATABASE__URL=url) as client:
+        old = (await client.get(f"{STATUS}/old-row")).json()
+        assert old["status"] == "completed" and old["result"] == {"rows": 7}
+    async with gen_factory(LORE__GEN__DATABASE__URL=url) as client:  # imported once, still there
+        assert (await client.get(f"{STATUS}/old-row")).json()["result"] == {"rows": 7}
 
 
 async def test_a_replica_reads_the_tasks_of_another_and_fails_those_of_a_dead_one(

@@ -37,17 +37,17 @@ async def test_memories_are_scoped_searchable_and_survive_a_restart(
             memory("gone", 6, user_id="ana"),
         ]
         for memory_id, vector, record in zip(ids, vectors, records, strict=True):
-            await memories.upsert(memory_id, vector.tolist(), record)
+            await memories.put(memory_id, vector.tolist(), record)
         await memories.delete([ids[5]])
 
-        hits = await memories.search(vectors[2].tolist(), {"user_id": "ana"}, 10, None)
+        hits = await memories.search(vectors[2].tolist(), 10, where={"user_id": "ana"})
         assert {r["data"] for r, _ in hits} == {"tea", "surf", "run"}  # bo's memory stays in bo's scope
         assert [
-            r["data"] for r, _ in await memories.search(vectors[0].tolist(), {"user_id": "ana"}, 1, None)
+            r["data"] for r, _ in await memories.search(vectors[0].tolist(), 1, where={"user_id": "ana"})
         ] == ["tea"]
-        scoped = await memories.search(vectors[3].tolist(), {"user_id": "ana", "run_id": "r1"}, 10, None)
+        scoped = await memories.search(vectors[3].tolist(), 10, where={"user_id": "ana", "run_id": "r1"})
         assert [(r["data"], round(s, 4)) for r, s in scoped] == [("run", 1.0)]
-        assert await memories.search(vectors[1].tolist(), {"user_id": "ana"}, 10, 0.999) == [
+        assert await memories.search(vectors[1].tolist(), 10, where={"user_id": "ana"}, threshold=0.999) == [
             (await memories.get(ids[1]) or {}, pytest.approx(1.0, abs=1e-5))
         ]
         assert [r["data"] for r in await memories.list_scope({"user_id": "ana"}, 10)] == [
@@ -58,7 +58,7 @@ async def test_memories_are_scoped_searchable_and_survive_a_restart(
         assert (await memories.find_hash({"user_id": "ana"}, "h-tea") or {})["id"] == ids[0]
         assert await memories.find_hash({"user_id": "bo"}, "h-tea") is None
         assert await memories.get(ids[5]) is None and await memories.get("not-a-uuid") is None
-        await memories.upsert(ids[0], vectors[0].tolist(), memory("green tea", 3, user_id="ana"))
+        await memories.put(ids[0], vectors[0].tolist(), memory("green tea", 3, user_id="ana"))
         assert (await memories.get(ids[0]) or {})["data"] == "green tea"
     finally:
         await store.close()

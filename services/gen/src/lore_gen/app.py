@@ -68,7 +68,7 @@ def create_app(settings: Settings) -> Litestar:
             tables = TableStore(stores.sql, config.sql_row_limit, config.sql_timeout)
             task_store = TaskStore(stores.sql)
             await task_store.create_tables()
-            imported = await task_store.import_files(data_dir / "tasks")
+            imported = await task_store.import_files(data_dir / "tasks") + await task_store.import_table()
             if imported:
                 log.info("task_files_imported", count=imported)
             runner = TaskRunner(task_store, replica_id(config.server.port))

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from lore_common.jobs import JobFailure
 from lore_core.clock import utc_iso
 
 Status = Literal["pending", "running", "completed", "failed"]
@@ -43,5 +44,5 @@ class TaskRecord(msgspec.Struct, kw_only=True):
         return body
 
 
-class TaskFailure(Exception):
+class TaskFailure(JobFailure):
     """A task failed for a reason the user should read as is (no exception class name prefixed)."""

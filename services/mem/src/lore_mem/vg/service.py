@@ -183,7 +183,7 @@ class VgMemory:
         vectors: dict[str, list[float]] = {}
         for fact in facts:
             for record, _ in await self.store.search(
-                await self._vector(fact, vectors), scope, NEIGHBOURS, None
+                await self._vector(fact, vectors), NEIGHBOURS, where=scope
             ):
                 existing.setdefault(record["id"], record)
         aliases = {str(i): record for i, record in enumerate(existing.values())}
@@ -246,14 +246,14 @@ class VgMemory:
         # History first: a crash between the two writes leaves a history row no memory points to
         # (never shown), instead of a memory without its ADD.
         await self.history.record(memory_id, "ADD", None, text)
-        await self.store.upsert(memory_id, vector, payload)
+        await self.store.put(memory_id, vector, payload)
         return {"id": memory_id, "memory": text, "event": "ADD"}
 
     async def _update(self, record: dict[str, Any], text: str) -> dict[str, Any]:
         old = str(record.get("memory", ""))
         payload = {k: v for k, v in record.items() if k != "id"}
         payload.update(memory=text, hash=digest(text), updated_at=utc_iso(with_zone=True))
-        await self.store.upsert(record["id"], await self._vector(text), payload)
+        await self.store.put(record["id"], await self._vector(text), payload)
         await self.history.record(record["id"], "UPDATE", old, text)
         return {"id": record["id"], "memory": text, "event": "UPDATE", "previous_memory": old}
 
@@ -269,7 +269,9 @@ class VgMemory:
             raise BadRequest("query is empty")
         if threshold is not None and not 0 <= threshold <= 1:
             raise BadRequest("threshold must be between 0 and 1")
-        hits = await self.store.search(await self._vector(query), filters, max(1, limit), threshold)
+        hits = await self.store.search(
+            await self._vector(query), max(1, limit), threshold=threshold, where=filters
+        )
         relations = await self.graph.search(query, filters, max(1, limit)) if self.graph is not None else []
         return {"results": [public(record, score) for record, score in hits], "relations": relations}
 

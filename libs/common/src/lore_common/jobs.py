@@ -1,0 +1,332 @@
+"""Background jobs recorded in a service's relational store, so that every replica reads every job.
+
+A job runs in the replica that accepted it. Its record (a msgspec Struct with `status`, `error` and
+`updated_at`) is stored whole as JSON beside the columns the lifecycle needs: status, the owning replica
+and its last heartbeat. Every state change is written as it happens; progress in between is written
+with each heartbeat. Recovery leaves no job unfinished forever:
+- a replica that restarts fails what it left (on SQLite, where one process owns the store, everything
+  unfinished), before it accepts new work;
+- one replica (the leader, see `stores.sql.Leadership`) fails the jobs of replicas whose heartbeat is
+  older than `stale_after`.
+gen tasks and mem `kb` inserts run on this; docdb's parse tasks are claimed from a queue instead
+(`lore_docdb.tasks`), since any replica may run them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import msgspec
+import structlog
+from sqlalchemy import JSON, Column, Float, String, Table, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlmodel import SQLModel
+
+from lore_common.providers.chat import ModelError
+from lore_common.stores.sql import create_tables
+from lore_core.clock import utc_iso
+from lore_core.errors import LoreError
+
+log = structlog.get_logger("lore.jobs")
+
+R = TypeVar("R", bound=msgspec.Struct)
+_JOB_ID = re.compile(r"^[A-Za-z0-9\-]{1,64}$")
+FINISHED_CACHE = 1000
+
+
+class JobFailure(Exception):
+    """A job failed for a reason the user should read as is (no exception class name prefixed)."""
+
+
+def explain(exc: BaseException) -> str:
+    """The error a failed job reports: our own messages as they are, anything else with its type."""
+    if isinstance(exc, (JobFailure, ModelError, LoreError)):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """The status names a kind of job uses (they are part of each service's contract)."""
+
+    submitted: str
+    running: str
+    done: str
+    failed: str = "failed"
+    id_field: str = "id"
+
+    @property
+    def unfinished(self) -> tuple[str, str]:
+        return (self.submitted, self.running)
+
+
+def job_table(name: str) -> Table:
+    """The table `name` (created once per process in SQLModel's metadata)."""
+    existing = SQLModel.metadata.tables.get(name)
+    if existing is not None:
+        return existing
+    return Table(
+        name,
+        SQLModel.metadata,
+        Column("id", String(64), primary_key=True),
+        Column("kind", String(32), nullable=False, index=True),
+        Column("status", String(16), nullable=False, index=True),
+        Column("owner", String(200), nullable=True, index=True),
+        # Seconds since the epoch of the owner's last sign of life, while the job is unfinished.
+        Column("heartbeat_at", Float, nullable=True),
+        Column("created_at", String(40), nullable=False),
+        Column("updated_at", String(40), nullable=False),
+        Column("record", JSON, nullable=False),
+    )
+
+
+class JobStore(Generic[R]):
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        table: str,
+        record_type: type[R],
+        lifecycle: Lifecycle,
+        kind_of: Callable[[R], str] = lambda _: "",
+    ) -> None:
+        self.engine = engine
+        self.table = job_table(table)
+        self.record_type = record_type
+        self.lifecycle = lifecycle
+        self.kind_of = kind_of
+        self._finished: OrderedDict[str, R] = OrderedDict()
+
+    async def create_tables(self) -> None:
+        await create_tables(self.engine, [self.table])
+
+    def _id(self, record: R) -> str:
+        return str(getattr(record, self.lifecycle.id_field))
+
+    def _row(self, record: R, owner: str | None) -> dict[str, Any]:
+        unfinished = record.status in self.lifecycle.unfinished
+        return {
+            "id": self._id(record),
+            "kind": self.kind_of(record),
+            "status": record.status,
+            "owner": owner if unfinished else None,
+            "heartbeat_at": time.time() if unfinished else None,
+            "created_at": str(getattr(record, "created_at", "") or utc_iso()),
+            "updated_at": record.updated_at,
+            "record": msgspec.to_builtins(record),
+        }
+
+    def _insert(self) -> Any:
+        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+        return dialect.insert(self.table)
+
+    async def save(self, record: R, owner: str | None = None) -> None:
+        """Durable first, visible second: a reader never sees a state the store does not hold."""
+        record.updated_at = utc_iso()
+        row = self._row(record, owner)
+        statement = self._insert().values(**row)
+        statement = statement.on_conflict_do_update(
+            index_elements=["id"], set_={k: v for k, v in row.items() if k not in ("id", "created_at")}
+        )
+        async with self.engine.begin() as connection:
+            await connection.execute(statement)
+        if row["status"] not in self.lifecycle.unfinished:
+            self._remember(record)
+
+    async def add_missing(self, records: Sequence[R]) -> int:
+        """Insert the records whose id the store does not hold (an import); returns how many."""
+        added = 0
+        async with self.engine.begin() as connection:
+            for record in records:
+                statement = self._insert().values(**self._row(record, None))
+                result = await connection.execute(statement.on_conflict_do_nothing(index_elements=["id"]))
+                added += int(result.rowcount or 0)
+        return added
+
+    def _remember(self, record: R) -> None:
+        job_id = self._id(record)
+        self._finished[job_id] = record
+        self._finished.move_to_end(job_id)
+        while len(self._finished) > FINISHED_CACHE:
+            self._finished.popitem(last=False)
+
+    def _decode(self, value: Any) -> R:
+        return msgspec.convert(value, self.record_type)
+
+    async def get(self, job_id: str) -> R | None:
+        cached = self._finished.get(job_id)
+        if cached is not None:
+            return cached
+        if not _JOB_ID.match(job_id):
+            return None
+        async with self.engine.connect() as connection:
+            value = (
+                await connection.execute(select(self.table.c.record).where(self.table.c.id == job_id))
+            ).scalar()
+        if value is None:
+            return None
+        record = self._decode(value)
+        if record.status not in self.lifecycle.unfinished:
+            self._remember(record)
+        return record
+
+    async def beat(self, records: Sequence[R], owner: str) -> None:
+        """Write each live job's record with a fresh heartbeat: other replicas read both."""
+        now, stamp = time.time(), utc_iso()
+        async with self.engine.begin() as connection:
+            for record in records:
+                record.updated_at = stamp
+                await connection.execute(
+                    update(self.table)
+                    .where(self.table.c.id == self._id(record), self.table.c.owner == owner)
+                    .where(self.table.c.status.in_(self.lifecycle.unfinished))
+                    .values(record=msgspec.to_builtins(record), updated_at=stamp, heartbeat_at=now)
+                )
+
+    async def fail_unfinished(
+        self, reason: str, *, owner: str | None = None, before: float | None = None
+    ) -> list[R]:
+        """Fail the unfinished jobs of `owner`, or those whose heartbeat is older than `before`, or
+        (neither given) all of them; returns the failed records."""
+        table = self.table
+        query = select(table.c.id, table.c.record).where(table.c.status.in_(self.lifecycle.unfinished))
+        if owner is not None:
+            query = query.where(table.c.owner == owner)
+        if before is not None:
+            query = query.where(or_(table.c.heartbeat_at < before, table.c.heartbeat_at.is_(None)))
+        if self.engine.dialect.name == "postgresql":
+            query = query.with_for_update(skip_locked=True)
+        failed: list[R] = []
+        async with self.engine.begin() as connection:
+            for job_id, value in (await connection.execute(query)).all():
+                stamp = utc_iso()
+                record = msgspec.structs.replace(
+                    self._decode(value), status=self.lifecycle.failed, error=reason, updated_at=stamp
+                )
+                await connection.execute(
+                    update(table)
+                    .where(table.c.id == job_id, table.c.status.in_(self.lifecycle.unfinished))
+                    .values(
+                        status=self.lifecycle.failed,
+                        record=msgspec.to_builtins(record),
+                        updated_at=stamp,
+                        owner=None,
+                        heartbeat_at=None,
+                    )
+                )
+                failed.append(record)
+        return failed
+
+
+class JobRunner(Generic[R]):
+    """Runs job bodies as asyncio tasks in this replica and records every state change."""
+
+    def __init__(self, store: JobStore[R], owner: str, interrupted: str) -> None:
+        self.store = store
+        self.owner = owner
+        self.interrupted = interrupted
+        self.lifecycle = store.lifecycle
+        # The live record of each job running here: reads here see it at once, others at the next beat.
+        self.live: dict[str, R] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+
+    async def get(self, job_id: str) -> R | None:
+        live = self.live.get(job_id)
+        return live if live is not None else await self.store.get(job_id)
+
+    def progress(self, record: R) -> None:
+        """Replace a running job's live record (written with the next heartbeat)."""
+        self.live[self.store._id(record)] = record
+
+    async def save(self, record: R) -> None:
+        """Replace a running job's live record and write it now."""
+        self.progress(record)
+        await self.store.save(record, self.owner)
+
+    async def submit(
+        self,
+        record: R,
+        body: Callable[[R], Awaitable[R]],
+        finished: Callable[[R], Awaitable[None] | None] | None = None,
+    ) -> R:
+        """Record the job as submitted, then run `body` (given the running record, it returns the record
+        to store as done). `finished` is called with the last record, done or failed."""
+        await self.store.save(record, self.owner)
+        job_id = self.store._id(record)
+        self.live[job_id] = record
+        self._tasks[job_id] = asyncio.create_task(self._run(job_id, record, body, finished))
+        return record
+
+    async def _run(
+        self,
+        job_id: str,
+        record: R,
+        body: Callable[[R], Awaitable[R]],
+        finished: Callable[[R], Awaitable[None] | None] | None,
+    ) -> None:
+        last = record
+        try:
+            running = msgspec.structs.replace(record, status=self.lifecycle.running)
+            await self.save(running)
+            last = msgspec.structs.replace(await body(running), status=self.lifecycle.done)
+            await self.store.save(last)
+        except asyncio.CancelledError:
+            last = msgspec.structs.replace(self.live.get(job_id, last), status=self.lifecycle.failed)
+            last.error = self.interrupted
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.store.save(last))
+            raise
+        except Exception as exc:
+            message = explain(exc)
+            log.warning("job_failed", job_id=job_id, table=self.store.table.name, error=message)
+            last = msgspec.structs.replace(self.live.get(job_id, last), status=self.lifecycle.failed)
+            last.error = message
+            await self.store.save(last)
+        finally:
+            self._tasks.pop(job_id, None)
+            self.live.pop(job_id, None)
+            if finished is not None:
+                with contextlib.suppress(Exception):
+                    outcome = finished(last)
+                    if outcome is not None:
+                        await outcome
+
+    async def recover(self, shared: bool) -> list[R]:
+        """At start-up: fail what this replica left unfinished (on SQLite, everything unfinished)."""
+        return await self.store.fail_unfinished(self.interrupted, owner=self.owner if shared else None)
+
+    async def maintain(
+        self,
+        interval: float,
+        stale_after: float,
+        leads: Callable[[], Awaitable[bool]],
+        stale_reason: str,
+        on_failed: Callable[[list[R]], Awaitable[None]] | None = None,
+    ) -> None:
+        """Beat for the jobs running here; when leading, fail those whose replica went silent."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if self.live:
+                    await self.store.beat(list(self.live.values()), self.owner)
+                if await leads():
+                    failed = await self.store.fail_unfinished(stale_reason, before=time.time() - stale_after)
+                    if failed:
+                        log.warning("stale_jobs_failed", table=self.store.table.name, count=len(failed))
+                        if on_failed is not None:
+                            await on_failed(failed)
+            except Exception as exc:
+                log.warning("job_maintenance_failed", error=f"{type(exc).__name__}: {exc}")
+
+    async def shutdown(self) -> None:
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
