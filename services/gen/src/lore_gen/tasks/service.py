@@ -9,7 +9,7 @@ the task gets each progress step as it happens.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import msgspec
@@ -42,7 +42,7 @@ class TaskRunner:
 
     def maintain(
         self, interval: float, stale_after: float, leads: Callable[[], Awaitable[bool]]
-    ) -> Awaitable[None]:
+    ) -> Coroutine[Any, Any, None]:
         return self.jobs.maintain(interval, stale_after, leads, STALE)
 
     async def submit(
