@@ -240,6 +240,10 @@ class MemoryKbConfig(Section):
     community_top_k: int = 5
     # Communities are recomputed after inserts, at most once per this many seconds.
     community_interval: float = 1.0
+    # Running inserts beat this often (seconds); one whose replica has been silent for
+    # `job_stale_after` seconds is failed by another replica.
+    job_heartbeat_interval: float = 2.0
+    job_stale_after: float = 30.0
 
 
 class VgEmbedderInner(Section):

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 from litestar import Litestar
 
+from lore_common.jobs import JobRunner, JobStore, Lifecycle
 from lore_common.providers.chat import create_chat_model
 from lore_common.providers.container import open_providers
 from lore_common.providers.embedders import Embedder, create_embedder
 from lore_common.stores import open_stores
+from lore_common.stores.container import Stores
+from lore_common.stores.sql import Leadership
 from lore_core.settings import EmbeddingConfig, GraphStoreConfig, Settings
+from lore_core.tasks import background
 from lore_core.web import build_from_environment, create_service_app
 from lore_mem.kb.media import Captioner
+from lore_mem.kb.models import InsertJob
 from lore_mem.kb.offline import OFFLINE_SKILLS as KB_OFFLINE_SKILLS
 from lore_mem.kb.routes import KbController
 from lore_mem.kb.service import KbMemory
@@ -32,11 +38,24 @@ def _same_local_model(a: EmbeddingConfig, b: EmbeddingConfig) -> bool:
     return a.provider == b.provider == "local" and a.model == b.model
 
 
+KB_JOBS = Lifecycle(submitted="accepted", running="processing", done="done")
+KB_INTERRUPTED = "interrupted: the mem service stopped before this insert was stored; insert it again"
+KB_STALE = "interrupted: the mem replica running this insert stopped answering; insert it again"
+
+
+def replica_id(port: int) -> str:
+    """Who owns a running insert: this host and port (unique among replicas sharing the stores)."""
+    return f"{socket.gethostname()}:{port}"
+
+
 @contextlib.asynccontextmanager
-async def open_kb_memory(settings: Settings, data_dir: Path, shared: Embedder) -> AsyncIterator[KbMemory]:
+async def open_kb_memory(
+    settings: Settings, data_dir: Path, stores: Stores, shared: Embedder
+) -> AsyncIterator[KbMemory]:
     """The `kb` memory: its own model, the vg embedder when both name the same local model (one copy
-    of the weights in memory), its file store under `data_dir/kb`."""
+    of the weights in memory), its graph in the relational store and its vectors in the vector store."""
     config = settings.mem.memorykb
+    assert stores.sql is not None and stores.vector is not None
     own = (
         None
         if _same_local_model(config.embedding, settings.mem.embedding_api)
@@ -46,20 +65,38 @@ async def open_kb_memory(settings: Settings, data_dir: Path, shared: Embedder) -
     llm = create_chat_model(config.llm, KB_OFFLINE_SKILLS)
     pm = create_chat_model(config.pm_llm) if config.pm_llm and config.pm_llm.provider != "offline" else None
     captioner = Captioner(config.stt, config.vision)
+    runner = JobRunner(
+        JobStore(stores.sql, "lore_mem_kb_jobs", InsertJob, KB_JOBS),
+        replica_id(settings.mem.server.port),
+        KB_INTERRUPTED,
+    )
+    leadership = Leadership(stores.sql, "lore-mem-kb-sweeps")
     memory = KbMemory(
-        KbStore(data_dir / "kb", embedder.dim),
+        KbStore(stores.sql, stores.vector, embedder.dim),
+        runner,
+        data_dir / "kb-media",
         embedder,
         llm,
         pm,
         captioner,
         config,
         settings.parameter.chunk_config,
+        leadership.is_leader,
     )
-    await memory.start()
     try:
-        yield memory
+        await memory.start(data_dir / "kb")
+        maintenance = runner.maintain(
+            config.job_heartbeat_interval,
+            config.job_stale_after,
+            leadership.is_leader,
+            KB_STALE,
+            memory.drop_media,
+        )
+        async with background(maintenance, "kb-job-maintenance"):
+            yield memory
     finally:
         await memory.stop()
+        await leadership.release()
         await captioner.aclose()
         await llm.aclose()
         if pm is not None:
@@ -101,7 +138,7 @@ def create_app(settings: Settings) -> Litestar:
             if graph is not None:
                 await graph.ensure()
             app.state.vg = VgMemory(memories, history, providers.embedder, providers.llm, graph)
-            async with open_kb_memory(settings, data_dir, providers.embedder) as kb:
+            async with open_kb_memory(settings, data_dir, stores, providers.embedder) as kb:
                 app.state.kb = kb
                 yield
 

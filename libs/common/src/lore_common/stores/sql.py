@@ -66,6 +66,17 @@ async def create_tables(engine: AsyncEngine, tables: Sequence[Any]) -> None:
         await connection.run_sync(SQLModel.metadata.create_all, tables=resolved)
 
 
+def lock_key(name: str) -> int:
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+async def transaction_lock(connection: AsyncConnection, name: str) -> None:
+    """Serialise transactions that take the lock `name` across every replica on PostgreSQL (released at
+    commit or rollback); on SQLite writers are serialised already and this is a no-op."""
+    if connection.dialect.name == "postgresql":
+        await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key(name)})
+
+
 async def ping(engine: AsyncEngine) -> None:
     async with engine.connect() as connection:
         await connection.execute(text("SELECT 1"))
@@ -78,7 +89,7 @@ async def advisory_lock(engine: AsyncEngine, name: str) -> AsyncIterator[None]:
     if engine.dialect.name == "sqlite":
         yield
         return
-    key = zlib.crc32(name.encode()) & 0x7FFFFFFF
+    key = lock_key(name)
     async with engine.connect() as connection:
         await connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": key})
         await connection.commit()
@@ -99,7 +110,7 @@ class Leadership:
 
     def __init__(self, engine: AsyncEngine, name: str) -> None:
         self.engine = engine
-        self.key = zlib.crc32(name.encode()) & 0x7FFFFFFF
+        self.key = lock_key(name)
         self._connection: AsyncConnection | None = None
 
     async def is_leader(self) -> bool:

@@ -79,7 +79,7 @@ async def ask(client: AppClient, question: str, **body: Any) -> dict[str, Any]:
 
 async def communities_ready(client: AppClient, limit: float = 10.0) -> None:
     async with asyncio.timeout(limit):
-        while not client.app.state.kb.store.communities:  # noqa: ASYNC110 - polls another app's state
+        while not (await client.app.state.kb.store.counts())["communities"]:  # noqa: ASYNC110 - polls a store
             await asyncio.sleep(0.02)
 
 

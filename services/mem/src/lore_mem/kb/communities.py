@@ -1,7 +1,7 @@
 """Communities of the `kb` graph (Louvain, networkx) and their summaries, recomputed after inserts.
 
-The update runs in the background, at most once per `community_interval`: inserts mark the graph
-dirty, and one run covers every insert before it. Louvain is seeded, so an unchanged graph gives the
+The update runs in the background on one replica at a time, at most once per `community_interval`;
+one run covers every insert committed before it. Louvain is seeded, so an unchanged graph gives the
 same communities; a community whose members did not change keeps its summary (no model call).
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import networkx as nx
@@ -18,7 +19,7 @@ import structlog
 
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest
 from lore_common.providers.embedders import Embedder
-from lore_mem.kb.models import Community
+from lore_mem.kb.models import Community, EntityRecord, RelationRecord
 from lore_mem.kb.store import KbStore
 
 log = structlog.get_logger("lore.mem.kb.communities")
@@ -28,13 +29,15 @@ SUMMARY_SYSTEM = (
     "states the key facts connecting them, using only the descriptions given."
 )
 MAX_SUMMARY_INPUTS = 24
+# Seconds between looks at the change counter for inserts other replicas committed.
+POLL = 2.0
 
 
-def detect(store: KbStore) -> list[list[str]]:
+def detect(edges: list[tuple[str, str, float]]) -> list[list[str]]:
     """Groups of at least two connected entity keys, largest first."""
     graph = nx.Graph()
-    for (a, b), relation in list(store.relations.items()):
-        graph.add_edge(a, b, weight=max(relation.weight, 0.001))
+    for a, b, weight in edges:
+        graph.add_edge(a, b, weight=max(weight, 0.001))
     if graph.number_of_edges() == 0:
         return []
     groups = nx.community.louvain_communities(graph, weight="weight", seed=42)
@@ -48,17 +51,31 @@ def _members_id(members: list[str]) -> str:
 
 
 class CommunityUpdater:
-    def __init__(self, store: KbStore, llm: ChatModel, embedder: Embedder, interval: float) -> None:
+    """Recomputes the communities when inserts were committed since the last run (on any replica).
+
+    Only the leader runs (see `Leadership`); it looks at the shared change counter when an insert here
+    wakes it, and every `POLL` seconds for inserts committed by other replicas."""
+
+    def __init__(
+        self,
+        store: KbStore,
+        llm: ChatModel,
+        embedder: Embedder,
+        interval: float,
+        leads: Callable[[], Awaitable[bool]],
+    ) -> None:
         self.store = store
         self.llm = llm
         self.embedder = embedder
         self.interval = interval
+        self.leads = leads
         self._dirty = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.runs = 0
         self.last_error: str | None = None
 
     def start(self) -> None:
+        self._dirty.set()  # look once at start-up: inserts may have come while no replica ran
         self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
@@ -72,37 +89,42 @@ class CommunityUpdater:
 
     async def _loop(self) -> None:
         while True:
-            await self._dirty.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._dirty.wait(), POLL)
             self._dirty.clear()
             try:
-                await self.update()
+                if await self.leads():
+                    changes = await self.store.counter("changes")
+                    if changes != await self.store.counter("communities_at"):
+                        await self.update(changes)
                 self.last_error = None
-            except Exception as exc:  # keep the previous communities; the next insert retries
+            except Exception as exc:  # keep the previous communities; the next look retries
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 log.warning("communities_failed", error=self.last_error)
             await asyncio.sleep(self.interval)
 
-    async def update(self) -> None:
-        groups = await asyncio.to_thread(detect, self.store)
-        previous = {c.id: c for c in self.store.communities}
-        previous_rows = self.store.community_vectors.rows
+    async def update(self, changes: int) -> None:
+        groups = await asyncio.to_thread(detect, await self.store.edges())
+        previous = {c.id: c for c in await self.store.communities()}
         communities: list[Community] = []
-        vectors: list[Any] = []
         fresh: list[tuple[int, list[str]]] = []
+        members_of = {k for g in groups for k in g}
+        entities = await self.store.entities(sorted(members_of))
+        relations = await self.store.relations_around(sorted(members_of))
         for members in groups:
             community_id = _members_id(members)
             known = previous.get(community_id)
-            communities.append(
-                known or Community(id=community_id, members=members, title=self._title(members), summary="")
-            )
-            vectors.append(
-                self.store.community_vectors.matrix[previous_rows[community_id]]
-                if known is not None
-                else None
-            )
-            if known is None:
+            if known is not None:  # same members: same summary, and its vector is stored already
+                communities.append(known)
+            else:
+                communities.append(
+                    Community(id=community_id, members=members, title=_title(members, entities), summary="")
+                )
                 fresh.append((len(communities) - 1, members))
-        summaries = await asyncio.gather(*(self._summarise(members) for _, members in fresh))
+        summaries = await asyncio.gather(
+            *(self._summarise(members, entities, relations) for _, members in fresh)
+        )
+        vectors: dict[str, Any] = {}
         if fresh:
             embedded = await self.embedder.embed(
                 [
@@ -112,29 +134,23 @@ class CommunityUpdater:
             )
             for row, ((index, _), summary) in enumerate(zip(fresh, summaries, strict=True)):
                 communities[index].summary = summary
-                vectors[index] = embedded[row]
-        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(communities), self.store.dim)
-        await asyncio.to_thread(self.store.save_communities, communities, matrix)
+                vectors[communities[index].id] = np.asarray(embedded[row], dtype=np.float32)
+        await self.store.save_communities(communities, vectors, changes)
         self.runs += 1
-        log.info("communities_updated", communities=len(communities), summarised=len(fresh))
+        log.info("communities_updated", communities=len(communities), summarised=len(fresh), changes=changes)
 
-    def _title(self, members: list[str]) -> str:
-        names = [self.store.entities[k].name for k in members[:3] if k in self.store.entities]
-        return ", ".join(names) + (f" and {len(members) - 3} more" if len(members) > 3 else "")
-
-    async def _summarise(self, members: list[str]) -> str:
+    async def _summarise(
+        self, members: list[str], entities: dict[str, EntityRecord], relations: list[RelationRecord]
+    ) -> str:
         texts: list[str] = []
         for key in members:
-            entity = self.store.entities.get(key)
+            entity = entities.get(key)
             if entity and entity.descriptions:
                 texts.append(f"{entity.name}: {entity.descriptions[0]}")
         member_set = set(members)
-        for key in members:
-            for other in sorted(self.store.neighbours.get(key, ())):
-                if other in member_set and key < other:
-                    relation = self.store.relations.get((key, other))
-                    if relation and relation.descriptions:
-                        texts.append(relation.descriptions[0])
+        for relation in sorted(relations, key=lambda r: (r.source, r.target)):
+            if relation.source in member_set and relation.target in member_set and relation.descriptions:
+                texts.append(relation.descriptions[0])
         texts = list(dict.fromkeys(texts))[:MAX_SUMMARY_INPUTS]
         reply = await self.llm.complete(
             ChatRequest(
@@ -144,3 +160,8 @@ class CommunityUpdater:
             )
         )
         return reply.strip()
+
+
+def _title(members: list[str], entities: dict[str, EntityRecord]) -> str:
+    names = [entities[k].name for k in members[:3] if k in entities]
+    return ", ".join(names) + (f" and {len(members) - 3} more" if len(members) > 3 else "")

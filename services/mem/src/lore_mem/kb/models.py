@@ -1,10 +1,12 @@
-"""Wire structures of `kb` memory and the records its file store keeps."""
+"""Wire structures of `kb` memory, the records an insert adds, and the tables they are stored in."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 import msgspec
+from sqlalchemy import JSON, Column, Float, Text
+from sqlmodel import Field, SQLModel
 
 from lore_core.clock import utc_iso
 
@@ -80,7 +82,7 @@ class RelationRecord(msgspec.Struct, kw_only=True):
 
 
 class Segment(msgspec.Struct, kw_only=True):
-    """What one insert adds, written as one file: applied whole or not at all."""
+    """What one insert adds, committed in one transaction: stored whole or not at all."""
 
     seq: int
     job_id: str
@@ -100,17 +102,65 @@ class Community(msgspec.Struct, kw_only=True):
     summary: str
 
 
-class CommunityFile(msgspec.Struct, kw_only=True):
-    version: int
-    communities: list[Community]
-    vectors: bytes  # float32, len(communities) × dim, of the summaries
+# ---------------------------------------------------------------- tables
+
+# Entity keys are lower-cased names; longer ones are not kept as entities.
+MAX_KEY = 200
 
 
-class Snapshot(msgspec.Struct, kw_only=True):
-    last_seq: int
-    dim: int
-    chunks: list[ChunkRecord]
-    chunk_vectors: bytes
-    entities: list[EntityRecord]
-    entity_vectors: bytes
-    relations: list[RelationRecord]
+class ChunkRow(SQLModel, table=True):
+    __tablename__ = "lore_kb_chunks"
+
+    id: str = Field(primary_key=True, max_length=100)  # <job id>:<n>
+    job_id: str = Field(max_length=64, index=True)
+    text: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class EntityRow(SQLModel, table=True):
+    __tablename__ = "lore_kb_entities"
+
+    key: str = Field(primary_key=True, max_length=MAX_KEY)
+    name: str = Field(max_length=MAX_KEY)
+    type: str = Field(max_length=100)
+    # The form names are matched in (store.name_form); the first entity of a form answers for it.
+    name_form: str = Field(max_length=MAX_KEY, index=True)
+    descriptions: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    # The insert that brought it (its vector was embedded then).
+    job_id: str = Field(max_length=64)
+
+
+class MentionRow(SQLModel, table=True):
+    """Which chunks mention which entity."""
+
+    __tablename__ = "lore_kb_mentions"
+
+    entity_key: str = Field(primary_key=True, max_length=MAX_KEY)
+    chunk_id: str = Field(primary_key=True, max_length=100)
+
+
+class RelationRow(SQLModel, table=True):
+    __tablename__ = "lore_kb_relations"
+
+    source: str = Field(primary_key=True, max_length=MAX_KEY)  # entity keys, source <= target
+    target: str = Field(primary_key=True, max_length=MAX_KEY, index=True)
+    descriptions: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    weight: float = Field(default=1.0, sa_column=Column(Float, nullable=False))
+
+
+class CommunityRow(SQLModel, table=True):
+    __tablename__ = "lore_kb_communities"
+
+    id: str = Field(primary_key=True, max_length=32)
+    position: int = 0  # largest first
+    members: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    title: str = Field(sa_column=Column(Text, nullable=False))
+    summary: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class CounterRow(SQLModel, table=True):
+    """`changes` counts committed inserts; `communities_at` is the count the communities cover."""
+
+    __tablename__ = "lore_kb_counters"
+
+    name: str = Field(primary_key=True, max_length=40)
+    value: int = 0

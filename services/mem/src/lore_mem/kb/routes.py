@@ -61,7 +61,7 @@ class KbController(Controller):
                 if isinstance(value, UploadFile):
                     await value.close()
             raise BadRequest("query is empty: send the text to remember in the form field `query`")
-        incoming = kb.store.media_dir / ".incoming"
+        incoming = kb.media_dir / ".incoming"
         media: dict[str, tuple[str, Path]] = {}
         try:
             for kind in MEDIA_KINDS:

@@ -17,7 +17,7 @@ import asyncio
 import re
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,21 +27,24 @@ import numpy as np
 import structlog
 
 from lore_common.chunking import chunk_text
+from lore_common.jobs import JobRunner
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_common.providers.embedders import Embedder
 from lore_common.providers.extraction import Extraction
+from lore_common.stores.sql import advisory_lock
 from lore_core.errors import BadRequest, LoreError, NotFound
 from lore_core.settings import ChunkConfig, MemoryKbConfig
 from lore_mem.kb.communities import CommunityUpdater
+from lore_mem.kb.legacy import import_file_store
 from lore_mem.kb.media import Captioner
 from lore_mem.kb.models import (
+    MAX_KEY,
     ChunkRecord,
     EntityRecord,
     InsertJob,
     QueryRequest,
     RelationRecord,
     Segment,
-    now,
 )
 from lore_mem.kb.store import KbStore, relation_key
 
@@ -96,46 +99,48 @@ class KbMemory:
     def __init__(
         self,
         store: KbStore,
+        runner: JobRunner[InsertJob],
+        media_dir: Path,
         embedder: Embedder,
         llm: ChatModel,
         pm_llm: ChatModel | None,
         captioner: Captioner,
         config: MemoryKbConfig,
         chunking: ChunkConfig,
+        leads: Callable[[], Awaitable[bool]],
     ) -> None:
         self.store = store
+        self.runner = runner
+        # Uploaded media wait here (on the replica that took the insert) until their job ends.
+        self.media_dir = media_dir
         self.embedder = embedder
         self.llm = llm
         self.pm_llm = pm_llm
         self.captioner = captioner
         self.config = config
         self.chunking = chunking
-        self.communities = CommunityUpdater(store, llm, embedder, config.community_interval)
-        self.jobs: dict[str, InsertJob] = {}
+        self.communities = CommunityUpdater(store, llm, embedder, config.community_interval, leads)
         self._slots = asyncio.Semaphore(max(1, config.max_concurrent_inserts))
-        self._commit = asyncio.Lock()
-        self._tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def start(self) -> None:
-        await asyncio.to_thread(self.store.load)
-        for job in await asyncio.to_thread(self.store.unfinished_jobs):
-            job.status, job.error, job.updated_at = (
-                "failed",
-                "interrupted: the mem service stopped before this insert was stored; insert it again",
-                now(),
-            )
-            await asyncio.to_thread(self.store.save_job, job)
-            await asyncio.to_thread(shutil.rmtree, self.store.media_dir / job.id, True)
+    async def start(self, legacy_root: Path) -> None:
+        await self.store.ensure()
+        await self.runner.store.create_tables()
+        async with advisory_lock(self.store.engine, "lore-mem-kb-import"):
+            imported = await import_file_store(legacy_root, self.store, self.runner.store)
+        if imported:
+            log.info("kb_inserts_imported", count=imported)
+        shared = self.store.engine.dialect.name != "sqlite"
+        await self.drop_media(await self.runner.recover(shared))
         self.communities.start()
-        if self.store.relations and not self.store.communities:
-            self.communities.mark_dirty()
+
+    async def drop_media(self, jobs: list[InsertJob]) -> None:
+        for job in jobs:
+            await asyncio.to_thread(shutil.rmtree, self.media_dir / job.id, True)
 
     async def stop(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.runner.shutdown()
         await self.communities.stop()
 
     # ------------------------------------------------------------------ insert
@@ -145,71 +150,41 @@ class KbMemory:
         if not query.strip():
             raise BadRequest("query is empty: send the text to remember in the form field `query`")
         job = InsertJob(id=str(uuid.uuid4()), query=query)
-        folder = self.store.media_dir / job.id
+        folder = self.media_dir / job.id
         for kind, (filename, temp) in media.items():
             # We name the file ourselves; only a plain extension of the client's name is kept.
             suffix = Path(filename).suffix.lower()
             target = folder / (kind + (suffix if re.fullmatch(r"\.\w{1,9}", suffix) else ""))
             await asyncio.to_thread(_move, temp, target)
             job.media[kind] = target.name
-        await asyncio.to_thread(self.store.save_job, job)
-        self.jobs[job.id] = job
-        task = asyncio.create_task(self._process(job))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return job
+
+        async def finished(last: InsertJob) -> None:
+            await asyncio.to_thread(shutil.rmtree, folder, True)
+            if last.status == "done":
+                self.communities.mark_dirty()
+
+        return await self.runner.submit(job, self._process, finished)
 
     async def job(self, job_id: str) -> InsertJob:
-        job = self.jobs.get(job_id)
-        if job is None and re.fullmatch(r"[A-Za-z0-9\-]{1,64}", job_id):
-            job = await asyncio.to_thread(self.store.read_job, job_id)
+        job = await self.runner.get(job_id)
         if job is None:
             raise NotFound(f"insert job {job_id!r} does not exist")
         return job
 
-    async def _save(self, job: InsertJob, **changes: Any) -> None:
-        for name, value in changes.items():
-            setattr(job, name, value)
-        job.updated_at = now()
-        await asyncio.to_thread(self.store.save_job, job)
-
-    async def _process(self, job: InsertJob) -> None:
+    async def _process(self, job: InsertJob) -> InsertJob:
         async with self._slots:
-            try:
-                await self._save(job, status="processing")
-                text = await self._caption(job)
-                segment_parts = await self._extract(job.id, text)
-                async with self._commit:
-                    segment = Segment(seq=self.store.next_seq(), job_id=job.id, **segment_parts)
-                    await asyncio.to_thread(self.store.write_segment, segment)
-                    self.store.apply(segment)
-                    if self.store.needs_compaction():
-                        await asyncio.to_thread(self.store.write_snapshot, self.store.snapshot())
-                await self._save(
-                    job,
-                    status="done",
-                    chunks=len(segment.chunks),
-                    entities=len(segment.entities),
-                    relations=len(segment.relations),
-                )
-                self.communities.mark_dirty()
-            except asyncio.CancelledError:
-                job.status, job.error = "failed", "interrupted: the mem service stopped"
-                await asyncio.shield(asyncio.to_thread(self.store.save_job, job))
-                raise
-            except Exception as exc:
-                log.warning("kb_insert_failed", job_id=job.id, error=str(exc))
-                await self._save(
-                    job,
-                    status="failed",
-                    error=str(exc) if isinstance(exc, LoreError) else f"{type(exc).__name__}: {exc}",
-                )
-            finally:
-                await asyncio.to_thread(shutil.rmtree, self.store.media_dir / job.id, True)
-                self.jobs.pop(job.id, None)
+            text = await self._caption(job)
+            segment = Segment(seq=0, job_id=job.id, **await self._extract(job.id, text))
+            await self.store.commit(segment)
+            return msgspec.structs.replace(
+                job,
+                chunks=len(segment.chunks),
+                entities=len(segment.entities),
+                relations=len(segment.relations),
+            )
 
     async def _caption(self, job: InsertJob) -> str:
-        folder = self.store.media_dir / job.id
+        folder = self.media_dir / job.id
         parts = [job.query.strip()]
         for kind in MEDIA_KINDS:
             name = job.media.get(kind)
@@ -228,7 +203,7 @@ class KbMemory:
             if caption:
                 parts.append(f"[{kind}] {caption}")
         if job.media:
-            await self._save(job)
+            await self.runner.save(job)
         return "\n\n".join(parts)
 
     async def _extract(self, job_id: str, text: str) -> dict[str, Any]:
@@ -281,9 +256,11 @@ class KbMemory:
                     relation.descriptions.append(link.description[:500])
                 if chunk.id not in relation.chunk_ids:
                     relation.chunk_ids.append(chunk.id)
-        entity_list = list(entities.values())
+        entity_list = [e for e in entities.values() if len(e.key) <= MAX_KEY]
+        relation_list = [r for r in relations.values() if max(len(r.source), len(r.target)) <= MAX_KEY]
         # Only entities the store does not know yet need a vector (a known one keeps its first).
-        fresh = [e for e in entity_list if e.key not in self.store.entity_vectors.rows]
+        known = await self.store.known_entities([e.key for e in entity_list])
+        fresh = [e for e in entity_list if e.key not in known]
         texts = [c.text for c in chunks] + [
             f"{e.name}: {e.descriptions[0] if e.descriptions else e.type}" for e in fresh
         ]
@@ -298,7 +275,7 @@ class KbMemory:
             "entities": entity_list,
             "vector_keys": [e.key for e in fresh],
             "entity_vectors": vectors[len(chunks) :].tobytes(),
-            "relations": list(relations.values()),
+            "relations": relation_list,
         }
 
     # ------------------------------------------------------------------ query
@@ -365,57 +342,66 @@ class KbMemory:
         vector = np.asarray(await self.embedder.embed_query(question), dtype=np.float32).reshape(-1)
         context = Context()
         if mode in ("local", "hybrid"):
-            self._local(context, question, vector)
+            await self._local(context, question, vector)
         if mode in ("naive", "hybrid"):
             # Hybrid also takes the nearest chunks, so text without named entities is still recalled.
-            nearest = self.store.chunk_vectors.search(vector, self.config.chunk_top_k)
-            self._chunks(context, [chunk_id for chunk_id, _ in nearest])
+            nearest = await self.store.chunk_vectors.search(vector, self.config.chunk_top_k)
+            await self._chunks(context, [str(point["ref"]) for point, _ in nearest])
         if mode in ("global", "hybrid"):
-            self._global(context, vector)
+            await self._global(context, vector)
         return context
 
-    def _chunks(self, context: Context, chunk_ids: Sequence[str]) -> None:
+    async def _chunks(self, context: Context, chunk_ids: Sequence[str]) -> None:
+        texts = await self.store.chunk_texts(chunk_ids)
         lines = context.sections.setdefault("Sources", [])
         for chunk_id in chunk_ids:
-            chunk = self.store.chunks.get(chunk_id)
-            if chunk and chunk.text not in context.passages:
-                context.passages.append(chunk.text)
-                lines.append(f"[{len(context.passages)}] {chunk.text}")
+            text = texts.get(chunk_id)
+            if text and text not in context.passages:
+                context.passages.append(text)
+                lines.append(f"[{len(context.passages)}] {text}")
 
-    def _local(self, context: Context, question: str, vector: np.ndarray[Any, Any]) -> None:
+    async def _local(self, context: Context, question: str, vector: np.ndarray[Any, Any]) -> None:
         store = self.store
         # Entities the question names count double; the nearest ones by their similarity.
-        weights = {
-            key: max(score, 0.0)
-            for key, score in store.entity_vectors.search(vector, self.config.entity_top_k)
-        }
-        named = store.named_in(question)
+        nearest = await store.entity_vectors.search(vector, self.config.entity_top_k)
+        weights = {str(point["ref"]): max(score, 0.0) for point, score in nearest}
+        named = await store.named_in(question)
         weights.update({key: NAMED_ENTITY_WEIGHT for key in named})
-        picked = list(weights)
-        keys = list(dict.fromkeys(named + picked))
-        found = [store.entities[k] for k in keys if k in store.entities]
+        keys = list(dict.fromkeys(named + list(weights)))
+        entities = await store.entities(keys)
+        keys = [k for k in keys if k in entities]  # a vector whose insert never committed is skipped
+        weights = {k: w for k, w in weights.items() if k in entities}
         context.sections["Entities"] = [
-            f"{e.name} ({e.type}): {'; '.join(e.descriptions[:2])}" for e in found
+            f"{e.name} ({e.type}): {'; '.join(e.descriptions[:2])}" for e in (entities[k] for k in keys)
         ]
-        relation_lines: list[str] = []
+        around: dict[str, list[RelationRecord]] = {}
+        for relation in await store.relations_around(keys):
+            for end in (relation.source, relation.target):
+                around.setdefault(end, []).append(relation)
+        picked: list[RelationRecord] = []
         for key in keys:
-            around = [store.relations[relation_key(key, other)] for other in store.neighbours.get(key, ())]
-            around.sort(key=lambda r: -r.weight)
-            for relation in around[:RELATIONS_PER_ENTITY]:
-                a, b = store.entities[relation.source].name, store.entities[relation.target].name
-                line = f"{a} -- {b}: {relation.descriptions[0] if relation.descriptions else 'related'}"
-                if line not in relation_lines:
-                    relation_lines.append(line)
+            nearby = sorted(around.get(key, []), key=lambda r: (-r.weight, r.source, r.target))
+            picked.extend(nearby[:RELATIONS_PER_ENTITY])
+        names = {k: e.name for k, e in entities.items()}
+        missing = {end for r in picked for end in (r.source, r.target)} - set(names)
+        names.update({k: e.name for k, e in (await store.entities(sorted(missing))).items()})
+        relation_lines: list[str] = []
+        for relation in picked:
+            a, b = names.get(relation.source, relation.source), names.get(relation.target, relation.target)
+            line = f"{a} -- {b}: {relation.descriptions[0] if relation.descriptions else 'related'}"
+            if line not in relation_lines:
+                relation_lines.append(line)
         context.sections["Relations"] = relation_lines
-        scores = store.entity_chunks(weights)
+        scores = await store.entity_chunks(weights)
         ranked = sorted(scores, key=lambda cid: (-scores[cid], cid))[: self.config.chunk_top_k]
-        self._chunks(context, ranked)
+        await self._chunks(context, ranked)
 
-    def _global(self, context: Context, vector: np.ndarray[Any, Any]) -> None:
-        found = self.store.community_vectors.search(vector, self.config.community_top_k)
-        by_id = {c.id: c for c in self.store.communities}
+    async def _global(self, context: Context, vector: np.ndarray[Any, Any]) -> None:
+        found = await self.store.community_vectors.search(vector, self.config.community_top_k)
+        refs = [str(point["ref"]) for point, _ in found]
+        by_id = {c.id: c for c in await self.store.communities(refs)}
         lines = context.sections.setdefault("Communities", [])
-        for community_id, _ in found:
+        for community_id in refs:
             community = by_id.get(community_id)
             if community is None:
                 continue

@@ -1,49 +1,53 @@
-"""The `kb` store: local files under `data_dir/kb/`, held in memory for queries.
+"""The `kb` store: the graph in mem's relational store, the vectors in its vector store.
 
-Layout:
-- `segments/<seq>.seg`: what one insert added (chunks, entity and relation mentions, their vectors),
-  msgpack, written to a temp file, fsynced and renamed: an insert is in the store whole or not at all.
-- `snapshot.bin`: every segment up to `last_seq` merged; written the same way when segments pile up,
-  after which the merged segment files are deleted (a crash in between only leaves segments the
-  loader skips by sequence number).
-- `communities.bin`: the latest communities with their summaries and summary vectors.
-- `jobs/<id>.json`: insert jobs; `media/<id>/`: uploaded files until their job finishes.
+One code path for every profile: SQLite and Qdrant local mode under the data dir by default (vectors
+mirrored in memory, see `Collection`), PostgreSQL with pgvector or a Qdrant server when replicas share
+them. Tables: chunks, entities, which chunks mention which entity, relations (one row per entity
+pair), communities and two counters (`models.py`). Vectors: the chunks, the entities and the
+community summaries, each collection keyed by a UUID derived from the record's id.
 
-Start-up loads the snapshot, then the newer segments in order; stray temp files are removed.
+An insert writes its vectors first, then its rows in one transaction (serialised across replicas by
+an advisory lock, so merged descriptions and weights never lose an update). Reads start from the
+rows: a vector whose rows were never committed (a failed insert) is never answered.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import uuid
 from collections import defaultdict
-from collections.abc import Iterable
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-import msgspec
 import numpy as np
-import structlog
+from sqlalchemy import delete, func, or_, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlmodel import col, select
 
-from lore_common.matrix import VectorTable
-from lore_core.files import write_atomic
+from lore_common.stores.collection import Collection
+from lore_common.stores.sql import create_tables, transaction_lock
+from lore_common.stores.vector import VectorStore
 from lore_mem.kb.models import (
-    ChunkRecord,
+    MAX_KEY,
+    ChunkRow,
     Community,
-    CommunityFile,
+    CommunityRow,
+    CounterRow,
     EntityRecord,
-    InsertJob,
+    EntityRow,
+    MentionRow,
     RelationRecord,
+    RelationRow,
     Segment,
-    Snapshot,
 )
 
-log = structlog.get_logger("lore.mem.kb")
-
 MAX_DESCRIPTIONS = 8
-COMPACT_AFTER_SEGMENTS = 256
 MIN_NAME_CHARS = 3
 MAX_NAME_WORDS = 6
+COMMIT_LOCK = "lore-mem-kb-commit"
+TABLES = (ChunkRow, EntityRow, MentionRow, RelationRow, CommunityRow, CounterRow)
+_POINTS = uuid.UUID("6f1d1c4e-6b0a-4f57-9a52-4b4c6f7265b1")
 
 
 def name_form(text: str) -> str:
@@ -55,221 +59,323 @@ def relation_key(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a <= b else (b, a)
 
 
-class KbStore:
-    def __init__(self, root: Path, dim: int) -> None:
-        self.root = root
-        self.dim = dim
-        self.segments_dir = root / "segments"
-        self.jobs_dir = root / "jobs"
-        self.media_dir = root / "media"
-        self.last_seq = 0
-        self.chunks: dict[str, ChunkRecord] = {}
-        self.entities: dict[str, EntityRecord] = {}
-        self.relations: dict[tuple[str, str], RelationRecord] = {}
-        self.neighbours: dict[str, set[str]] = defaultdict(set)
-        self.names: dict[str, str] = {}  # name_form(name) → entity key
-        self.chunk_vectors = VectorTable(dim)
-        self.entity_vectors = VectorTable(dim)
-        self.communities: list[Community] = []
-        self.community_vectors = VectorTable(dim)
-        self.communities_version = 0
-        self._segment_files = 0
-
-    # ------------------------------------------------------------------ loading
-
-    def _vectors(self, data: bytes, count: int) -> np.ndarray[Any, Any]:
-        matrix = np.frombuffer(data, dtype=np.float32)
-        if matrix.size != count * self.dim:
-            raise ValueError(
-                f"the kb store holds {self.dim}-d vectors only if each record has one; found {matrix.size} "
-                f"values for {count} records: the embedding model changed (mem.memorykb.embedding)?"
-            )
-        return matrix.reshape(count, self.dim)
-
-    def load(self) -> None:
-        for folder in (self.root, self.segments_dir, self.jobs_dir):
-            folder.mkdir(parents=True, exist_ok=True)
-            for temp in folder.glob(".*.tmp"):
-                temp.unlink(missing_ok=True)
-        snapshot_path = self.root / "snapshot.bin"
-        if snapshot_path.exists():
-            snapshot = msgspec.msgpack.decode(snapshot_path.read_bytes(), type=Snapshot)
-            if snapshot.dim != self.dim:
-                raise ValueError(
-                    f"the kb store at {self.root} holds {snapshot.dim}-d vectors but the embedder makes "
-                    f"{self.dim}-d ones: use the same mem.memorykb.embedding model or a new data_dir"
-                )
-            self._apply(
-                Segment(
-                    seq=snapshot.last_seq,
-                    job_id="snapshot",
-                    chunks=snapshot.chunks,
-                    chunk_vectors=snapshot.chunk_vectors,
-                    entities=snapshot.entities,
-                    vector_keys=[e.key for e in snapshot.entities],
-                    entity_vectors=snapshot.entity_vectors,
-                    relations=snapshot.relations,
-                )
-            )
-        for path in sorted(self.segments_dir.glob("*.seg")):
-            segment = msgspec.msgpack.decode(path.read_bytes(), type=Segment)
-            if segment.seq > self.last_seq:
-                self._apply(segment)
-            self._segment_files += 1
-        communities_path = self.root / "communities.bin"
-        if communities_path.exists():
-            stored = msgspec.msgpack.decode(communities_path.read_bytes(), type=CommunityFile)
-            self._set_communities(stored)
-        log.info("kb_store_loaded", chunks=len(self.chunks), entities=len(self.entities), seq=self.last_seq)
-
-    # ------------------------------------------------------------------ writing
-
-    def next_seq(self) -> int:
-        return self.last_seq + 1
-
-    def write_segment(self, segment: Segment) -> None:
-        """Durable first (this file, in a worker thread), then visible (`apply`, on the event loop)."""
-        write_atomic(self.segments_dir / f"{segment.seq:012d}.seg", msgspec.msgpack.encode(segment))
-
-    def apply(self, segment: Segment) -> None:
-        self._apply(segment)
-        self._segment_files += 1
-
-    def needs_compaction(self) -> bool:
-        return self._segment_files >= COMPACT_AFTER_SEGMENTS
-
-    def _apply(self, segment: Segment) -> None:
-        chunk_matrix = self._vectors(segment.chunk_vectors, len(segment.chunks))
-        for chunk in segment.chunks:
-            self.chunks[chunk.id] = chunk
-        self.chunk_vectors.add([c.id for c in segment.chunks], chunk_matrix)
-        entity_matrix = self._vectors(segment.entity_vectors, len(segment.vector_keys))
-        for entity in segment.entities:
-            known = self.entities.get(entity.key)
-            if known is None:
-                self.entities[entity.key] = EntityRecord(
-                    key=entity.key,
-                    name=entity.name,
-                    type=entity.type,
-                    descriptions=list(entity.descriptions[:MAX_DESCRIPTIONS]),
-                    chunk_ids=list(entity.chunk_ids),
-                )
-                form = name_form(entity.name)
-                if len(form) >= MIN_NAME_CHARS:
-                    self.names.setdefault(form, entity.key)
-            else:
-                _merge(known.descriptions, entity.descriptions, MAX_DESCRIPTIONS)
-                _merge(known.chunk_ids, entity.chunk_ids)
-        self.entity_vectors.add(segment.vector_keys, entity_matrix)
-        for relation in segment.relations:
-            key = relation_key(relation.source, relation.target)
-            known_relation = self.relations.get(key)
-            if known_relation is None:
-                self.relations[key] = RelationRecord(
-                    source=key[0],
-                    target=key[1],
-                    descriptions=list(relation.descriptions[:MAX_DESCRIPTIONS]),
-                    weight=relation.weight,
-                    chunk_ids=list(relation.chunk_ids),
-                )
-            else:
-                known_relation.weight += relation.weight
-                _merge(known_relation.descriptions, relation.descriptions, MAX_DESCRIPTIONS)
-                _merge(known_relation.chunk_ids, relation.chunk_ids)
-            self.neighbours[key[0]].add(key[1])
-            self.neighbours[key[1]].add(key[0])
-        self.last_seq = max(self.last_seq, segment.seq)
-
-    def snapshot(self) -> Snapshot:
-        """Everything merged (built on the event loop, so no insert changes it meanwhile)."""
-        return Snapshot(
-            last_seq=self.last_seq,
-            dim=self.dim,
-            chunks=list(self.chunks.values()),
-            chunk_vectors=self._rows_bytes(self.chunk_vectors, self.chunks.keys()),
-            entities=list(self.entities.values()),
-            entity_vectors=self._rows_bytes(self.entity_vectors, self.entities.keys()),
-            relations=list(self.relations.values()),
-        )
-
-    def write_snapshot(self, snapshot: Snapshot) -> None:
-        """Replace the snapshot, then drop the segment files it covers."""
-        write_atomic(self.root / "snapshot.bin", msgspec.msgpack.encode(snapshot))
-        for path in self.segments_dir.glob("*.seg"):
-            if int(path.stem) <= snapshot.last_seq:
-                path.unlink(missing_ok=True)
-        self._segment_files = 0
-
-    @staticmethod
-    def _rows_bytes(table: VectorTable, ids: Iterable[str]) -> bytes:
-        rows = [table.rows[i] for i in ids]
-        return table.matrix[rows].astype(np.float32).tobytes() if rows else b""
-
-    def save_communities(self, communities: list[Community], vectors: np.ndarray[Any, Any]) -> None:
-        stored = CommunityFile(
-            version=self.communities_version + 1,
-            communities=communities,
-            vectors=np.asarray(vectors, dtype=np.float32).tobytes(),
-        )
-        write_atomic(self.root / "communities.bin", msgspec.msgpack.encode(stored))
-        self._set_communities(stored)
-
-    def _set_communities(self, stored: CommunityFile) -> None:
-        table = VectorTable(self.dim)
-        table.add([c.id for c in stored.communities], self._vectors(stored.vectors, len(stored.communities)))
-        self.communities, self.community_vectors = stored.communities, table
-        self.communities_version = stored.version
-
-    # ------------------------------------------------------------------ jobs
-
-    def save_job(self, job: InsertJob) -> None:
-        write_atomic(self.jobs_dir / f"{job.id}.json", msgspec.json.encode(job))
-
-    def read_job(self, job_id: str) -> InsertJob | None:
-        path = self.jobs_dir / f"{job_id}.json"
-        try:
-            return msgspec.json.decode(path.read_bytes(), type=InsertJob)
-        except FileNotFoundError:
-            return None
-
-    def unfinished_jobs(self) -> list[InsertJob]:
-        jobs = []
-        for path in self.jobs_dir.glob("*.json"):
-            try:
-                job = msgspec.json.decode(path.read_bytes(), type=InsertJob)
-            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-                continue
-            if job.status in ("accepted", "processing"):
-                jobs.append(job)
-        return jobs
-
-    # ------------------------------------------------------------------ reads
-
-    def named_in(self, text: str) -> list[str]:
-        """Keys of the entities whose names appear in the text as whole words, longest first."""
-        words = name_form(text).split()
-        found: list[str] = []
-        for size in range(min(MAX_NAME_WORDS, len(words)), 0, -1):
-            for start in range(len(words) - size + 1):
-                key = self.names.get(" ".join(words[start : start + size]))
-                if key is not None and key not in found:
-                    found.append(key)
-        return found
-
-    def entity_chunks(self, weights: dict[str, float]) -> dict[str, float]:
-        """Chunk id → the summed weight of the entities it mentions, each damped by how many chunks
-        mention it (an entity in every chunk says little about any one of them)."""
-        scores: dict[str, float] = defaultdict(float)
-        for key, weight in weights.items():
-            entity = self.entities.get(key)
-            if entity:
-                share = weight / (1.0 + math.log1p(len(entity.chunk_ids)))
-                for chunk_id in entity.chunk_ids:
-                    scores[chunk_id] += share
-        return scores
+def point_id(kind: str, ref: str) -> str:
+    return str(uuid.uuid5(_POINTS, f"{kind}:{ref}"))
 
 
-def _merge(target: list[str], extra: Iterable[str], cap: int | None = None) -> None:
+def _merge(target: list[str], extra: Iterable[str], cap: int | None = None) -> bool:
+    changed = False
     for item in extra:
         if item not in target and (cap is None or len(target) < cap):
             target.append(item)
+            changed = True
+    return changed
+
+
+def _matrix(data: bytes, count: int, dim: int) -> np.ndarray[Any, Any]:
+    matrix = np.frombuffer(data, dtype=np.float32)
+    if matrix.size != count * dim:
+        raise ValueError(
+            f"expected {count} vectors of {dim} values, found {matrix.size} values: the embedding model "
+            "changed (mem.memorykb.embedding)?"
+        )
+    return matrix.reshape(count, dim)
+
+
+class KbStore:
+    def __init__(self, engine: AsyncEngine, vectors: VectorStore, dim: int) -> None:
+        self.engine = engine
+        self.dim = dim
+        self.chunk_vectors = Collection(vectors, "kb_chunks", ("job_id",))
+        self.entity_vectors = Collection(vectors, "kb_entities", ("job_id",))
+        self.community_vectors = Collection(vectors, "kb_communities", ())
+
+    async def ensure(self) -> None:
+        await create_tables(self.engine, TABLES)
+        for collection in (self.chunk_vectors, self.entity_vectors, self.community_vectors):
+            found = await collection.store.dimension(collection.name)
+            if found is not None and found != self.dim:
+                raise ValueError(
+                    f"the kb collection {collection.name!r} holds {found}-d vectors but the embedder "
+                    f"makes {self.dim}-d ones: use the same mem.memorykb.embedding model, or a new store"
+                )
+            await collection.ensure(self.dim)
+
+    # ------------------------------------------------------------------ writing
+
+    async def commit(self, segment: Segment) -> None:
+        """Store what one insert adds: vectors, then every row in one transaction."""
+        chunks = segment.chunks
+        await self.chunk_vectors.upsert(
+            [point_id("chunk", c.id) for c in chunks],
+            _matrix(segment.chunk_vectors, len(chunks), self.dim),
+            [{"ref": c.id, "job_id": segment.job_id} for c in chunks],
+        )
+        await self.entity_vectors.upsert(
+            [point_id("entity", key) for key in segment.vector_keys],
+            _matrix(segment.entity_vectors, len(segment.vector_keys), self.dim),
+            [{"ref": key, "job_id": segment.job_id} for key in segment.vector_keys],
+        )
+        try:
+            async with self.engine.begin() as connection:
+                await transaction_lock(connection, COMMIT_LOCK)
+                await self._write_rows(connection, segment)
+        except BaseException:
+            await self.discard(segment.job_id, segment.vector_keys)
+            raise
+
+    async def discard(self, job_id: str, entity_keys: Sequence[str]) -> None:
+        """Remove the vectors of an insert whose rows were not committed."""
+        await self.chunk_vectors.delete_where({"job_id": job_id})
+        known = await self.known_entities(entity_keys)
+        await self.entity_vectors.delete([point_id("entity", k) for k in entity_keys if k not in known])
+
+    async def _write_rows(self, connection: AsyncConnection, segment: Segment) -> None:
+        if segment.chunks:
+            await connection.execute(
+                ChunkRow.__table__.insert(),  # type: ignore[attr-defined]
+                [{"id": c.id, "job_id": c.job_id, "text": c.text} for c in segment.chunks],
+            )
+        keys = [e.key for e in segment.entities]
+        rows = await connection.execute(
+            select(EntityRow.key, EntityRow.descriptions).where(col(EntityRow.key).in_(keys))
+        )
+        known = {str(key): list(descriptions) for key, descriptions in rows.all()} if keys else {}
+        fresh: list[dict[str, Any]] = []
+        mentions: list[dict[str, str]] = []
+        for entity in segment.entities:
+            mentions.extend(
+                {"entity_key": entity.key, "chunk_id": c} for c in dict.fromkeys(entity.chunk_ids)
+            )
+            stored = known.get(entity.key)
+            if stored is None:
+                fresh.append(
+                    {
+                        "key": entity.key,
+                        "name": entity.name[:MAX_KEY],
+                        "type": entity.type[:100],
+                        "name_form": name_form(entity.name)[:MAX_KEY],
+                        "descriptions": list(entity.descriptions[:MAX_DESCRIPTIONS]),
+                        "job_id": segment.job_id,
+                    }
+                )
+            else:
+                if _merge(stored, entity.descriptions, MAX_DESCRIPTIONS):
+                    await connection.execute(
+                        update(EntityRow).where(col(EntityRow.key) == entity.key).values(descriptions=stored)
+                    )
+        if fresh:
+            await connection.execute(EntityRow.__table__.insert(), fresh)  # type: ignore[attr-defined]
+        if mentions:
+            await connection.execute(MentionRow.__table__.insert(), mentions)  # type: ignore[attr-defined]
+        pairs = [relation_key(r.source, r.target) for r in segment.relations]
+        existing: dict[tuple[str, str], list[str]] = {}
+        for source in {a for a, _ in pairs}:
+            targets = [b for a, b in pairs if a == source]
+            found = await connection.execute(
+                select(RelationRow.target, RelationRow.descriptions).where(
+                    RelationRow.source == source, col(RelationRow.target).in_(targets)
+                )
+            )
+            existing.update({(source, str(target)): list(d) for target, d in found.all()})
+        new_relations = []
+        for relation, pair in zip(segment.relations, pairs, strict=True):
+            descriptions = existing.get(pair)
+            if descriptions is None:
+                new_relations.append(
+                    {
+                        "source": pair[0],
+                        "target": pair[1],
+                        "descriptions": list(relation.descriptions[:MAX_DESCRIPTIONS]),
+                        "weight": relation.weight,
+                    }
+                )
+            else:
+                _merge(descriptions, relation.descriptions, MAX_DESCRIPTIONS)
+                await connection.execute(
+                    update(RelationRow)
+                    .where(col(RelationRow.source) == pair[0], col(RelationRow.target) == pair[1])
+                    .values(weight=RelationRow.weight + relation.weight, descriptions=descriptions)
+                )
+        if new_relations:
+            await connection.execute(RelationRow.__table__.insert(), new_relations)  # type: ignore[attr-defined]
+        await self._bump(connection, "changes")
+
+    @staticmethod
+    async def _bump(connection: AsyncConnection, name: str, to: int | None = None) -> None:
+        value = (await connection.execute(select(CounterRow.value).where(CounterRow.name == name))).scalar()
+        if value is None:
+            await connection.execute(
+                CounterRow.__table__.insert(),  # type: ignore[attr-defined]
+                {"name": name, "value": 1 if to is None else to},
+            )
+        else:
+            await connection.execute(
+                update(CounterRow)
+                .where(col(CounterRow.name) == name)
+                .values(value=value + 1 if to is None else to)
+            )
+
+    async def save_communities(
+        self, communities: list[Community], vectors: dict[str, np.ndarray[Any, Any]], at: int
+    ) -> None:
+        """Replace the communities. `vectors` holds the summary vectors of the new ones (a community
+        that was already stored keeps its own); `at` is the change count they were computed from."""
+        previous = {c.id for c in await self.communities()}
+        ids = list(vectors)
+        await self.community_vectors.upsert(
+            [point_id("community", i) for i in ids],
+            np.asarray([vectors[i] for i in ids], dtype=np.float32).reshape(len(ids), self.dim),
+            [{"ref": i} for i in ids],
+        )
+        async with self.engine.begin() as connection:
+            await connection.execute(delete(CommunityRow))
+            if communities:
+                await connection.execute(
+                    CommunityRow.__table__.insert(),  # type: ignore[attr-defined]
+                    [
+                        {
+                            "id": c.id,
+                            "position": i,
+                            "members": c.members,
+                            "title": c.title,
+                            "summary": c.summary,
+                        }
+                        for i, c in enumerate(communities)
+                    ],
+                )
+            await self._bump(connection, "communities_at", at)
+        gone = previous - {c.id for c in communities}
+        await self.community_vectors.delete([point_id("community", c) for c in gone])
+
+    # ------------------------------------------------------------------ reads
+
+    async def counter(self, name: str) -> int:
+        async with self.engine.connect() as connection:
+            value = (
+                await connection.execute(select(CounterRow.value).where(CounterRow.name == name))
+            ).scalar()
+        return int(value or 0)
+
+    async def counts(self) -> dict[str, int]:
+        counts = {}
+        async with self.engine.connect() as connection:
+            for name, table in (
+                ("chunks", ChunkRow),
+                ("entities", EntityRow),
+                ("relations", RelationRow),
+                ("communities", CommunityRow),
+            ):
+                counts[name] = int(
+                    (await connection.execute(select(func.count()).select_from(table))).scalar() or 0
+                )
+        return counts
+
+    async def known_entities(self, keys: Sequence[str]) -> set[str]:
+        if not keys:
+            return set()
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(select(EntityRow.key).where(col(EntityRow.key).in_(list(keys))))
+            return {str(key) for key in rows.scalars()}
+
+    async def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        if not chunk_ids:
+            return {}
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(
+                select(ChunkRow.id, ChunkRow.text).where(col(ChunkRow.id).in_(list(chunk_ids)))
+            )
+            return {str(i): str(t) for i, t in rows.all()}
+
+    async def entities(self, keys: Sequence[str]) -> dict[str, EntityRecord]:
+        if not keys:
+            return {}
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(
+                select(EntityRow.key, EntityRow.name, EntityRow.type, EntityRow.descriptions).where(
+                    col(EntityRow.key).in_(list(keys))
+                )
+            )
+            return {
+                str(k): EntityRecord(key=str(k), name=str(n), type=str(t), descriptions=list(d))
+                for k, n, t, d in rows.all()
+            }
+
+    async def named_in(self, text: str) -> list[str]:
+        """Keys of the entities whose names appear in the text as whole words, longest first."""
+        words = name_form(text).split()
+        spans: list[str] = []
+        for size in range(min(MAX_NAME_WORDS, len(words)), 0, -1):
+            for start in range(len(words) - size + 1):
+                span = " ".join(words[start : start + size])
+                if len(span) >= MIN_NAME_CHARS and span not in spans:
+                    spans.append(span)
+        if not spans:
+            return []
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(
+                select(EntityRow.name_form, EntityRow.key)
+                .where(col(EntityRow.name_form).in_(spans))
+                .order_by(col(EntityRow.key))
+            )
+            first: dict[str, str] = {}
+            for form, key in rows.all():
+                first.setdefault(str(form), str(key))
+        return list(dict.fromkeys(first[span] for span in spans if span in first))
+
+    async def relations_around(self, keys: Sequence[str]) -> list[RelationRecord]:
+        if not keys:
+            return []
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(
+                select(
+                    RelationRow.source, RelationRow.target, RelationRow.descriptions, RelationRow.weight
+                ).where(or_(col(RelationRow.source).in_(list(keys)), col(RelationRow.target).in_(list(keys))))
+            )
+            return [
+                RelationRecord(source=str(a), target=str(b), descriptions=list(d), weight=float(w))
+                for a, b, d, w in rows.all()
+            ]
+
+    async def entity_chunks(self, weights: dict[str, float]) -> dict[str, float]:
+        """Chunk id → the summed weight of the entities it mentions, each damped by how many chunks
+        mention it (an entity in every chunk says little about any one of them)."""
+        if not weights:
+            return {}
+        async with self.engine.connect() as connection:
+            rows = (
+                await connection.execute(
+                    select(MentionRow.entity_key, MentionRow.chunk_id).where(
+                        col(MentionRow.entity_key).in_(list(weights))
+                    )
+                )
+            ).all()
+        by_entity: dict[str, list[str]] = defaultdict(list)
+        for key, chunk_id in rows:
+            by_entity[str(key)].append(str(chunk_id))
+        scores: dict[str, float] = defaultdict(float)
+        for key, chunk_ids in by_entity.items():
+            share = weights[key] / (1.0 + math.log1p(len(chunk_ids)))
+            for chunk_id in chunk_ids:
+                scores[chunk_id] += share
+        return scores
+
+    async def edges(self) -> list[tuple[str, str, float]]:
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(
+                select(RelationRow.source, RelationRow.target, RelationRow.weight)
+            )
+            return [(str(a), str(b), float(w)) for a, b, w in rows.all()]
+
+    async def communities(self, ids: Sequence[str] | None = None) -> list[Community]:
+        query = select(
+            CommunityRow.id, CommunityRow.members, CommunityRow.title, CommunityRow.summary
+        ).order_by(col(CommunityRow.position))
+        if ids is not None:
+            query = query.where(col(CommunityRow.id).in_(list(ids)))
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(query)
+            return [
+                Community(id=str(i), members=list(m), title=str(t), summary=str(s))
+                for i, m, t, s in rows.all()
+            ]
