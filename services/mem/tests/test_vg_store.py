@@ -1,9 +1,13 @@
-"""vg's memory store: the same behaviour on Qdrant local (mirrored in memory) and on pgvector."""
+"""vg's memory store: the same behaviour on Qdrant local (mirrored in memory) and on pgvector; adds of
+one scope over two replicas."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -76,3 +80,38 @@ async def test_memories_are_scoped_searchable_and_survive_a_restart(
         assert (await memories.get(ids[4]) or {})["agent_id"] == "helper"
     finally:
         await store.close()
+
+
+@pytest.mark.postgres
+async def test_twenty_concurrent_adds_over_two_replicas_store_each_fact_once(
+    mem_factory: Any, pgvector_url: str
+) -> None:
+    env = {"LORE__MEM__DATABASE__URL": pgvector_url, "LORE__MEM__VECTOR_STORE__PROVIDER": "pgvector"}
+    facts = [f"My locker number is {n}" for n in range(4)]
+    async with mem_factory(**env) as first, mem_factory(**env) as second:
+        for client in (first, second):  # a slow embedder: the window between "is it new?" and the write
+            vg = client.app.state.vg
+            embed = vg.embedder.embed_query
+
+            async def slow(text: str, embed: Any = embed) -> Any:
+                await asyncio.sleep(0.05)
+                return await embed(text)
+
+            vg.embedder = SimpleNamespace(embed_query=slow)
+        replies = await asyncio.gather(
+            *(
+                (first if (i // len(facts)) % 2 else second).post(
+                    "/api/v1/mem/vg/add",
+                    json={
+                        "messages": [{"role": "user", "content": facts[i % len(facts)]}],
+                        "user_id": "shared",
+                        "infer": i >= 12,
+                    },
+                )
+                for i in range(20)
+            )
+        )
+        assert [r.status_code for r in replies] == [200] * 20
+        for client in (first, second):
+            stored = (await client.get("/api/v1/mem/vg", params={"user_id": "shared"})).json()["results"]
+            assert sorted(m["memory"] for m in stored) == sorted(facts)

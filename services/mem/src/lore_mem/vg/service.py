@@ -9,9 +9,11 @@ update nor store a fact twice; identical facts are also caught by their hash.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import uuid
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
@@ -19,6 +21,7 @@ import structlog
 
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_common.providers.embedders import Embedder
+from lore_common.stores.sql import advisory_lock
 from lore_core.clock import utc_iso
 from lore_core.errors import BadRequest, NotFound, Unprocessable
 from lore_mem.vg.graph import VgGraph, relations_payload
@@ -112,6 +115,15 @@ class VgMemory:
         self.graph = graph
         self._locks: defaultdict[tuple[tuple[str, str], ...], asyncio.Lock] = defaultdict(asyncio.Lock)
 
+    @contextlib.asynccontextmanager
+    async def _scope_lock(self, scope: dict[str, str]) -> AsyncIterator[None]:
+        """One add or delete-all per scope at a time: in this process (an asyncio lock, so a replica
+        holds at most one database connection per scope), then across replicas sharing PostgreSQL
+        (an advisory lock), so that no two adds both decide that a fact is new."""
+        key = tuple(sorted(scope.items()))
+        async with self._locks[key], advisory_lock(self.history.engine, f"lore-vg-scope:{key}"):
+            yield
+
     async def _vector(self, text: str, cache: dict[str, list[float]] | None = None) -> list[float]:
         """The text's embedding; one add embeds each text once (the fact is searched, then stored)."""
         if cache is not None and text in cache:
@@ -127,7 +139,7 @@ class VgMemory:
         scope = require_scope(request)
         if not request.messages:
             raise BadRequest("messages is empty: send at least one message")
-        async with self._locks[tuple(sorted(scope.items()))]:
+        async with self._scope_lock(scope):
             if not request.infer:
                 facts = [m.content.strip() for m in request.messages if m.content.strip()]
                 results = [r for f in facts if (r := await self._add_new(f, scope, request.metadata))]
@@ -308,7 +320,7 @@ class VgMemory:
 
     async def delete_all(self, scope: Scope) -> dict[str, Any]:
         filters = require_scope(scope)
-        async with self._locks[tuple(sorted(filters.items()))]:
+        async with self._scope_lock(filters):
             records = await self.store.list_scope(filters, 100_000)
             for record in records:
                 await self._delete(record)
