@@ -104,12 +104,12 @@ def _stop(children: list[Child]) -> None:
 
 # Replica n (from 0) of a service listens on its port + REPLICA_PORT_STEP × n: docdb 8101, 8201, …
 REPLICA_PORT_STEP = 100
-REPLICATED = ("docdb", "gen")
+REPLICATED = ("docdb", "gen", "mem")
 
 
 def shared_stores_missing(settings: Settings) -> list[str]:
-    """What keeps docdb and gen from running as several processes on one machine."""
-    docdb, gen = settings.docdb, settings.gen
+    """What keeps the services from running as several processes on one machine."""
+    docdb, gen, mem = settings.docdb, settings.gen, settings.mem
     missing = []
     if not docdb.database.url:
         missing.append("docdb.database.url (PostgreSQL)")
@@ -119,13 +119,19 @@ def shared_stores_missing(settings: Settings) -> list[str]:
         missing.append("docdb.graph_store.url (a FalkorDB server)")
     if not gen.database.url:
         missing.append("gen.database.url (PostgreSQL)")
+    if not mem.database.url:
+        missing.append("mem.database.url (PostgreSQL)")
+    if mem.vector_store.provider == "qdrant" and not mem.vector_store.url:
+        missing.append("mem.vector_store (pgvector or a Qdrant server; Qdrant local allows one process)")
+    vg_graph = mem.memoryvg.graph_store
+    if vg_graph.enabled and not (vg_graph.url or mem.graph_store.url):
+        missing.append("mem.graph_store.url (a FalkorDB server, for the vg graph)")
     return missing
 
 
 def plan(settings: Settings, replicas: int) -> list[Child]:
-    """The processes to run: `replicas` of docdb and gen sharing their stores and data dirs (as pods
-    share a ReadWriteMany volume), one mem (its `kb` memory lives in local files), and the gateway,
-    which balances across the replicas."""
+    """The processes to run: `replicas` of each service sharing its stores and data dir (as pods share
+    a ReadWriteMany volume), and the gateway, which balances across the replicas."""
     g = settings.gateway
     children: list[Child] = []
     urls: dict[str, list[str]] = {}
@@ -157,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config-dir", default=None, help="folder holding lore.yaml and pipeline.yaml")
     parser.add_argument(
-        "--replicas", type=int, default=1, help="processes of docdb and of gen (needs shared stores)"
+        "--replicas", type=int, default=1, help="processes of each service (needs shared stores)"
     )
     args = parser.parse_args(argv)
     if args.config_dir:

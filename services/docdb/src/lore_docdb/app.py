@@ -84,7 +84,10 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             task_store = TaskStore(stores.sql)
             index = IndexStore(stores.sql, settings.postgres_batch_size)
             vectors = VectorIndex(stores.vector)
-            graph, bm25 = GraphIndex(stores.graph), Bm25Cache(index.chunks_of_kb, index.chunk_signature)
+            graph, bm25 = (
+                GraphIndex(stores.graph),
+                Bm25Cache(index.chunks_of_kb, index.kb_version if index.shared else None),
+            )
             schemas = SchemaService(SchemaStore(stores.sql))
             datasets = DatasetService(raw, task_store, stores.objects, cfg.max_upload_size)
             uploads = UploadService(datasets, stores.sql)

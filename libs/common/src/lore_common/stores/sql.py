@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import Table, event, text
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -75,6 +76,16 @@ async def transaction_lock(connection: AsyncConnection, name: str) -> None:
     commit or rollback); on SQLite writers are serialised already and this is a no-op."""
     if connection.dialect.name == "postgresql":
         await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key(name)})
+
+
+async def increment(connection: AsyncConnection, table: Table, key: dict[str, Any], column: str) -> None:
+    """Add one to `column` of the row `key` of `table` (a counter), creating the row at 1: one statement,
+    safe when replicas increment the same row at once."""
+    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(table).values(**key, **{column: 1})
+    await connection.execute(
+        statement.on_conflict_do_update(index_elements=list(key), set_={column: getattr(table.c, column) + 1})
+    )
 
 
 async def ping(engine: AsyncEngine) -> None:

@@ -234,7 +234,12 @@ def start_servers_stack(
 ) -> ServersStack:
     """Start `lore-servers` with its data under `work`, databases `<prefix>_*` on `admin_url`, and wait
     until the gateway and every replica answer `/health`."""
-    ports = {"gateway": free_port(), "docdb": free_port_pair(), "gen": free_port_pair(), "mem": free_port()}
+    ports = {
+        "gateway": free_port(),
+        "docdb": free_port_pair(),
+        "gen": free_port_pair(),
+        "mem": free_port_pair(),
+    }
     full = {
         "LORE_CONFIG_DIR": str(config_dir),
         "LORE__LOGGING__FORMAT": "json",
@@ -256,7 +261,7 @@ def start_servers_stack(
     try:
         process.wait_healthy(f"{stack.url}/health", timeout=timeout)
         # The gateway is up once one replica of each service is; wait for all of them.
-        for service in ("docdb", "gen"):
+        for service in ("docdb", "gen", "mem"):
             for url in stack.replica_urls(service, replicas):
                 process.wait_healthy(f"{url}/health", timeout=timeout)
     except BaseException:

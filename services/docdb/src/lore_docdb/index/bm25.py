@@ -10,7 +10,6 @@ import asyncio
 import logging
 import re
 import threading
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -87,37 +86,31 @@ class Bm25Index:
         return [(self.chunks[int(i)], float(scores[i])) for i in matching[top_rows(scores[matching], k)]]
 
 
-Signature = tuple[tuple[str, int], ...]
-
-
 @dataclass
 class _Cached:
     version: int
-    signature: Signature
-    checked: float
+    shared: int
     index: Bm25Index
 
 
 class Bm25Cache:
     """The latest index per KB, rebuilt from the chunk rows whenever the KB's chunks changed.
 
-    This process's own changes `bump` the KB at once. Another replica's (a parse through a second docdb
-    on the same PostgreSQL) show in the chunk rows' signature, checked at most every `check_interval`
-    seconds, so a replica's answers are at most that much behind."""
+    This process's own changes `bump` the KB at once. With replicas on one PostgreSQL, every question
+    also reads the KB's version from the store (one primary-key lookup; written in the transactions
+    that change the chunks), so no replica answers from chunks older than the last committed change."""
 
     def __init__(
         self,
         load_chunks: Callable[[str], Awaitable[list[ChunkSource]]],
-        signature: Callable[[str], Awaitable[Signature]],
-        check_interval: float = 1.0,
+        shared_version: Callable[[str], Awaitable[int]] | None = None,
     ) -> None:
         self.load_chunks = load_chunks
-        self.signature = signature
-        self.check_interval = check_interval
+        self.shared_version = shared_version
         self.versions: dict[str, int] = {}
         self.indexes: dict[str, _Cached] = {}
         self.lock = threading.Lock()
-        self._building: dict[tuple[str, int], asyncio.Future[Bm25Index]] = {}
+        self._building: dict[tuple[str, int, int], asyncio.Future[Bm25Index]] = {}
 
     def bump(self, kb: str) -> None:
         """The KB's chunks changed; the next `get` rebuilds."""
@@ -125,35 +118,29 @@ class Bm25Cache:
             self.versions[kb] = self.versions.get(kb, 0) + 1
 
     async def get(self, kb: str) -> Bm25Index:
+        shared = await self.shared_version(kb) if self.shared_version is not None else 0
         with self.lock:
             version = self.versions.get(kb, 0)
             cached = self.indexes.get(kb)
-        if cached and cached.version == version:
-            now = time.monotonic()
-            if now - cached.checked < self.check_interval:
-                return cached.index
-            # This caller checks; questions arriving meanwhile answer from the cached index instead of
-            # each sending the same query (32 at once under load).
-            cached.checked = now
-            if await self.signature(kb) == cached.signature:
-                return cached.index
-        return await self._rebuild(kb, version)
+        if cached and cached.version == version and cached.shared >= shared:
+            return cached.index
+        return await self._rebuild(kb, version, shared)
 
-    async def _rebuild(self, kb: str, version: int) -> Bm25Index:
+    async def _rebuild(self, kb: str, version: int, shared: int) -> Bm25Index:
         """One build per KB version, however many questions are waiting for it."""
-        key = (kb, version)
+        key = (kb, version, shared)
         building = self._building.get(key)
         if building is None:
-            building = asyncio.ensure_future(self._build(kb, version))
+            building = asyncio.ensure_future(self._build(kb, version, shared))
             self._building[key] = building
             building.add_done_callback(lambda _: self._building.pop(key, None))
         return await asyncio.shield(building)
 
-    async def _build(self, kb: str, version: int) -> Bm25Index:
-        signature = await self.signature(kb)
-        rows = await self.load_chunks(kb)
+    async def _build(self, kb: str, version: int, shared: int) -> Bm25Index:
+        rows = await self.load_chunks(kb)  # read after `shared`: it holds at least that version
         index = await asyncio.to_thread(Bm25Index.build, rows)
         with self.lock:
-            if self.versions.get(kb, 0) == version:
-                self.indexes[kb] = _Cached(version, signature, time.monotonic(), index)
+            current = self.indexes.get(kb)
+            if self.versions.get(kb, 0) == version and (current is None or current.shared <= shared):
+                self.indexes[kb] = _Cached(version, shared, index)
         return index

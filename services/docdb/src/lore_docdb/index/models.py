@@ -19,6 +19,16 @@ class KnowledgeBaseRow(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class KbVersionRow(SQLModel, table=True):
+    """Counts the changes of a KB's chunks and row, in the transaction that makes them: a replica whose
+    cached BM25 index or KB row carries an older count reloads it."""
+
+    __tablename__ = "kb_versions"
+
+    kb_name: str = Field(primary_key=True, max_length=64)
+    version: int = 0
+
+
 class KbDatasetRow(SQLModel, table=True):
     __tablename__ = "kb_datasets"
 

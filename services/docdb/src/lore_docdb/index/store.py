@@ -13,7 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from lore_docdb.index.models import ChunkRow, KbDatasetRow, KnowledgeBaseRow
+from lore_common.stores.sql import increment
+from lore_docdb.index.models import ChunkRow, KbDatasetRow, KbVersionRow, KnowledgeBaseRow
 
 
 class KbExists(Exception):
@@ -28,7 +29,9 @@ class IndexStore:
     def __init__(self, engine: AsyncEngine, batch_size: int = 500) -> None:
         self.engine = engine
         self.batch_size = batch_size
-        self._kb_cache: dict[str, tuple[float, KnowledgeBaseRow]] = {}
+        # On PostgreSQL other replicas write too: cached KB rows are checked against the KB's version.
+        self.shared = engine.dialect.name == "postgresql"
+        self._kb_cache: dict[str, tuple[float, KnowledgeBaseRow, int]] = {}
         self._kb_loading: dict[str, asyncio.Future[KnowledgeBaseRow | None]] = {}
         self._kb_generation = 0
 
@@ -56,7 +59,10 @@ class IndexStore:
         trip costs more than the rest of the retrieval on SQLite."""
         now = time.monotonic()
         hit = self._kb_cache.get(name)
-        if hit is not None and now - hit[0] < self.KB_CACHE_SECONDS:
+        if self.shared:
+            if hit is not None and hit[2] == await self.kb_version(name):
+                return hit[1]
+        elif hit is not None and now - hit[0] < self.KB_CACHE_SECONDS:
             return hit[1]
         # One read per expiry, not one per waiting question: 32 chats that find the entry expired at
         # the same moment share the read.
@@ -68,6 +74,7 @@ class IndexStore:
 
     async def _load_kb(self, name: str, now: float, generation: int) -> KnowledgeBaseRow | None:
         try:
+            version = await self.kb_version(name) if self.shared else 0
             row = await self.get_kb(name)
         finally:
             if self._kb_loading.get(name) is asyncio.current_task():
@@ -76,13 +83,25 @@ class IndexStore:
             if row is None:
                 self._kb_cache.pop(name, None)
             else:
-                self._kb_cache[name] = (now, row)
+                self._kb_cache[name] = (now, row, version)
         return row
 
     def _changed(self, name: str) -> None:
         self._kb_generation += 1
         self._kb_cache.pop(name, None)
         self._kb_loading.pop(name, None)
+
+    async def kb_version(self, name: str) -> int:
+        async with self.engine.connect() as connection:
+            value = (
+                await connection.execute(select(KbVersionRow.version).where(KbVersionRow.kb_name == name))
+            ).scalar()
+        return int(value or 0)
+
+    @staticmethod
+    async def _bump(session: AsyncSession, name: str) -> None:
+        connection = await session.connection()
+        await increment(connection, KbVersionRow.__table__, {"kb_name": name}, "version")  # type: ignore[attr-defined]
 
     async def list_kbs(self) -> list[KnowledgeBaseRow]:
         async with self.session() as session:
@@ -103,6 +122,7 @@ class IndexStore:
             row.status = "deleting"
             row.purge_db = purge_db
             session.add(row)
+            await self._bump(session, name)
             await session.commit()
             return True
 
@@ -112,6 +132,7 @@ class IndexStore:
             if row is not None and row.mode is None:
                 row.mode = mode
                 session.add(row)
+                await self._bump(session, name)
                 await session.commit()
         self._changed(name)
 
@@ -121,6 +142,7 @@ class IndexStore:
                 await session.exec(delete(ChunkRow).where(col(ChunkRow.kb_name) == name))
             await session.exec(delete(KbDatasetRow).where(col(KbDatasetRow.kb_name) == name))
             await session.exec(delete(KnowledgeBaseRow).where(col(KnowledgeBaseRow.name) == name))
+            await self._bump(session, name)
             await session.commit()
         self._changed(name)
 
@@ -161,19 +183,24 @@ class IndexStore:
                     col(KbDatasetRow.kb_name) == kb, col(KbDatasetRow.dataset) == dataset
                 )
             )
+            await self._bump(session, kb)
             await session.commit()
 
     # ------------------------------------------------------------ chunks
 
     async def add_chunks(self, rows: Sequence[ChunkRow]) -> None:
         for start in range(0, len(rows), self.batch_size):
+            batch = rows[start : start + self.batch_size]
             async with self.session() as session:
-                session.add_all(rows[start : start + self.batch_size])
+                session.add_all(batch)
+                for kb in {row.kb_name for row in batch}:
+                    await self._bump(session, kb)
                 await session.commit()
 
-    async def delete_chunks_of_task(self, task_id: str) -> None:
+    async def delete_chunks_of_task(self, task_id: str, kb: str) -> None:
         async with self.session() as session:
             await session.exec(delete(ChunkRow).where(col(ChunkRow.task_id) == task_id))
+            await self._bump(session, kb)
             await session.commit()
 
     async def chunk_task_ids(self, kb: str, dataset: str) -> list[str]:
@@ -199,18 +226,6 @@ class IndexStore:
         async with self.session() as session:
             rows = await session.exec(select(ChunkRow).where(col(ChunkRow.chunk_id).in_(list(chunk_ids))))
             return list(rows.all())
-
-    async def chunk_signature(self, kb: str) -> tuple[tuple[str, int], ...]:
-        """(task_id, chunk count) per task of the KB: it changes whenever any process adds or removes
-        chunks (chunk rows are written and deleted per task)."""
-        async with self.session() as session:
-            rows = await session.exec(
-                select(ChunkRow.task_id, func.count())
-                .where(ChunkRow.kb_name == kb)
-                .group_by(ChunkRow.task_id)
-                .order_by(ChunkRow.task_id)
-            )
-            return tuple((str(r[0]), int(r[1])) for r in rows.all())
 
     async def count_chunks(self, kb: str, task_id: str | None = None) -> int:
         async with self.session() as session:

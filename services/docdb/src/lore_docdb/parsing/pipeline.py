@@ -267,7 +267,7 @@ class ParsePipeline:
     async def rollback(self, task: TaskRow) -> None:
         """Remove everything this task wrote: points, chunk rows, graph contributions."""
         await self.vectors.delete_where(task.kb_name, "task_id", task.task_id)
-        await self.index.delete_chunks_of_task(task.task_id)
+        await self.index.delete_chunks_of_task(task.task_id, task.kb_name)
         await self.graph.forget_task(task.kb_name, task.task_id)
         self.bm25.bump(task.kb_name)
 
