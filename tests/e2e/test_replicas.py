@@ -1,4 +1,4 @@
-"""Two replicas of docdb and of gen on shared stores (PostgreSQL + pgvector, one FalkorDB server, S3)
+"""Two replicas of each service on shared stores (PostgreSQL + pgvector, one FalkorDB server, S3)
 behind the gateway, as `just up-postgres --replicas 2` starts them: work begun on one replica is
 finished or read on the other, and the gateway keeps answering while a replica is down."""
 
@@ -41,6 +41,7 @@ class Cluster:
     url: str
     docdb: list[str]
     gen: list[str]
+    mem: list[str]
     launcher: ServerProcess
     admin_url: str
     prefix: str
@@ -78,6 +79,7 @@ def cluster(
             stack.url,
             stack.replica_urls("docdb", 2),
             stack.replica_urls("gen", 2),
+            stack.replica_urls("mem", 2),
             stack.process,
             pgvector_server,
             prefix,
@@ -87,11 +89,54 @@ def cluster(
         drop_stack_databases(pgvector_server, prefix)
 
 
-def test_the_gateway_sees_two_replicas_of_docdb_and_gen(cluster: Cluster) -> None:
+def test_the_gateway_sees_two_replicas_of_each_service(cluster: Cluster) -> None:
     services = httpx.get(f"{cluster.url}/health", timeout=10).json()["services"]
-    for name, urls in (("docdb", cluster.docdb), ("gen", cluster.gen)):
+    for name, urls in (("docdb", cluster.docdb), ("gen", cluster.gen), ("mem", cluster.mem)):
         assert [(r["url"], r["status"]) for r in services[name]["replicas"]] == [(u, "up") for u in urls]
-    assert "replicas" not in services["mem"]  # one mem: its kb memory keeps local files
+
+
+def test_a_kb_insert_on_one_mem_replica_is_queried_on_the_other(cluster: Cluster) -> None:
+    a, b = (httpx.Client(base_url=u, timeout=60) for u in cluster.mem)
+    fact = "The Kestrel ferry to Skye leaves pier 7 at 06:40 every Tuesday."
+    job = a.post("/api/v1/mem/kb/insert", files={"query": (None, fact)}).json()
+    deadline = time.monotonic() + 60
+    while (status := b.get(f"/api/v1/mem/kb/insert/{job['id']}").json())["status"] not in ("done", "failed"):
+        assert time.monotonic() < deadline, status
+        time.sleep(0.1)
+    assert status["status"] == "done" and status["chunks"] == 1, status
+    # Done on B's reading means queryable on B (and on A), in every mode that reads chunks.
+    for client in (b, a):
+        for mode in ("naive", "local", "hybrid"):
+            answer = client.post(
+                "/api/v1/mem/kb/query", json={"query": "Kestrel ferry Skye pier", "mode": mode}
+            )
+            assert fact in answer.json()["rag_memory"], (mode, answer.text)
+
+
+def test_twenty_concurrent_vg_adds_over_both_mem_replicas_store_each_fact_once(cluster: Cluster) -> None:
+    facts = [f"My storage unit number is {n}" for n in range(4)]
+
+    async def add_all() -> list[int]:
+        async with httpx.AsyncClient(timeout=60) as client:
+            replies = await asyncio.gather(
+                *(
+                    client.post(
+                        f"{cluster.mem[(i // len(facts)) % 2]}/api/v1/mem/vg/add",
+                        json={
+                            "messages": [{"role": "user", "content": facts[i % len(facts)]}],
+                            "user_id": "replicated",
+                            "infer": i >= 12,
+                        },
+                    )
+                    for i in range(20)
+                )
+            )
+        return [r.status_code for r in replies]
+
+    assert asyncio.run(add_all()) == [200] * 20
+    for url in cluster.mem:
+        stored = httpx.get(f"{url}/api/v1/mem/vg", params={"user_id": "replicated"}, timeout=30).json()
+        assert sorted(m["memory"] for m in stored["results"]) == sorted(facts)
 
 
 def test_a_chunked_upload_spread_over_both_replicas_then_parse_on_one_and_chat_on_both(
