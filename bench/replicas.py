@@ -1,10 +1,9 @@
-"""Throughput with 1 and with 2 replicas of docdb and gen behind the gateway, side by side in one run.
+"""Throughput with 1 and with 2 replicas of each service behind the gateway, side by side in one run.
 
 Each round starts the stack on shared stores (`lore-servers --replicas N`: PostgreSQL with pgvector,
 one FalkorDB server, moto's S3, the local embedder, the offline model), parses a KB of `--docs` short
 documents, then drives closed-loop clients through the gateway for `--seconds` each: `POST
-/api/v1/docdb/chat` (naive) and `POST /api/v1/mem/vg/search` (mem stays one process: its `kb` memory is
-not shared yet, so vg is the control). Prints requests per second and p50/p95 per round, and the ratio
+/api/v1/docdb/chat` (naive) and `POST /api/v1/mem/vg/search` (vg memories in pgvector). Prints requests per second and p50/p95 per round, and the ratio
 of 2 replicas to 1. On this 2-core machine expect little gain: two docdb processes and their embedding
 workers share the same two cores; the point is that replicas answer correctly, and the figure.
 
@@ -143,7 +142,7 @@ def main() -> None:
     figures["vg_rps_ratio_2_vs_1"] = round(figures["r2_vg_rps"] / figures["r1_vg_rps"], 3)
     print(
         f"chat throughput with 2 replicas / 1: {figures['chat_rps_ratio_2_vs_1']}; "
-        f"vg search (one mem in both): {figures['vg_rps_ratio_2_vs_1']}"
+        f"vg search: {figures['vg_rps_ratio_2_vs_1']}"
     )
     print(json.dumps(figures))
 

@@ -46,7 +46,7 @@ EXTERNAL = {
     },
     "secrets": {"env": {"LORE__DOCDB__LLM__API_KEY": "sk-chart-test"}},
     "docdb": {
-        "replicas": 3,
+        "replicaCount": 3,
         "persistence": {"enabled": True, "size": "100Gi", "accessMode": "ReadWriteMany"},
     },
     "gateway": {
@@ -172,7 +172,8 @@ def test_pgvector_keeps_vectors_in_postgres_and_needs_no_qdrant() -> None:
     ("values", "says"),
     [
         ({"stores": {"vectors": "milvus"}}, "vectors"),
-        ({"docdb": {"replicas": -1}}, "replicas"),
+        ({"docdb": {"replicaCount": -1}}, "replicaCount"),
+        ({"docdb": {"replicas": 2}}, "replicas"),  # the old name is refused, not silently ignored
         ({"stores": {"postgres": {"url": "mysql://x"}}}, "url"),
         ({"gen": {"env": {"OPENAI_API_KEY": "x"}}}, "OPENAI_API_KEY"),
         ({"mem": {"persistence": {"accessMode": "Sometimes"}}}, "accessMode"),

@@ -88,7 +88,7 @@ metadata:
     app.kubernetes.io/component: {{ $name }}
 spec:
   {{- if not $c.autoscaling.enabled }}
-  replicas: {{ $c.replicas }}
+  replicas: {{ $c.replicaCount }}
   {{- end }}
   {{- if and $c.persistence.enabled (eq $c.persistence.accessMode "ReadWriteOnce") }}
   strategy:
@@ -181,7 +181,7 @@ spec:
       affinity:
         {{- toYaml . | nindent 8 }}
       {{- end }}
-{{- if or $c.autoscaling.enabled (gt (int $c.replicas) 1) }}
+{{- if or $c.autoscaling.enabled (gt (int $c.replicaCount) 1) }}
 ---
 # Voluntary disruptions (node drains, upgrades) keep at least one replica serving.
 apiVersion: policy/v1

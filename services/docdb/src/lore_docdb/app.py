@@ -86,7 +86,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             vectors = VectorIndex(stores.vector)
             graph, bm25 = (
                 GraphIndex(stores.graph),
-                Bm25Cache(index.chunks_of_kb, index.kb_version if index.shared else None),
+                Bm25Cache(index.chunks_of_kb, index.fresh_version.get if index.shared else None),
             )
             schemas = SchemaService(SchemaStore(stores.sql))
             datasets = DatasetService(raw, task_store, stores.objects, cfg.max_upload_size)

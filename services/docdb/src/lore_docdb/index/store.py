@@ -14,6 +14,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from lore_common.stores.sql import increment
+from lore_core.tasks import FreshReads
 from lore_docdb.index.models import ChunkRow, KbDatasetRow, KbVersionRow, KnowledgeBaseRow
 
 
@@ -31,6 +32,8 @@ class IndexStore:
         self.batch_size = batch_size
         # On PostgreSQL other replicas write too: cached KB rows are checked against the KB's version.
         self.shared = engine.dialect.name == "postgresql"
+        # Questions read the KB's version at once share one read (each still gets a fresh one).
+        self.fresh_version = FreshReads(self.kb_version)
         self._kb_cache: dict[str, tuple[float, KnowledgeBaseRow, int]] = {}
         self._kb_loading: dict[str, asyncio.Future[KnowledgeBaseRow | None]] = {}
         self._kb_generation = 0
@@ -60,7 +63,7 @@ class IndexStore:
         now = time.monotonic()
         hit = self._kb_cache.get(name)
         if self.shared:
-            if hit is not None and hit[2] == await self.kb_version(name):
+            if hit is not None and hit[2] == await self.fresh_version.get(name):
                 return hit[1]
         elif hit is not None and now - hit[0] < self.KB_CACHE_SECONDS:
             return hit[1]
