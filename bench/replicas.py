@@ -3,9 +3,10 @@
 Each round starts the stack on shared stores (`lore-servers --replicas N`: PostgreSQL with pgvector,
 one FalkorDB server, moto's S3, the local embedder, the offline model), parses a KB of `--docs` short
 documents, then drives closed-loop clients through the gateway for `--seconds` each: `POST
-/api/v1/docdb/chat` (naive) and `POST /api/v1/mem/vg/search` (vg memories in pgvector). Prints requests per second and p50/p95 per round, and the ratio
-of 2 replicas to 1. On this 2-core machine expect little gain: two docdb processes and their embedding
-workers share the same two cores; the point is that replicas answer correctly, and the figure.
+/api/v1/docdb/chat` (naive) and `POST /api/v1/mem/vg/search` (vg memories in pgvector). Prints
+requests per second and p50/p95 per round, and the ratio of 2 replicas to 1. On this 2-core machine
+expect little gain: two processes of each service and docdb's embedding workers share the same two
+cores; the point is that replicas answer correctly, and the figure.
 
     uv run python bench/replicas.py [--docs 300] [--clients 16] [--seconds 20] [--postgres-url URL]
 """

@@ -20,7 +20,7 @@ from lore_core.settings import EmbeddingConfig, GraphStoreConfig, Settings
 from lore_core.tasks import background
 from lore_core.web import build_from_environment, create_service_app
 from lore_mem.kb.media import Captioner
-from lore_mem.kb.models import InsertJob
+from lore_mem.kb.models import INTERRUPTED, STALE, InsertJob
 from lore_mem.kb.offline import OFFLINE_SKILLS as KB_OFFLINE_SKILLS
 from lore_mem.kb.routes import KbController
 from lore_mem.kb.service import KbMemory
@@ -39,8 +39,6 @@ def _same_local_model(a: EmbeddingConfig, b: EmbeddingConfig) -> bool:
 
 
 KB_JOBS = Lifecycle(submitted="accepted", running="processing", done="done")
-KB_INTERRUPTED = "interrupted: the mem service stopped before this insert was stored; insert it again"
-KB_STALE = "interrupted: the mem replica running this insert stopped answering; insert it again"
 
 
 def replica_id(port: int) -> str:
@@ -68,7 +66,7 @@ async def open_kb_memory(
     runner = JobRunner(
         JobStore(stores.sql, "lore_mem_kb_jobs", InsertJob, KB_JOBS),
         replica_id(settings.mem.server.port),
-        KB_INTERRUPTED,
+        INTERRUPTED,
     )
     leadership = Leadership(stores.sql, "lore-mem-kb-sweeps")
     memory = KbMemory(
@@ -89,7 +87,7 @@ async def open_kb_memory(
             config.job_heartbeat_interval,
             config.job_stale_after,
             leadership.is_leader,
-            KB_STALE,
+            STALE,
             memory.drop_media,
         )
         async with background(maintenance, "kb-job-maintenance"):

@@ -14,6 +14,7 @@ import structlog
 
 from lore_common.jobs import JobStore
 from lore_mem.kb.models import (
+    INTERRUPTED,
     ChunkRecord,
     Community,
     EntityRecord,
@@ -24,8 +25,6 @@ from lore_mem.kb.models import (
 from lore_mem.kb.store import KbStore
 
 log = structlog.get_logger("lore.mem.kb")
-
-INTERRUPTED = "interrupted: the mem service stopped before this insert was stored; insert it again"
 
 
 class Snapshot(msgspec.Struct, kw_only=True):

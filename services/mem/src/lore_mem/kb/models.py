@@ -11,6 +11,8 @@ from sqlmodel import Field, SQLModel
 from lore_core.clock import utc_iso
 
 JobStatus = Literal["accepted", "processing", "done", "failed"]
+INTERRUPTED = "interrupted: the mem service stopped before this insert was stored; insert it again"
+STALE = "interrupted: the mem replica running this insert stopped answering; insert it again"
 QueryMode = Literal["hybrid", "local", "global", "naive"]
 
 
