@@ -78,14 +78,16 @@ async def transaction_lock(connection: AsyncConnection, name: str) -> None:
         await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key(name)})
 
 
-async def increment(connection: AsyncConnection, table: Table, key: dict[str, Any], column: str) -> None:
-    """Add one to `column` of the row `key` of `table` (a counter), creating the row at 1: one statement,
-    safe when replicas increment the same row at once."""
+async def increment(
+    connection: AsyncConnection, table: Table, key: dict[str, Any], column: str, to: int | None = None
+) -> None:
+    """Add one to `column` of the row `key` of `table` (a counter), creating the row at 1, or set it to
+    `to` when given: one statement, safe when replicas write the same row at once."""
     dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(table).values(**key, **{column: 1})
-    await connection.execute(
-        statement.on_conflict_do_update(index_elements=list(key), set_={column: getattr(table.c, column) + 1})
-    )
+    first = 1 if to is None else to
+    statement = dialect.insert(table).values(**key, **{column: first})
+    value = getattr(table.c, column) + 1 if to is None else to
+    await connection.execute(statement.on_conflict_do_update(index_elements=list(key), set_={column: value}))
 
 
 async def ping(engine: AsyncEngine) -> None:

@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlmodel import col, select
 
 from lore_common.stores.collection import Collection
-from lore_common.stores.sql import create_tables, transaction_lock
+from lore_common.stores.sql import create_tables, increment, transaction_lock
 from lore_common.stores.vector import VectorStore
 from lore_mem.kb.models import (
     MAX_KEY,
@@ -203,18 +203,8 @@ class KbStore:
 
     @staticmethod
     async def _bump(connection: AsyncConnection, name: str, to: int | None = None) -> None:
-        value = (await connection.execute(select(CounterRow.value).where(CounterRow.name == name))).scalar()
-        if value is None:
-            await connection.execute(
-                CounterRow.__table__.insert(),  # type: ignore[attr-defined]
-                {"name": name, "value": 1 if to is None else to},
-            )
-        else:
-            await connection.execute(
-                update(CounterRow)
-                .where(col(CounterRow.name) == name)
-                .values(value=value + 1 if to is None else to)
-            )
+        """Add one to the counter `name`, or set it to `to`."""
+        await increment(connection, CounterRow.__table__, {"name": name}, "value", to)  # type: ignore[attr-defined]
 
     async def save_communities(
         self, communities: list[Community], vectors: dict[str, np.ndarray[Any, Any]], at: int
