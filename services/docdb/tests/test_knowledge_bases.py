@@ -223,9 +223,10 @@ async def test_questions_that_find_the_kb_cache_expired_share_one_read(docdb: Cl
     index.get_kb = counting
     rows = await asyncio.gather(*(index.cached_kb("kb") for _ in range(32)))
     assert reads == 1 and {row.name for row in rows} == {"kb"}
-    # A write by this process is seen by the next question at once, not after the cache time.
+    # Uncounted from here: the background deletion reads the KB row too, at a moment of its own.
+    index.get_kb = original
+    # A write by this process is seen by the next question at once, not after the cache time: a
+    # cached row would still say `ready`.
     assert (await docdb.delete(f"{KB}/kb")).status_code in (200, 202)
-    before = reads
     row = await index.cached_kb("kb")
     assert row is None or row.status == "deleting"
-    assert reads == before + 1
