@@ -98,7 +98,7 @@ async def test_hidden_uploads_area_is_never_listed(docdb: Client) -> None:
     init = await docdb.post(
         f"{DS}/reports/upload/init", json={"filename": "big.bin", "total_chunks": 2, "total_size": 2}
     )
-    assert init.status_code == 200
+    assert init.status_code == 200, init.text
     await docdb.post(f"{DS}/reports/upload/{init.json()['upload_id']}/chunk?chunk_index=0", content=b"a")
     assert (await docdb.get(f"{DS}/reports/files")).json()["files"] == []
 

@@ -78,7 +78,7 @@ async def test_s3_failure_removes_the_local_file_and_answers_500(
         r = await client.post(f"{DS}/papers/files", files={"files": ("paper.pdf", b"%PDF")})
         assert r.status_code == 500
         assert "object storage rejected papers/paper.pdf" in r.json()["message"]
-        assert "local copy was removed" in r.json()["message"]
+        assert "nothing was stored" in r.json()["message"]
         assert not (tmp_path / "docdb" / "raw" / "papers" / "paper.pdf").exists()
         assert (await client.get(f"{DS}/papers/files")).json()["files"] == []
         # Deletion stays best effort: the local delete succeeds although the bucket is gone.

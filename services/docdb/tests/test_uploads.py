@@ -180,7 +180,7 @@ async def test_idle_sessions_expire_in_the_sweep(docdb: Client, tmp_path: Path) 
     uploads = tmp_path / "docdb" / "raw" / "media" / ".uploads"
     stale = time.time() - 2 * 24 * 3600
     os.utime(uploads / old, (stale, stale))
-    removed = docdb.app.state.uploads.sweep(24 * 3600)
+    removed = await docdb.app.state.uploads.sweep(24 * 3600)
     assert removed == 1
     assert not (uploads / old).exists() and (uploads / fresh).exists()
     assert (await docdb.post(f"{base}/upload/{old}/chunk?chunk_index=0", content=b"x")).status_code == 404

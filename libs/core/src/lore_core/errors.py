@@ -135,6 +135,8 @@ def exception_handlers(style: ErrorStyle) -> ExceptionHandlersMap:
         message = str(exc.detail)
         if isinstance(exc, NotFoundException) and message == "Not Found":
             message = f"no route {request.method} {request.url.path}"
+        if exc.status_code >= 500:  # Litestar's own 500s (a handler's signature) are bugs: keep the trace
+            log.error("http_error", path=request.url.path, status=exc.status_code, exc_info=exc)
         response = respond(exc.status_code, message, exc.extra or None)
         if exc.headers:
             response.headers.update(exc.headers)

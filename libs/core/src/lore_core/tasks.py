@@ -17,11 +17,11 @@ V = TypeVar("V")
 @contextlib.asynccontextmanager
 async def periodic(
     interval_s: float,
-    job: Callable[[], Any],
+    job: Callable[[], Awaitable[Any]],
     name: str = "sweep",
     when: Callable[[], Awaitable[bool]] | None = None,
 ) -> AsyncIterator[None]:
-    """Run blocking `job` in a thread every `interval_s` seconds while the context is open, on the
+    """Run `job` every `interval_s` seconds while the context is open, on the
     runs where `when` (say, "this replica leads") answers true.
 
     A failing run is logged and the next one still happens; leaving the context stops the loop."""
@@ -30,7 +30,7 @@ async def periodic(
         while True:
             try:
                 if when is None or await when():
-                    result = await asyncio.to_thread(job)
+                    result = await job()
                     log.info("periodic_job_ran", job=name, result=result)
             except Exception as exc:
                 log.warning("periodic_job_failed", job=name, error=f"{type(exc).__name__}: {exc}")

@@ -9,11 +9,13 @@ from datetime import timedelta
 from pathlib import Path
 
 from litestar import Litestar, Router
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from lore_common.providers.container import open_providers
 from lore_common.stores import open_stores
+from lore_common.stores.objects import ObjectStore
 from lore_common.stores.sql import Leadership
-from lore_core.settings import Settings
+from lore_core.settings import DocdbConfig, Settings
 from lore_core.tasks import periodic
 from lore_core.web import PlannedRoute, build_from_environment, create_service_app
 from lore_docdb.chat.offline import OFFLINE_SKILLS as CHAT_OFFLINE_SKILLS
@@ -22,9 +24,10 @@ from lore_docdb.chat.routes import ChatController
 from lore_docdb.chat.service import ChatService
 from lore_docdb.config.routes import ConfigController
 from lore_docdb.config.service import ConfigService
+from lore_docdb.datasets.objects import ObjectRawStore
 from lore_docdb.datasets.routes import DatasetController
 from lore_docdb.datasets.service import DatasetService
-from lore_docdb.datasets.store import RawFiles
+from lore_docdb.datasets.store import LocalRawStore, RawFiles, RawStore
 from lore_docdb.index.bm25 import Bm25Cache
 from lore_docdb.index.graph import GraphIndex
 from lore_docdb.index.store import IndexStore
@@ -39,8 +42,10 @@ from lore_docdb.tables import create_tables
 from lore_docdb.tasks.routes import TaskController
 from lore_docdb.tasks.service import TaskService
 from lore_docdb.tasks.store import TaskStore
+from lore_docdb.uploads.models import Uploads
+from lore_docdb.uploads.objects import ObjectUploads
 from lore_docdb.uploads.routes import UploadController
-from lore_docdb.uploads.service import UploadService
+from lore_docdb.uploads.service import LocalUploads
 
 PREFIX = "/api/v1/docdb"
 MULTIPART_OVERHEAD = 1024 * 1024
@@ -50,6 +55,33 @@ PLANNED: list[PlannedRoute] = []
 
 # A temp file untouched this long is a crashed write, not an upload in progress.
 STALE_WRITE_S = 3600.0
+
+
+async def open_raw_files(
+    data_dir: Path, engine: AsyncEngine, objects: ObjectStore | None, tasks: TaskStore, cfg: DocdbConfig
+) -> tuple[RawStore, Uploads, DatasetService]:
+    """Raw files and chunked uploads in object storage when it is configured (replicas then share no
+    disk), else on local disk."""
+    local = data_dir / "raw"
+    if objects is not None:
+        store = ObjectRawStore(engine, objects, data_dir / "staging")
+        if local.is_dir():
+            await store.import_local(RawFiles(local))
+        await store.sweep(0 if engine.dialect.name == "sqlite" else STALE_WRITE_S)
+        datasets = DatasetService(store, tasks, cfg.max_upload_size)
+        return store, ObjectUploads(store, datasets, engine), datasets
+    files = RawFiles(local)
+    await asyncio.to_thread(files.purge_trash)
+    raw = LocalRawStore(files)
+    # On SQLite this process owns the data dir; on PostgreSQL replicas may share it (a ReadWriteMany
+    # volume), and a young temp file may be another replica's upload.
+    await raw.sweep(0 if engine.dialect.name == "sqlite" else STALE_WRITE_S)
+    datasets = DatasetService(raw, tasks, cfg.max_upload_size)
+    return raw, LocalUploads(files, datasets, engine), datasets
+
+
+async def sweep_uploads(uploads: Uploads, raw: RawStore, ttl: float) -> int:
+    return await uploads.sweep(ttl) + await raw.sweep(STALE_WRITE_S)
 
 
 def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
@@ -75,12 +107,6 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
         ):
             assert stores.sql is not None and stores.vector is not None
             await create_tables(stores.sql)
-            raw = RawFiles(data_dir / "raw")
-            await asyncio.to_thread(raw.purge_trash)
-            # On SQLite this process owns the data dir; on PostgreSQL replicas may share it (a
-            # ReadWriteMany volume), and a young temp file may be another replica's upload.
-            alone = stores.sql.dialect.name == "sqlite"
-            await asyncio.to_thread(lambda: list(raw.sweep_temp_files(0 if alone else STALE_WRITE_S)))
             task_store = TaskStore(stores.sql)
             index = IndexStore(stores.sql, settings.postgres_batch_size)
             vectors = VectorIndex(stores.vector)
@@ -89,12 +115,13 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
                 Bm25Cache(index.chunks_of_kb, index.fresh_version.get if index.shared else None),
             )
             schemas = SchemaService(SchemaStore(stores.sql))
-            datasets = DatasetService(raw, task_store, stores.objects, cfg.max_upload_size)
-            uploads = UploadService(datasets, stores.sql)
+            raw, uploads, datasets = await open_raw_files(
+                data_dir, stores.sql, stores.objects, task_store, cfg
+            )
             pipeline = ParsePipeline(settings, index, vectors, graph, providers.embedder, providers.llm, bm25)
             # With several replicas on one PostgreSQL, one of them runs the sweeps.
             leadership = Leadership(stores.sql, "lore-docdb-sweeps")
-            tasks = TaskService(task_store, index, pipeline, raw.root, settings, leadership.is_leader)
+            tasks = TaskService(task_store, index, pipeline, raw, settings, leadership.is_leader)
             kbs = KnowledgeBaseService(
                 index, vectors, graph, tasks, task_store, schemas, raw, data_dir / "kbs", bm25.bump
             )
@@ -138,9 +165,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             try:
                 async with periodic(
                     cfg.upload_sweep_interval,
-                    lambda: (
-                        uploads.sweep(cfg.upload_session_ttl) + len(list(raw.sweep_temp_files(STALE_WRITE_S)))
-                    ),
+                    lambda: sweep_uploads(uploads, raw, cfg.upload_session_ttl),
                     name="upload_sweep",
                     when=leadership.is_leader,
                 ):

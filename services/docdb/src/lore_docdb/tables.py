@@ -8,13 +8,26 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import SQLModel
 
 from lore_common.stores import sql
+from lore_docdb.datasets.objects import RawDatasetRow, RawFileRow
 from lore_docdb.index.models import ChunkRow, KbDatasetRow, KbVersionRow, KnowledgeBaseRow
 from lore_docdb.schemas.models import SchemaRow
 from lore_docdb.tasks.models import TaskRow
+from lore_docdb.uploads.objects import UploadChunkRow, UploadSessionRow
 
 TABLES: list[Any] = [
     SQLModel.metadata.tables[str(model.__tablename__)]
-    for model in (TaskRow, SchemaRow, KnowledgeBaseRow, KbDatasetRow, ChunkRow, KbVersionRow)
+    for model in (
+        TaskRow,
+        SchemaRow,
+        KnowledgeBaseRow,
+        KbDatasetRow,
+        ChunkRow,
+        KbVersionRow,
+        RawDatasetRow,
+        RawFileRow,
+        UploadSessionRow,
+        UploadChunkRow,
+    )
 ]
 
 

@@ -9,6 +9,8 @@ from typing import Any
 from lore_core.settings import ObjectStorageConfig
 
 _DELETE_BATCH = 1000
+# S3 refuses multipart parts below 5 MiB, except the last one.
+MIN_PART_SIZE = 5 * 1024 * 1024
 
 
 class ObjectStore:
@@ -25,6 +27,45 @@ class ObjectStore:
 
     async def put_file(self, key: str, path: Path) -> None:
         await self.client.upload_file(str(path), self.bucket, key)
+
+    async def download(self, key: str, path: Path) -> None:
+        """Stream the object to `path` (never whole in memory)."""
+        await self.client.download_file(self.bucket, key, str(path))
+
+    async def size(self, key: str) -> int | None:
+        """The object's size, or None when there is no such object."""
+        try:
+            head = await self.client.head_object(Bucket=self.bucket, Key=key)
+        except self.client.exceptions.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        return int(head["ContentLength"])
+
+    async def concatenate(self, sources: list[str], key: str) -> None:
+        """Write the objects `sources`, in order, as the object `key` without moving their bytes through
+        this process (a multipart upload whose parts are server-side copies). Every source but the last
+        must hold at least MIN_PART_SIZE bytes."""
+        started = await self.client.create_multipart_upload(Bucket=self.bucket, Key=key)
+        upload_id = started["UploadId"]
+        try:
+            parts = []
+            for number, source in enumerate(sources, start=1):
+                copied = await self.client.upload_part_copy(
+                    Bucket=self.bucket,
+                    Key=key,
+                    UploadId=upload_id,
+                    PartNumber=number,
+                    CopySource={"Bucket": self.bucket, "Key": source},
+                )
+                parts.append({"PartNumber": number, "ETag": copied["CopyPartResult"]["ETag"]})
+            await self.client.complete_multipart_upload(
+                Bucket=self.bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+            )
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            raise
 
     async def get_bytes(self, key: str) -> bytes:
         response = await self.client.get_object(Bucket=self.bucket, Key=key)

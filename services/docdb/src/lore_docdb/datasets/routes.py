@@ -57,7 +57,7 @@ class DatasetController(Controller):
         dataset: FromPath[str],
         data: MultipartBody[dict[str, Any]],
     ) -> UploadResult:
-        datasets.require(dataset)
+        await datasets.require(dataset)
         raw = data.get("files")
         uploads = [u for u in (raw if isinstance(raw, list) else [raw]) if isinstance(u, UploadFile)]
         if not uploads:

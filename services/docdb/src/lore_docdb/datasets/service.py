@@ -1,4 +1,4 @@
-"""Datasets and their raw files: create, list, upload (simple), delete; mirrored to object storage."""
+"""Datasets and their raw files: create, list, upload (simple), delete, on the configured raw store."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typing import IO
 
 import structlog
 
-from lore_common.stores.objects import ObjectStore
-from lore_core.errors import BadRequest, Conflict, LoreError, NotFound
+from lore_core.errors import BadRequest, Conflict
 from lore_core.naming import check_name, safe_filename
+from lore_docdb.datasets.errors import DatasetNotFound, FileNotInDataset, PayloadTooLarge
 from lore_docdb.datasets.models import FileEntry, UploadedFile
-from lore_docdb.datasets.store import RawFiles
+from lore_docdb.datasets.store import RawStore
 from lore_docdb.tasks.store import TaskStore
 
 log = structlog.get_logger("lore.docdb.datasets")
@@ -24,49 +24,28 @@ STREAM_BUFFER = 1024 * 1024
 MAX_PIECES = 512  # below IOV_MAX (1024)
 
 
-class DatasetNotFound(NotFound):
-    def __init__(self, dataset: str) -> None:
-        super().__init__(f"dataset {dataset!r} does not exist")
-
-
-class FileNotInDataset(NotFound):
-    def __init__(self, dataset: str, filename: str) -> None:
-        super().__init__(f"file {filename!r} does not exist in dataset {dataset!r}")
-
-
-class ObjectStorageFailed(LoreError):
-    status_code = 500
-
-
-class PayloadTooLarge(LoreError):
-    status_code = 413
-
-
 class DatasetService:
-    def __init__(
-        self, files: RawFiles, tasks: TaskStore, objects: ObjectStore | None, max_upload_size: int
-    ) -> None:
-        self.files = files
+    def __init__(self, raw: RawStore, tasks: TaskStore, max_upload_size: int) -> None:
+        self.raw = raw
         self.tasks = tasks
-        self.objects = objects
         self.max_upload_size = max_upload_size
 
-    def require(self, dataset: str) -> str:
+    async def require(self, dataset: str) -> str:
         check_name("dataset", dataset)
-        if not self.files.exists(dataset):
+        if not await self.raw.exists(dataset):
             raise DatasetNotFound(dataset)
         return dataset
 
     async def list_datasets(self) -> list[str]:
-        return await asyncio.to_thread(self.files.list_datasets)
+        return await self.raw.list_datasets()
 
     async def create(self, dataset: str) -> None:
         check_name("dataset", dataset)
-        if not await asyncio.to_thread(self.files.create, dataset):
+        if not await self.raw.create(dataset):
             raise Conflict(f"dataset {dataset!r} already exists")
 
     async def delete(self, dataset: str) -> None:
-        self.require(dataset)
+        await self.require(dataset)
         active = await self.tasks.active_for_dataset(dataset)
         if active:
             ids = ", ".join(t.task_id for t in active[:5])
@@ -74,64 +53,34 @@ class DatasetService:
                 f"dataset {dataset!r} has {len(active)} active parse task(s) ({ids}); cancel them or wait",
                 detail={"active_tasks": [t.task_id for t in active]},
             )
-        await asyncio.to_thread(self.files.delete, dataset)
-        if self.objects is not None:
-            try:
-                removed = await self.objects.delete_prefix(f"{dataset}/")
-                log.info("objects_deleted", dataset=dataset, count=removed)
-            except Exception as exc:  # best effort: the local data is gone either way
-                log.warning("object_prefix_delete_failed", dataset=dataset, error=str(exc))
+        await self.raw.delete(dataset)
 
     async def list_files(self, dataset: str) -> list[FileEntry]:
-        self.require(dataset)
-        rows = await asyncio.to_thread(self.files.list_files, dataset)
+        await self.require(dataset)
+        rows = await self.raw.list_files(dataset)
         return [FileEntry(name=name, size=size, modified_time=modified) for name, size, modified in rows]
 
     async def add_file(self, dataset: str, filename: str, source: IO[bytes]) -> UploadedFile:
-        """Copy an uploaded file into the dataset under a free name; mirror it to object storage."""
+        """Copy an uploaded file to a temp file, then store it under a free name."""
         name = safe_filename(filename)
-        temp = self.files.temp_path(dataset)
+        temp = self.raw.staging(dataset)
         try:
             size = await asyncio.to_thread(_copy_limited, source, temp, self.max_upload_size)
         except BaseException:
             temp.unlink(missing_ok=True)
             raise
-        final = await asyncio.to_thread(self.files.publish, dataset, temp, name)
-        await self.mirror(dataset, final)
-        return UploadedFile(filename=final, size=size)
+        return await self.publish(dataset, temp, name, size)
 
-    async def publish_merged(self, dataset: str, temp: Path, filename: str) -> UploadedFile:
-        """Give a fully written temp file (a completed chunked upload) its final name, then mirror it."""
-        size = (await asyncio.to_thread(temp.stat)).st_size
-        final = await asyncio.to_thread(self.files.publish, dataset, temp, filename)
-        await self.mirror(dataset, final)
+    async def publish(self, dataset: str, temp: Path, filename: str, size: int) -> UploadedFile:
+        """Store a fully written temp file (consumed) under a free name."""
+        final = await self.raw.publish(dataset, temp, filename)
         return UploadedFile(filename=final, size=size)
-
-    async def mirror(self, dataset: str, filename: str) -> None:
-        """Store the file under `{dataset}/{filename}`; on failure remove the local copy and answer 500."""
-        if self.objects is None:
-            return
-        path = self.files.file_path(dataset, filename)
-        try:
-            await self.objects.put_file(f"{dataset}/{filename}", path)
-        except Exception as exc:
-            path.unlink(missing_ok=True)
-            log.error("object_upload_failed", dataset=dataset, filename=filename, error=str(exc))
-            raise ObjectStorageFailed(
-                f"object storage rejected {dataset}/{filename}: {type(exc).__name__}: {exc}; "
-                "the local copy was removed, nothing was stored"
-            ) from exc
 
     async def delete_file(self, dataset: str, filename: str) -> None:
-        self.require(dataset)
+        await self.require(dataset)
         name = safe_filename(filename)
-        if not await asyncio.to_thread(self.files.delete_file, dataset, name):
+        if not await self.raw.delete_file(dataset, name):
             raise FileNotInDataset(dataset, name)
-        if self.objects is not None:
-            try:
-                await self.objects.delete(f"{dataset}/{name}")
-            except Exception as exc:  # best effort by contract
-                log.warning("object_delete_failed", dataset=dataset, filename=name, error=str(exc))
 
 
 def _copy_limited(source: IO[bytes], target: Path, limit: int) -> int:

@@ -1,20 +1,26 @@
-"""The raw-files area on disk: one folder per dataset, hidden `.uploads/` inside, atomic writes.
+"""Where raw files live: `RawStore` is what the rest of docdb uses; `LocalRawStore` keeps them on local
+disk (the embedded default, or a volume every replica mounts), `ObjectRawStore` (datasets/objects.py)
+in object storage with a registry in the relational store, so that replicas share no disk.
 
-Every final file appears by `link(temp, final)`, which is atomic and never overwrites, so two uploads
-of the same name can race safely into `<name>_<n>.<ext>`. A dataset is deleted by renaming it into a
+On disk: one folder per dataset, hidden `.uploads/` inside, atomic writes. Every final file appears by
+`link(temp, final)`, which is atomic and never overwrites, so two uploads of the same name can race
+safely into `<name>_<n>.<ext>`. A dataset is deleted by renaming it into a
 hidden trash folder first, so a crash mid-delete never leaves a half dataset visible.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 TRASH = ".trash"
 UPLOADS = ".uploads"
@@ -110,3 +116,78 @@ class RawFiles:
                         continue
                     temp.unlink()
                     yield temp
+
+
+class RawStore(Protocol):
+    """The raw-files area as the datasets, uploads, knowledge-bases and parse code see it."""
+
+    async def exists(self, dataset: str) -> bool: ...
+
+    async def list_datasets(self) -> list[str]: ...
+
+    async def create(self, dataset: str) -> bool:
+        """Create an empty dataset; False when it already exists."""
+        ...
+
+    async def delete(self, dataset: str) -> None: ...
+
+    async def list_files(self, dataset: str) -> list[tuple[str, int, str]]:
+        """(name, size, modified ISO 8601 without zone) of each visible file, by name."""
+        ...
+
+    def staging(self, dataset: str) -> Path:
+        """A fresh local path to write a file of `dataset` to before `publish`."""
+        ...
+
+    async def publish(self, dataset: str, temp: Path, filename: str) -> str:
+        """Store the fully written `temp` (consumed) under `filename`, or `<name>_<n>.<ext>` when that is
+        taken; returns the name given."""
+        ...
+
+    async def delete_file(self, dataset: str, filename: str) -> bool: ...
+
+    def checkout(self, dataset: str) -> AbstractAsyncContextManager[Path]:
+        """A local folder holding the dataset's files while a parse reads them."""
+        ...
+
+    async def sweep(self, older_than_s: float) -> int:
+        """Remove what crashed writes left behind; returns how many."""
+        ...
+
+
+class LocalRawStore:
+    """Raw files on this machine's disk (`RawFiles`), off the event loop."""
+
+    def __init__(self, files: RawFiles) -> None:
+        self.files = files
+
+    async def exists(self, dataset: str) -> bool:
+        return await asyncio.to_thread(self.files.exists, dataset)
+
+    async def list_datasets(self) -> list[str]:
+        return await asyncio.to_thread(self.files.list_datasets)
+
+    async def create(self, dataset: str) -> bool:
+        return await asyncio.to_thread(self.files.create, dataset)
+
+    async def delete(self, dataset: str) -> None:
+        await asyncio.to_thread(self.files.delete, dataset)
+
+    async def list_files(self, dataset: str) -> list[tuple[str, int, str]]:
+        return await asyncio.to_thread(self.files.list_files, dataset)
+
+    def staging(self, dataset: str) -> Path:
+        return self.files.temp_path(dataset)
+
+    async def publish(self, dataset: str, temp: Path, filename: str) -> str:
+        return await asyncio.to_thread(self.files.publish, dataset, temp, filename)
+
+    async def delete_file(self, dataset: str, filename: str) -> bool:
+        return await asyncio.to_thread(self.files.delete_file, dataset, filename)
+
+    @contextlib.asynccontextmanager
+    async def checkout(self, dataset: str) -> AsyncIterator[Path]:
+        yield self.files.dataset_dir(dataset)
+
+    async def sweep(self, older_than_s: float) -> int:
+        return len(await asyncio.to_thread(lambda: list(self.files.sweep_temp_files(older_than_s))))

@@ -19,7 +19,7 @@ import structlog
 
 from lore_core.errors import BadRequest, Conflict, NotFound
 from lore_core.naming import check_name
-from lore_docdb.datasets.store import RawFiles
+from lore_docdb.datasets.store import RawStore
 from lore_docdb.index.graph import GraphIndex
 from lore_docdb.index.models import KbDatasetRow, KnowledgeBaseRow
 from lore_docdb.index.store import IndexStore, KbExists
@@ -49,7 +49,7 @@ class KnowledgeBaseService:
         tasks: TaskService,
         task_store: TaskStore,
         schemas: SchemaService,
-        raw: RawFiles,
+        raw: RawStore,
         kb_root: Path,
         on_chunks_changed: Callable[[str], None],
     ) -> None:
@@ -126,7 +126,7 @@ class KnowledgeBaseService:
             raise BadRequest("datasets lists a dataset twice")
         for dataset in datasets:
             check_name("dataset", dataset)
-            if not self.raw.exists(dataset):
+            if not await self.raw.exists(dataset):
                 raise NotFound(f"dataset {dataset!r} does not exist")
         existing = {row.dataset: row for row in await self.index.kb_datasets(name)}
         modes = {row.process_mode for row in existing.values() if row.dataset not in datasets or not force}

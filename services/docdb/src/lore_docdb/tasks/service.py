@@ -11,13 +11,13 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from pathlib import Path
 
 import structlog
 
 from lore_core.clock import utcnow
 from lore_core.errors import BadRequest, NotFound
 from lore_core.settings import Settings
+from lore_docdb.datasets.store import RawStore
 from lore_docdb.index.store import IndexStore
 from lore_docdb.parsing.pipeline import Cancelled, ParseContext, ParsePipeline, skipped_json
 from lore_docdb.tasks.models import ACTIVE_STATES, TERMINAL_STATES, TaskRow
@@ -39,7 +39,7 @@ class TaskService:
         store: TaskStore,
         index: IndexStore,
         pipeline: ParsePipeline,
-        raw_root: Path,
+        raw: RawStore,
         settings: Settings,
         leads: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
@@ -48,7 +48,7 @@ class TaskService:
         self.leads = leads
         self.index = index
         self.pipeline = pipeline
-        self.raw_root = raw_root
+        self.raw = raw
         self.settings = settings
         self.wakeup = asyncio.Event()
         self.cancel_requested: set[str] = set()
@@ -141,10 +141,10 @@ class TaskService:
             if task_id in self.cancel_requested:
                 raise Cancelled(stage)
 
-        context = ParseContext(task=task, dataset_dir=self.raw_root / task.dataset, check=check)
         try:
             log.info("parse_started", kb=task.kb_name, dataset=task.dataset, mode=task.mode)
-            skipped = await self.pipeline.run(context)
+            async with self.raw.checkout(task.dataset) as folder:
+                skipped = await self.pipeline.run(ParseContext(task=task, dataset_dir=folder, check=check))
             if skipped:
                 await self.store.set_skipped(task_id, skipped_json(skipped) or "")
             await self._replace_previous(task)

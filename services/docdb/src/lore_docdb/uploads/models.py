@@ -1,13 +1,78 @@
-"""Wire shapes of chunked uploads (contract 2.4, 4.3)."""
+"""Chunked uploads (contract 2.4, 4.3): wire shapes, the session, and what both upload stores do."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 import msgspec
+
+from lore_core.errors import NotFound
+from lore_docdb.datasets.models import UploadedFile
 
 
 class InitUpload(msgspec.Struct, forbid_unknown_fields=True):
     filename: Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
     total_chunks: Annotated[int, msgspec.Meta(ge=1, le=10000)]
     total_size: Annotated[int, msgspec.Meta(ge=1)]
+
+
+class UploadSession(msgspec.Struct):
+    upload_id: str
+    dataset: str
+    filename: str
+    total_chunks: int
+    total_size: int
+    created_at: str
+
+
+class UploadSessionNotFound(NotFound):
+    def __init__(self, upload_id: str) -> None:
+        super().__init__(
+            f"upload session {upload_id!r} does not exist (completed, aborted, expired or never created)"
+        )
+
+
+def chunk_size_for(session: UploadSession, index: int) -> int:
+    """The size a chunk has when the client splits the file evenly (the usual way)."""
+    step = -(-session.total_size // session.total_chunks)
+    if index < session.total_chunks - 1:
+        return step
+    return session.total_size - step * (session.total_chunks - 1)
+
+
+def missing_message(missing: list[int], total: int) -> str:
+    shown = ", ".join(map(str, missing[:50])) + (" …" if len(missing) > 50 else "")
+    return f"{len(missing)} of {total} chunks are missing: {shown}"
+
+
+class Uploads(ABC):
+    """Chunked uploads on local disk (`LocalUploads`) or in object storage (`ObjectUploads`). A base
+    class rather than a Protocol: the routes' dependency is checked with isinstance."""
+
+    @abstractmethod
+    async def init(
+        self, dataset: str, filename: str, total_chunks: int, total_size: int
+    ) -> UploadSession: ...
+
+    @abstractmethod
+    async def put_chunk(
+        self,
+        dataset: str,
+        upload_id: str,
+        index: int,
+        body: AsyncIterator[bytes],
+        declared: int | None = None,
+    ) -> int: ...
+
+    @abstractmethod
+    async def complete(self, dataset: str, upload_id: str) -> UploadedFile: ...
+
+    @abstractmethod
+    async def abort(self, dataset: str, upload_id: str) -> None: ...
+
+    @abstractmethod
+    async def sweep(self, ttl_seconds: float) -> int:
+        """Remove sessions idle for longer than `ttl_seconds`; returns how many went."""
+        ...

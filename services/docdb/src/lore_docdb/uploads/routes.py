@@ -12,8 +12,7 @@ from lore_core.web import from_state
 from lore_docdb.datasets.models import Done
 from lore_docdb.datasets.routes import DATASETS
 from lore_docdb.envelope import ok
-from lore_docdb.uploads.models import InitUpload
-from lore_docdb.uploads.service import UploadService
+from lore_docdb.uploads.models import InitUpload, Uploads
 
 
 class UploadController(Controller):
@@ -24,7 +23,7 @@ class UploadController(Controller):
     @post("/init", status_code=200, summary="Start a chunked upload; returns its upload_id")
     async def init(
         self,
-        uploads: NamedDependency[UploadService],
+        uploads: NamedDependency[Uploads],
         dataset: FromPath[str],
         data: JSONBody[InitUpload],
     ) -> dict[str, Any]:
@@ -50,7 +49,7 @@ class UploadController(Controller):
     async def chunk(
         self,
         request: Request[Any, Any, Any],
-        uploads: NamedDependency[UploadService],
+        uploads: NamedDependency[Uploads],
         dataset: FromPath[str],
         upload_id: FromPath[str],
         chunk_index: FromQuery[int],
@@ -65,7 +64,7 @@ class UploadController(Controller):
 
     @post("/{upload_id:str}/complete", status_code=200, summary="Merge all chunks into the dataset")
     async def complete(
-        self, uploads: NamedDependency[UploadService], dataset: FromPath[str], upload_id: FromPath[str]
+        self, uploads: NamedDependency[Uploads], dataset: FromPath[str], upload_id: FromPath[str]
     ) -> Done:
         stored = await uploads.complete(dataset, upload_id)
         return Done(
@@ -75,7 +74,7 @@ class UploadController(Controller):
 
     @delete("/{upload_id:str}", status_code=200, summary="Abort: delete the session and its chunks")
     async def abort(
-        self, uploads: NamedDependency[UploadService], dataset: FromPath[str], upload_id: FromPath[str]
+        self, uploads: NamedDependency[Uploads], dataset: FromPath[str], upload_id: FromPath[str]
     ) -> Done:
         await uploads.abort(dataset, upload_id)
         return Done(message=f"upload {upload_id} aborted", data={"upload_id": upload_id})

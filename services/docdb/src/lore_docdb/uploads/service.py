@@ -1,4 +1,4 @@
-"""Chunked uploads (contract 2.4, 3.3): sessions on disk under `<dataset>/.uploads/<upload_id>/`.
+"""Chunked uploads on local disk (contract 2.4, 3.3): sessions under `<dataset>/.uploads/<upload_id>/`.
 
 Chunks arrive in any order and in parallel (re-sending a chunk replaces it). A chunk of the expected
 size (`ceil(total_size / total_chunks)`, the remainder for the last) is written in place at its offset
@@ -26,12 +26,19 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from lore_common.stores.sql import advisory_lock
 from lore_core.clock import utc_iso
-from lore_core.errors import BadRequest, NotFound
+from lore_core.errors import BadRequest
 from lore_core.files import fsync_path, write_atomic
 from lore_core.naming import safe_filename
 from lore_docdb.datasets.models import UploadedFile
 from lore_docdb.datasets.service import BufferedWriter, DatasetService, stream_to_file
-from lore_docdb.datasets.store import UPLOADS
+from lore_docdb.datasets.store import UPLOADS, RawFiles
+from lore_docdb.uploads.models import (
+    Uploads,
+    UploadSession,
+    UploadSessionNotFound,
+    chunk_size_for,
+    missing_message,
+)
 
 log = structlog.get_logger("lore.docdb.uploads")
 MERGE_BUFFER = 8 * 1024 * 1024
@@ -40,45 +47,19 @@ _UPLOAD_ID = re.compile(r"^[0-9a-f]{32}$")
 SESSION_FILE = "session.json"
 
 
-class UploadSession(msgspec.Struct):
-    upload_id: str
-    dataset: str
-    filename: str
-    total_chunks: int
-    total_size: int
-    created_at: str
-
-
-class UploadSessionNotFound(NotFound):
-    def __init__(self, upload_id: str) -> None:
-        super().__init__(
-            f"upload session {upload_id!r} does not exist (completed, aborted, expired or never created)"
-        )
-
-
-def chunk_size_for(session: UploadSession, index: int) -> int:
-    """The size a chunk has when the client splits the file evenly (the usual way)."""
-    step = -(-session.total_size // session.total_chunks)
-    if index < session.total_chunks - 1:
-        return step
-    return session.total_size - step * (session.total_chunks - 1)
-
-
-class UploadService:
-    def __init__(self, datasets: DatasetService, engine: AsyncEngine | None = None) -> None:
+class LocalUploads(Uploads):
+    def __init__(self, files: RawFiles, datasets: DatasetService, engine: AsyncEngine | None = None) -> None:
+        self.files = files
         self.datasets = datasets
-        # With replicas sharing the data volume, a `complete` may arrive at two of them at once: the
-        # relational store's lock lets one merge while the other waits, then finds the session gone.
-        self.engine = engine
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._completing = CompleteLock(engine)
 
     def _session_dir(self, dataset: str, upload_id: str) -> Path:
         if not _UPLOAD_ID.match(upload_id):
             raise UploadSessionNotFound(upload_id)
-        return self.datasets.files.dataset_dir(dataset) / UPLOADS / upload_id
+        return self.files.dataset_dir(dataset) / UPLOADS / upload_id
 
-    def _load(self, dataset: str, upload_id: str) -> tuple[Path, UploadSession]:
-        self.datasets.require(dataset)
+    async def _load(self, dataset: str, upload_id: str) -> tuple[Path, UploadSession]:
+        await self.datasets.require(dataset)
         folder = self._session_dir(dataset, upload_id)
         try:
             session = msgspec.json.decode((folder / SESSION_FILE).read_bytes(), type=UploadSession)
@@ -87,7 +68,7 @@ class UploadService:
         return folder, session
 
     async def init(self, dataset: str, filename: str, total_chunks: int, total_size: int) -> UploadSession:
-        self.datasets.require(dataset)
+        await self.datasets.require(dataset)
         name = safe_filename(filename)
         upload_id = uuid.uuid4().hex
         session = UploadSession(
@@ -110,7 +91,7 @@ class UploadService:
         body: AsyncIterator[bytes],
         declared: int | None = None,
     ) -> int:
-        folder, session = self._load(dataset, upload_id)
+        folder, session = await self._load(dataset, upload_id)
         if not 0 <= index < session.total_chunks:
             raise BadRequest(
                 f"chunk_index {index} is out of range: this upload has chunks 0..{session.total_chunks - 1}"
@@ -168,57 +149,49 @@ class UploadService:
         return found
 
     async def complete(self, dataset: str, upload_id: str) -> UploadedFile:
-        lock = self._locks.setdefault(upload_id, asyncio.Lock())
-        shared = (
-            advisory_lock(self.engine, f"upload:{upload_id}")
-            if self.engine is not None
-            else contextlib.nullcontext()
-        )
-        try:
-            async with lock, shared:
-                folder, session = self._load(dataset, upload_id)
-                present = self.received(dataset, upload_id)
-                missing = [i for i in range(session.total_chunks) if i not in present]
-                if missing:
-                    shown = ", ".join(map(str, missing[:50])) + (" …" if len(missing) > 50 else "")
-                    raise BadRequest(
-                        f"{len(missing)} of {session.total_chunks} chunks are missing: {shown}",
-                        detail={"missing_chunks": missing},
-                    )
-                if all(kind == "ok" for kind in present.values()):
-                    # Every chunk is already in place: the upload is its data file.
-                    await asyncio.to_thread(fsync_path, folder / DATA_FILE)
-                    result = await self.datasets.publish_merged(dataset, folder / DATA_FILE, session.filename)
-                    await asyncio.to_thread(shutil.rmtree, folder, True)
-                    return result
-                temp = self.datasets.files.temp_path(dataset)
-                try:
-                    size = await asyncio.to_thread(_merge, folder, session, present, temp)
-                    if size != session.total_size:
-                        raise BadRequest(
-                            f"merged size {size} bytes differs from total_size {session.total_size}; "
-                            "re-send the wrong chunks and complete again",
-                            detail={"merged_size": size, "total_size": session.total_size},
-                        )
-                    result = await self.datasets.publish_merged(dataset, temp, session.filename)
-                finally:
-                    temp.unlink(missing_ok=True)
+        async with self._completing(upload_id):
+            folder, session = await self._load(dataset, upload_id)
+            present = self.received(dataset, upload_id)
+            missing = [i for i in range(session.total_chunks) if i not in present]
+            if missing:
+                raise BadRequest(
+                    missing_message(missing, session.total_chunks), detail={"missing_chunks": missing}
+                )
+            if all(kind == "ok" for kind in present.values()):
+                # Every chunk is already in place: the upload is its data file.
+                await asyncio.to_thread(fsync_path, folder / DATA_FILE)
+                result = await self.datasets.publish(
+                    dataset, folder / DATA_FILE, session.filename, session.total_size
+                )
                 await asyncio.to_thread(shutil.rmtree, folder, True)
                 return result
-        finally:
-            if not lock.locked():
-                self._locks.pop(upload_id, None)
+            temp = self.files.temp_path(dataset)
+            try:
+                size = await asyncio.to_thread(_merge, folder, session, present, temp)
+                if size != session.total_size:
+                    raise BadRequest(
+                        f"merged size {size} bytes differs from total_size {session.total_size}; "
+                        "re-send the wrong chunks and complete again",
+                        detail={"merged_size": size, "total_size": session.total_size},
+                    )
+                result = await self.datasets.publish(dataset, temp, session.filename, size)
+            finally:
+                temp.unlink(missing_ok=True)
+            await asyncio.to_thread(shutil.rmtree, folder, True)
+            return result
 
     async def abort(self, dataset: str, upload_id: str) -> None:
-        folder, _ = self._load(dataset, upload_id)
+        folder, _ = await self._load(dataset, upload_id)
         await asyncio.to_thread(shutil.rmtree, folder, True)
 
-    def sweep(self, ttl_seconds: float) -> int:
-        """Remove sessions idle for longer than `ttl_seconds`; returns how many went."""
+    async def sweep(self, ttl_seconds: float) -> int:
+        return await asyncio.to_thread(self._sweep, ttl_seconds)
+
+    def _sweep(self, ttl_seconds: float) -> int:
         cutoff = time.time() - ttl_seconds
         removed = 0
-        for dataset in self.datasets.files.list_datasets():
-            uploads = self.datasets.files.dataset_dir(dataset) / UPLOADS
+        for dataset in self.files.list_datasets():
+            uploads = self.files.dataset_dir(dataset) / UPLOADS
             if not uploads.is_dir():
                 continue
             for folder in uploads.iterdir():
@@ -228,6 +201,30 @@ class UploadService:
                         removed += 1
                         log.info("upload_session_expired", dataset=dataset, upload_id=folder.name)
         return removed
+
+
+class CompleteLock:
+    """A `complete` may arrive twice at once, at one replica or at two: one merges while the other
+    waits, then finds the session gone (404). A local lock, and on PostgreSQL an advisory lock."""
+
+    def __init__(self, engine: AsyncEngine | None) -> None:
+        self.engine = engine
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    @contextlib.asynccontextmanager
+    async def __call__(self, upload_id: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(upload_id, asyncio.Lock())
+        shared = (
+            advisory_lock(self.engine, f"upload:{upload_id}")
+            if self.engine is not None
+            else contextlib.nullcontext()
+        )
+        try:
+            async with lock, shared:
+                yield
+        finally:
+            if not lock.locked():
+                self._locks.pop(upload_id, None)
 
 
 def _write_session(folder: Path, session: UploadSession) -> None:

@@ -1,0 +1,306 @@
+"""Raw files in object storage, registered in the relational store: what replicas without a shared
+volume use when `docdb.object_storage` is configured.
+
+A file's bytes are the object `{dataset}/{name}`; its row in `raw_files` is what lists it. The row is
+written first, not ready, to claim the name (one transaction per dataset at a time, so two replicas
+never pick the same `<name>_<n>`), then the object, then the row is marked ready with its size. A
+crash in between leaves a row that no listing shows, which the sweep removes with its object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import structlog
+from sqlalchemy import BigInteger, delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlmodel import Field, SQLModel
+
+from lore_common.stores.objects import ObjectStore
+from lore_common.stores.sql import advisory_lock, transaction_lock
+from lore_core.clock import utcnow
+from lore_docdb.datasets.errors import DatasetNotFound, ObjectStorageFailed
+from lore_docdb.datasets.store import MAX_RENAME_ATTEMPTS, RawFiles
+
+log = structlog.get_logger("lore.docdb.raw")
+DOWNLOADS = 8  # files fetched at once when a parse checks a dataset out
+
+
+class RawDatasetRow(SQLModel, table=True):
+    __tablename__ = "raw_datasets"
+
+    name: str = Field(primary_key=True, max_length=64)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class RawFileRow(SQLModel, table=True):
+    __tablename__ = "raw_files"
+
+    dataset: str = Field(primary_key=True, max_length=64)
+    name: str = Field(primary_key=True, max_length=255)
+    size: int = Field(default=0, sa_type=BigInteger)
+    ready: bool = False  # false while its object is being written
+    modified_at: datetime = Field(default_factory=utcnow)
+
+
+_DATASETS = RawDatasetRow.__table__  # type: ignore[attr-defined]
+_FILES = RawFileRow.__table__  # type: ignore[attr-defined]
+
+
+def object_key(dataset: str, name: str) -> str:
+    return f"{dataset}/{name}"
+
+
+def candidates(filename: str) -> Iterator[str]:
+    """`name.ext`, then `name_1.ext`, `name_2.ext`, … (as the local store names them)."""
+    stem, dot, ext = filename.rpartition(".")
+    if not dot or not stem:
+        stem, ext = filename, ""
+    yield filename
+    for n in range(1, MAX_RENAME_ATTEMPTS):
+        yield f"{stem}_{n}.{ext}" if ext else f"{stem}_{n}"
+
+
+class ObjectRawStore:
+    def __init__(self, engine: AsyncEngine, objects: ObjectStore, staging_dir: Path) -> None:
+        self.engine = engine
+        self.objects = objects
+        self.staging_dir = staging_dir
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------ datasets
+
+    async def exists(self, dataset: str) -> bool:
+        async with self.engine.connect() as connection:
+            found = await connection.execute(select(_DATASETS.c.name).where(_DATASETS.c.name == dataset))
+            return found.first() is not None
+
+    async def list_datasets(self) -> list[str]:
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(select(_DATASETS.c.name).order_by(_DATASETS.c.name))
+            return [str(name) for (name,) in rows]
+
+    async def create(self, dataset: str) -> bool:
+        try:
+            async with self.engine.begin() as connection:
+                await connection.execute(_DATASETS.insert().values(name=dataset, created_at=utcnow()))
+        except IntegrityError:
+            return False
+        return True
+
+    async def delete(self, dataset: str) -> None:
+        """Unregister the dataset and its files at once, then delete its objects (best effort: an object
+        left by a failure is invisible and a later upload of its name replaces it)."""
+        async with self.engine.begin() as connection:
+            await transaction_lock(connection, f"lore-docdb-raw:{dataset}")
+            await connection.execute(delete(_FILES).where(_FILES.c.dataset == dataset))
+            await connection.execute(delete(_DATASETS).where(_DATASETS.c.name == dataset))
+        try:
+            removed = await self.objects.delete_prefix(f"{dataset}/")
+            log.info("objects_deleted", dataset=dataset, count=removed)
+        except Exception as exc:
+            log.warning("object_prefix_delete_failed", dataset=dataset, error=str(exc))
+
+    # ------------------------------------------------------------ files
+
+    async def list_files(self, dataset: str) -> list[tuple[str, int, str]]:
+        query = (
+            select(_FILES.c.name, _FILES.c.size, _FILES.c.modified_at)
+            .where(_FILES.c.dataset == dataset, _FILES.c.ready.is_(True))
+            .order_by(_FILES.c.name)
+        )
+        async with self.engine.connect() as connection:
+            rows = (await connection.execute(query)).all()
+        return [
+            (name, int(size), modified.replace(tzinfo=None).isoformat(timespec="seconds"))
+            for name, size, modified in rows
+        ]
+
+    def staging(self, dataset: str) -> Path:
+        return self.staging_dir / f".tmp-{uuid.uuid4().hex}"
+
+    async def publish(self, dataset: str, temp: Path, filename: str) -> str:
+        try:
+            size = (await asyncio.to_thread(temp.stat)).st_size
+
+            async def put(key: str) -> None:
+                await self.objects.put_file(key, temp)
+
+            return await self.write(dataset, filename, size, put)
+        finally:
+            await asyncio.to_thread(temp.unlink, True)
+
+    async def write(
+        self, dataset: str, filename: str, size: int, writer: Callable[[str], Awaitable[None]]
+    ) -> str:
+        """Claim a free name, let `writer` write the object at its key, then list the file."""
+        name = await self._claim(dataset, filename)
+        key = object_key(dataset, name)
+        try:
+            await writer(key)
+        except BaseException as exc:
+            async with self.engine.begin() as connection:
+                await connection.execute(
+                    delete(_FILES).where(_FILES.c.dataset == dataset, _FILES.c.name == name)
+                )
+            if isinstance(exc, Exception):
+                log.error("object_upload_failed", dataset=dataset, filename=name, error=str(exc))
+                raise ObjectStorageFailed(
+                    f"object storage rejected {key}: {type(exc).__name__}: {exc}; nothing was stored"
+                ) from exc
+            raise
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                update(_FILES)
+                .where(_FILES.c.dataset == dataset, _FILES.c.name == name)
+                .values(ready=True, size=size, modified_at=utcnow())
+            )
+        return name
+
+    async def _claim(self, dataset: str, filename: str) -> str:
+        async with self.engine.begin() as connection:
+            await transaction_lock(connection, f"lore-docdb-raw:{dataset}")
+            found = await connection.execute(select(_DATASETS.c.name).where(_DATASETS.c.name == dataset))
+            if found.first() is None:
+                raise DatasetNotFound(dataset)
+            stem = filename.rpartition(".")[0] or filename
+            taken = {
+                str(name)
+                for (name,) in await connection.execute(
+                    select(_FILES.c.name).where(
+                        _FILES.c.dataset == dataset,
+                        _FILES.c.name.startswith(stem, autoescape=True),
+                    )
+                )
+            }
+            for name in candidates(filename):
+                if name in taken:
+                    continue
+                await connection.execute(
+                    _FILES.insert().values(
+                        dataset=dataset, name=name, size=0, ready=False, modified_at=utcnow()
+                    )
+                )
+                return name
+        raise FileExistsError(f"no free name for {filename!r} after {MAX_RENAME_ATTEMPTS} attempts")
+
+    async def delete_file(self, dataset: str, filename: str) -> bool:
+        async with self.engine.begin() as connection:
+            gone = await connection.execute(
+                delete(_FILES).where(
+                    _FILES.c.dataset == dataset, _FILES.c.name == filename, _FILES.c.ready.is_(True)
+                )
+            )
+        if not gone.rowcount:
+            return False
+        try:
+            await self.objects.delete(object_key(dataset, filename))
+        except Exception as exc:  # best effort by contract: the file is no longer listed either way
+            log.warning("object_delete_failed", dataset=dataset, filename=filename, error=str(exc))
+        return True
+
+    @contextlib.asynccontextmanager
+    async def checkout(self, dataset: str) -> AsyncIterator[Path]:
+        """Download the dataset's files into a private folder for the parse, removed afterwards."""
+        folder = self.staging_dir / f"checkout-{uuid.uuid4().hex}"
+        await asyncio.to_thread(folder.mkdir, parents=True)
+        try:
+            slots = asyncio.Semaphore(DOWNLOADS)
+
+            async def fetch(name: str) -> None:
+                async with slots:
+                    try:
+                        await self.objects.download(object_key(dataset, name), folder / name)
+                    except Exception as exc:  # deleted meanwhile: the parse goes on without it
+                        log.warning("object_download_failed", dataset=dataset, filename=name, error=str(exc))
+
+            names = [name for name, _, _ in await self.list_files(dataset)]
+            await asyncio.gather(*(fetch(name) for name in names))
+            yield folder
+        finally:
+            await asyncio.to_thread(shutil.rmtree, folder, True)
+
+    async def sweep(self, older_than_s: float) -> int:
+        """Forget files whose write never finished (a crash), with their objects; remove stale staging
+        files and checkouts of this replica."""
+        cutoff = utcnow() - timedelta(seconds=older_than_s)
+        async with self.engine.begin() as connection:
+            rows = (
+                await connection.execute(
+                    delete(_FILES)
+                    .where(_FILES.c.ready.is_(False), _FILES.c.modified_at < cutoff)
+                    .returning(_FILES.c.dataset, _FILES.c.name)
+                )
+            ).all()
+        for dataset, name in rows:
+            with contextlib.suppress(Exception):
+                await self.objects.delete(object_key(dataset, name))
+        return len(rows) + await asyncio.to_thread(_sweep_staging, self.staging_dir, older_than_s)
+
+    # ------------------------------------------------------------ moving in
+
+    async def import_local(self, raw: RawFiles) -> int:
+        """Register the datasets of a local raw-files area (an install from before object storage was
+        the raw store; its files were mirrored there), uploading what the bucket lacks; then rename the
+        folder `raw.imported`. Idempotent, and one replica at a time."""
+        if not raw.root.is_dir() or not raw.list_datasets():
+            return 0
+        imported = 0
+        async with advisory_lock(self.engine, "lore-docdb-raw-import"):
+            if not raw.root.is_dir():
+                return 0  # another replica sharing the volume did it
+            dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+            for dataset in raw.list_datasets():
+                async with self.engine.begin() as connection:
+                    await connection.execute(
+                        dialect.insert(_DATASETS)
+                        .values(name=dataset, created_at=utcnow())
+                        .on_conflict_do_nothing()
+                    )
+                for name, size, modified in raw.list_files(dataset):
+                    key = object_key(dataset, name)
+                    if await self.objects.size(key) != size:
+                        await self.objects.put_file(key, raw.file_path(dataset, name))
+                    async with self.engine.begin() as connection:
+                        await connection.execute(
+                            dialect.insert(_FILES)
+                            .values(
+                                dataset=dataset,
+                                name=name,
+                                size=size,
+                                ready=True,
+                                modified_at=datetime.fromisoformat(modified),
+                            )
+                            .on_conflict_do_nothing()
+                        )
+                    imported += 1
+            target = raw.root.with_name(raw.root.name + ".imported")
+            if target.exists():
+                target = raw.root.with_name(f"{raw.root.name}.imported-{int(time.time())}")
+            with contextlib.suppress(FileNotFoundError):
+                await asyncio.to_thread(raw.root.rename, target)
+        log.info("raw_files_imported", files=imported, kept_at=str(target))
+        return imported
+
+
+def _sweep_staging(folder: Path, older_than_s: float) -> int:
+    cutoff = time.time() - older_than_s
+    removed = 0
+    for path in folder.iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            if path.stat().st_mtime < cutoff:
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink()
+                removed += 1
+    return removed
