@@ -1,9 +1,11 @@
-"""Two docdb replicas on one PostgreSQL: they share the parse queue and elect one sweeper."""
+"""Two docdb replicas on one PostgreSQL and one bucket, each with its own disk: they share the raw
+files and the parse queue and elect one sweeper."""
 
 from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ def events(log: Path, event: str) -> list[dict[str, Any]]:
     return [x for x in lines if x.get("event") == event]
 
 
-def replica(work: Path, postgres_url: str) -> tuple[ServerProcess, str]:
+def replica(work: Path, postgres_url: str, s3_url: str, bucket: str) -> tuple[ServerProcess, str]:
     return start_service(
         "docdb",
         work,
@@ -38,23 +40,29 @@ def replica(work: Path, postgres_url: str) -> tuple[ServerProcess, str]:
             "LORE__DOCDB__UPLOAD_SWEEP_INTERVAL": "0.2",
             "LORE__DOCDB__TASK_HEARTBEAT_INTERVAL": "0.2",
             "LORE__PARSE_MAX_WORKERS": "2",
+            "LORE__DOCDB__OBJECT_STORAGE__BUCKET": bucket,
+            "LORE__DOCDB__OBJECT_STORAGE__ENDPOINT_URL": s3_url,
+            "LORE__DOCDB__OBJECT_STORAGE__ACCESS_KEY": "testing",
+            "LORE__DOCDB__OBJECT_STORAGE__SECRET_KEY": "testing",
         },
     )
 
 
-def test_replicas_claim_each_task_once_and_one_of_them_sweeps(tmp_path: Path, postgres_url: str) -> None:
+def test_replicas_claim_each_task_once_and_one_of_them_sweeps(
+    tmp_path: Path, postgres_url: str, moto_s3: str
+) -> None:
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
-    (a, url_a), (b, url_b) = replica(tmp_path / "a", postgres_url), replica(tmp_path / "b", postgres_url)
+    bucket = f"lore-{uuid.uuid4().hex[:8]}"
+    (a, url_a), (b, url_b) = (replica(tmp_path / n, postgres_url, moto_s3, bucket) for n in ("a", "b"))
     try:
         text = " ".join(f"Sentence {n} of a long report about harbour number {n % 13}." for n in range(3000))
-        # Raw files live on each replica's volume here (in a cluster: a shared volume or object storage).
-        for url in (url_a, url_b):
-            with httpx.Client(base_url=url, timeout=30) as client:
-                for name in DATASETS:
-                    assert client.post(DS, json={"name": name}).status_code == 200
-                    files = {"files": (f"{name}.txt", f"{name}: {text}".encode())}
-                    assert client.post(f"{DS}/{name}/files", files=files).status_code == 200
+        # Every file reaches one replica only; both parse them (from object storage).
+        for index, name in enumerate(DATASETS):
+            with httpx.Client(base_url=(url_a, url_b)[index % 2], timeout=30) as client:
+                assert client.post(DS, json={"name": name}).status_code == 200
+                files = {"files": (f"{name}.txt", f"{name}: {text}".encode())}
+                assert client.post(f"{DS}/{name}/files", files=files).status_code == 200
         with httpx.Client(base_url=url_a, timeout=30) as client:
             assert client.post(KB, json={"name": "shared"}).status_code == 200
             parse = client.post(f"{KB}/shared/parse", json={"datasets": DATASETS}).json()

@@ -45,6 +45,7 @@ class Cluster:
     launcher: ServerProcess
     admin_url: str
     prefix: str
+    work: Path
 
     def replica_pid(self, service: str, url: str) -> int:
         """The process `lore-up` started for the replica of `service` at `url`."""
@@ -83,6 +84,7 @@ def cluster(
             stack.process,
             pgvector_server,
             prefix,
+            work,
         )
     finally:
         stack.process.stop()
@@ -172,6 +174,10 @@ def test_a_chunked_upload_spread_over_both_replicas_then_parse_on_one_and_chat_o
     assert statuses == [200, 404]
     listed = {f["name"]: f["size"] for f in a.get(f"{DS}/people/files").json()["files"]}
     assert listed["twice.txt"] == 4
+    # Each replica has a disk of its own, as pods without a shared volume: the files are in S3 only.
+    data = cluster.work / "data"
+    assert (data / "docdb").is_dir() and (data / "docdb-2").is_dir()
+    assert not (data / "docdb" / "raw").exists() and not (data / "docdb-2" / "raw").exists()
 
     assert a.post(KB, json={"name": "people"}).status_code == 200
     parse = a.post(f"{KB}/people/parse", json={"datasets": ["people"]}).json()

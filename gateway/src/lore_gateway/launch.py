@@ -129,9 +129,16 @@ def shared_stores_missing(settings: Settings) -> list[str]:
     return missing
 
 
+def own_disk(settings: Settings, service: str) -> bool:
+    """Whether replicas of `service` can each have their own data dir (as pods without a shared
+    volume): gen and mem keep nothing there that another replica reads, nor does docdb once its raw
+    files are in object storage; without it docdb's replicas share one folder (a ReadWriteMany volume)."""
+    return service != "docdb" or bool(settings.docdb.object_storage.bucket)
+
+
 def plan(settings: Settings, replicas: int) -> list[Child]:
-    """The processes to run: `replicas` of each service sharing its stores and data dir (as pods share
-    a ReadWriteMany volume), and the gateway, which balances across the replicas."""
+    """The processes to run: `replicas` of each service on its shared stores, each with its own data
+    dir where it can (`own_disk`), and the gateway, which balances across the replicas."""
     g = settings.gateway
     children: list[Child] = []
     urls: dict[str, list[str]] = {}
@@ -143,6 +150,8 @@ def plan(settings: Settings, replicas: int) -> list[Child]:
             url = f"http://{server.host}:{port}"
             urls.setdefault(name, []).append(url)
             env = {f"LORE__{name.upper()}__SERVER__PORT": str(port)} if n else {}
+            if n and own_disk(settings, name):
+                env[f"LORE__{name.upper()}__SERVER__DATA_DIR"] = f"{server.data_dir}-{n + 1}"
             label = name if count == 1 else f"{name}-{n + 1}"
             children.append(Child(label, f"lore_{name}", f"{url}/health", env))
     # The gateway finds the services where this launcher starts them.

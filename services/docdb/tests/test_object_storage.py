@@ -1,15 +1,25 @@
-"""Raw files mirrored to S3 (moto's server mode on loopback)."""
+"""Raw files and chunked uploads in S3 (moto's server mode on loopback) when object storage is set."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aioboto3
 import httpx
 
+from lore_common.stores.objects import MIN_PART_SIZE
+from lore_common.testing.asgi import AppClient, running
+from lore_common.testing.flows import CURIE, HOPPER
+from lore_core.settings import load_settings
+from lore_docdb.app import create_app
+
 DS = "/api/v1/docdb/files/raw-files/datasets"
+KB = "/api/v1/docdb/files/knowledge-bases"
 
 
 def s3_env(endpoint: str, bucket: str) -> dict[str, str]:
@@ -84,3 +94,131 @@ async def test_s3_failure_removes_the_local_file_and_answers_500(
         # Deletion stays best effort: the local delete succeeds although the bucket is gone.
         await client.post(DS, json={"name": "gone"})
         assert (await client.delete(f"{DS}/gone")).status_code == 200
+
+
+@contextlib.asynccontextmanager
+async def replica(tmp_path: Path, name: str, **env: str) -> AsyncIterator[AppClient]:
+    """A docdb app on its own data dir (as a pod with no shared volume)."""
+    environ = {
+        "LORE__DOCDB__SERVER__DATA_DIR": str(tmp_path / name),
+        "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
+        "LORE__DOCDB__GRAPH_STORE__ENABLED": "false",
+        **env,
+    }
+    async with running(
+        create_app(load_settings(tmp_path / "config", environ=environ)), "http://docdb.test"
+    ) as c:
+        yield c
+
+
+async def test_replicas_without_a_shared_disk_share_datasets_uploads_and_parsing_through_s3(
+    tmp_path: Path, moto_s3: str, postgres_url: str
+) -> None:
+    bucket = f"lore-{uuid.uuid4().hex[:8]}"
+    env = {**s3_env(moto_s3, bucket), "LORE__DOCDB__DATABASE__URL": postgres_url}
+    async with replica(tmp_path, "a", **env) as a, replica(tmp_path, "b", **env) as b:
+        assert (await a.post(DS, json={"name": "people"})).status_code == 200
+        assert (await b.post(DS, json={"name": "people"})).status_code == 409
+        assert (await b.get(DS)).json()["data"] == ["people"]
+        body = f"{CURIE}\n\n{HOPPER}\n".encode()
+        assert (await a.post(f"{DS}/people/files", files={"files": ("people.txt", body)})).status_code == 200
+        # The same name through the other replica gets the next free name.
+        again = await b.post(f"{DS}/people/files", files={"files": ("people.txt", b"other")})
+        assert again.json()["files"] == [{"filename": "people_1.txt", "size": 5}]
+
+        # Chunks at both replicas, complete at either.
+        init = await a.post(
+            f"{DS}/people/upload/init", json={"filename": "notes.txt", "total_chunks": 3, "total_size": 9}
+        )
+        upload_id = init.json()["upload_id"]
+        for index, client in enumerate((a, b, a)):
+            r = await client.post(f"{DS}/people/upload/{upload_id}/chunk?chunk_index={index}", content=b"abc")
+            assert r.status_code == 200, r.text
+        done = await b.post(f"{DS}/people/upload/{upload_id}/complete")
+        assert done.json()["data"] == {"filename": "notes.txt", "size": 9}
+        assert (await a.post(f"{DS}/people/upload/{upload_id}/complete")).status_code == 404
+
+        listed = {f["name"]: f["size"] for f in (await a.get(f"{DS}/people/files")).json()["files"]}
+        assert listed == {"people.txt": len(body), "people_1.txt": 5, "notes.txt": 9}
+        assert await keys(moto_s3, bucket) == ["people/notes.txt", "people/people.txt", "people/people_1.txt"]
+        assert not (tmp_path / "a" / "raw").exists() and not (tmp_path / "b" / "raw").exists()
+
+        # Replica B parses what A stored (it has never seen the bytes) and answers from it.
+        assert (await b.delete(f"{DS}/people/files/people_1.txt")).status_code == 200
+        assert (await a.post(KB, json={"name": "people"})).status_code == 200
+        parse = (await b.post(f"{KB}/people/parse", json={"datasets": ["people"]})).json()
+        task = await wait(b, parse["data"]["tasks"][0]["task_id"])
+        assert task["status"] == "completed", task
+        answer = await b.post(
+            "/api/v1/docdb/chat",
+            json={"query": "Who developed the first compiler?", "kb_id": "people", "user_id": "u"},
+        )
+        assert "Grace Hopper" in answer.json()["response"]
+        assert {c["source_file"] for c in answer.json()["citations"]} <= {"people.txt", "notes.txt"}
+        assert not list((tmp_path / "b" / "staging").iterdir())  # the parse's download is gone
+
+
+async def test_large_chunks_are_joined_inside_the_object_store(docdb_factory: Any, moto_s3: str) -> None:
+    """Chunks of S3's minimum part size become one object by server-side copies; the bytes are whole."""
+    bucket = f"lore-{uuid.uuid4().hex[:8]}"
+    part = MIN_PART_SIZE
+    chunks = [bytes([65 + i]) * part for i in range(2)] + [b"tail"]
+    async with docdb_factory(**s3_env(moto_s3, bucket)) as client:
+        await client.post(DS, json={"name": "big"})
+        total = sum(map(len, chunks))
+        init = await client.post(
+            f"{DS}/big/upload/init", json={"filename": "big.bin", "total_chunks": 3, "total_size": total}
+        )
+        upload_id = init.json()["upload_id"]
+        for index in (2, 0, 1):
+            r = await client.post(
+                f"{DS}/big/upload/{upload_id}/chunk?chunk_index={index}", content=chunks[index]
+            )
+            assert r.status_code == 200
+        done = await client.post(f"{DS}/big/upload/{upload_id}/complete")
+        assert done.json()["data"] == {"filename": "big.bin", "size": total}
+        async with s3(moto_s3) as admin:
+            stored = await (await admin.get_object(Bucket=bucket, Key="big/big.bin"))["Body"].read()
+        assert stored == b"".join(chunks)
+        assert await keys(moto_s3, bucket) == ["big/big.bin"]  # the parts are gone
+
+
+async def test_a_local_raw_area_moves_into_object_storage_at_start(
+    docdb_factory: Any, moto_s3: str, tmp_path: Path
+) -> None:
+    """An install that kept raw files on disk and turns object storage on keeps every dataset."""
+    async with docdb_factory() as client:
+        await client.post(DS, json={"name": "old"})
+        await client.post(DS, json={"name": "empty"})
+        await client.post(f"{DS}/old/files", files={"files": ("a.txt", b"alpha")})
+    bucket = f"lore-{uuid.uuid4().hex[:8]}"
+    async with docdb_factory(**s3_env(moto_s3, bucket)) as client:
+        assert (await client.get(DS)).json()["data"] == ["empty", "old"]
+        files = (await client.get(f"{DS}/old/files")).json()["files"]
+        assert [(f["name"], f["size"]) for f in files] == [("a.txt", 5)]
+        assert await keys(moto_s3, bucket) == ["old/a.txt"]
+    assert (tmp_path / "docdb" / "raw.imported" / "old" / "a.txt").read_bytes() == b"alpha"
+    assert not (tmp_path / "docdb" / "raw").exists()
+
+
+async def test_a_write_that_never_finished_is_swept(docdb_factory: Any, moto_s3: str) -> None:
+    """A crash between claiming a name and writing its object leaves an unlisted row; the sweep frees
+    the name."""
+    bucket = f"lore-{uuid.uuid4().hex[:8]}"
+    async with docdb_factory(**s3_env(moto_s3, bucket)) as client:
+        await client.post(DS, json={"name": "d"})
+        raw = client.app.state.datasets.raw
+        await raw._claim("d", "x.txt")  # as a replica that died right after claiming
+        assert (await client.get(f"{DS}/d/files")).json()["files"] == []
+        assert await raw.sweep(0) >= 1
+        r = await client.post(f"{DS}/d/files", files={"files": ("x.txt", b"x")})
+        assert r.json()["files"][0]["filename"] == "x.txt"
+
+
+async def wait(client: AppClient, task_id: str) -> dict[str, Any]:
+    for _ in range(600):
+        task: dict[str, Any] = (await client.get(f"/api/v1/docdb/files/processing/tasks/{task_id}")).json()
+        if task["status"] in ("completed", "failed", "cancelled"):
+            return task
+        await asyncio.sleep(0.1)
+    raise AssertionError(task)

@@ -15,7 +15,7 @@ import shutil
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import structlog
@@ -278,7 +278,7 @@ class ObjectRawStore:
                                 name=name,
                                 size=size,
                                 ready=True,
-                                modified_at=datetime.fromisoformat(modified),
+                                modified_at=datetime.fromisoformat(modified).replace(tzinfo=UTC),
                             )
                             .on_conflict_do_nothing()
                         )

@@ -1,0 +1,39 @@
+"""`lore-up --replicas N`: which replicas get a data dir of their own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lore_core.settings import load_settings
+from lore_gateway.launch import plan
+
+
+@pytest.fixture(autouse=True)
+def _keep_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LORE__GEN__DOCDB_URL", "http://127.0.0.1:8101")  # plan() fills it when unset
+
+
+def data_dirs(tmp_path: Path, **env: str) -> dict[str, str | None]:
+    settings = load_settings(
+        tmp_path / "config", environ={"LORE__DOCDB__SERVER__DATA_DIR": "data/docdb", **env}
+    )
+    return {
+        child.name: child.env.get(f"LORE__{child.name.split('-')[0].upper()}__SERVER__DATA_DIR")
+        for child in plan(settings, 2)
+        if child.name != "gateway"
+    }
+
+
+def test_with_object_storage_no_replica_shares_a_disk(tmp_path: Path) -> None:
+    dirs = data_dirs(tmp_path, LORE__DOCDB__OBJECT_STORAGE__BUCKET="lore")
+    assert dirs["docdb-1"] is None and dirs["docdb-2"] == "data/docdb-2"
+    assert dirs["gen-2"] is not None and dirs["mem-2"] is not None
+    assert dirs["gen-2"].endswith("-2") and dirs["mem-2"].endswith("-2")
+
+
+def test_without_object_storage_docdb_replicas_share_their_raw_files_folder(tmp_path: Path) -> None:
+    dirs = data_dirs(tmp_path)
+    assert dirs["docdb-2"] is None  # the same folder as docdb-1 (on a cluster: a ReadWriteMany volume)
+    assert dirs["mem-2"] is not None and dirs["mem-2"].endswith("-2")
