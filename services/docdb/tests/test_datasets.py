@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lore_docdb.tasks.models import TaskRow
+from lore_docdb.tasks.models import Task
 
 DS = "/api/v1/docdb/files/raw-files/datasets"
 Client = Any
@@ -118,15 +118,12 @@ async def test_delete_dataset_removes_files_and_is_409_while_a_parse_is_active(
     await create(docdb)
     await docdb.post(f"{DS}/reports/files", files={"files": ("a.txt", b"x")})
     tasks = docdb.app.state.datasets.tasks
-    await tasks.add(TaskRow(task_id="t-1", status="running", kb_name="kb1", dataset="reports"))
+    await tasks.add(Task(task_id="t-1", status="running", kb_name="kb1", dataset="reports"))
     busy = await docdb.delete(f"{DS}/reports")
     assert busy.status_code == 409
     assert busy.json()["detail"] == {"active_tasks": ["t-1"]}
-    await tasks.add(TaskRow(task_id="t-2", status="completed", kb_name="kb1", dataset="other"))
-    async with __import__("sqlmodel").ext.asyncio.session.AsyncSession(tasks.engine) as session:
-        row = await session.get(TaskRow, "t-1")
-        row.status = "failed"
-        await session.commit()
+    await tasks.add(Task(task_id="t-2", status="completed", kb_name="kb1", dataset="other"))
+    assert await tasks.transition("t-1", "failed", when=["running"]) is not None
     assert (await docdb.delete(f"{DS}/reports")).status_code == 200
     assert not (tmp_path / "docdb" / "raw" / "reports").exists()
     assert (await docdb.get(DS)).json()["data"] == []

@@ -86,3 +86,46 @@ async def test_processing_config(docdb: Client) -> None:
     assert data["llm"] == {"model": "offline-extractive", "max_concurrent": 10, "timeout": 120.0}
     assert data["embedding"]["batch_size"] == 2000 and data["embedding"]["dim"] == 1024
     assert data["graph"] == {"chunk_size": 1024, "overlap": 50, "batch_size": 2000, "max_workers": 200}
+
+
+OLD_TASKS = """CREATE TABLE tasks (
+    task_id VARCHAR(36) PRIMARY KEY, status VARCHAR(16) NOT NULL, task_type VARCHAR(32) NOT NULL,
+    kb_name VARCHAR(64) NOT NULL, dataset VARCHAR(64) NOT NULL, mode INTEGER NOT NULL,
+    schema_name VARCHAR(255), stage VARCHAR(32), error TEXT, schema_entities TEXT, skipped_files TEXT,
+    heartbeat_at TIMESTAMP, created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL)"""
+
+
+async def test_tasks_of_the_earlier_table_move_into_the_job_store(docdb_factory: Any) -> None:
+    """An upgrade keeps every task: finished ones as they were, one left running is closed."""
+    from sqlalchemy import text
+
+    async with docdb_factory() as docdb, docdb.app.state.stores.sql.begin() as connection:
+        await connection.execute(text(OLD_TASKS))
+        for task_id, status, error in (
+            ("11111111-0000-0000-0000-000000000001", "completed", None),
+            ("11111111-0000-0000-0000-000000000002", "failed", "no parsable file"),
+            ("11111111-0000-0000-0000-000000000003", "running", None),
+        ):
+            await connection.execute(
+                text(
+                    "INSERT INTO tasks VALUES (:id, :status, 'file_processing', 'kb', 'papers', 0, NULL, "
+                    "'embed', :error, NULL, NULL, NULL, '2026-01-02 03:04:05', '2026-01-02 03:04:06')"
+                ),
+                {"id": task_id, "status": status, "error": error},
+            )
+    async with docdb_factory() as docdb:  # the restart of an upgraded install
+        for _ in range(100):  # on PostgreSQL the leader closes it at its next heartbeat
+            tasks = {t["task_id"][-1]: t for t in (await docdb.get(TASKS)).json()}
+            if tasks["3"]["status"] != "running":
+                break
+            await asyncio.sleep(0.1)
+        assert {k: t["status"] for k, t in tasks.items()} == {"1": "completed", "2": "failed", "3": "failed"}
+        assert tasks["2"]["error"] == "no parsable file"
+        assert "interrupted" in tasks["3"]["error"]  # nothing stays running forever
+        assert tasks["1"]["metadata"] == {
+            "kb_name": "kb",
+            "dataset": "papers",
+            "mode": 0,
+            "schema_name": None,
+        }
+        assert tasks["1"]["created_at"].startswith("2026-01-02T03:04:05")

@@ -8,8 +8,10 @@ with each heartbeat. Recovery leaves no job unfinished forever:
   unfinished), before it accepts new work;
 - one replica (the leader, see `stores.sql.Leadership`) fails the jobs of replicas whose heartbeat is
   older than `stale_after`.
-gen tasks and mem `kb` inserts run on this; docdb's parse tasks are claimed from a queue instead
-(`lore_docdb.tasks`), since any replica may run them.
+gen tasks and mem `kb` inserts run on this (`JobRunner`). docdb's parse tasks use the same store as a
+queue (`JobQueue`): any replica claims the oldest submitted job (`FOR UPDATE SKIP LOCKED` on
+PostgreSQL), and a job may be cancelled while it runs; recovery of a silent replica's jobs is the
+service's own (docdb rolls back what the parse wrote).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import socket
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -67,10 +70,19 @@ class Lifecycle:
     done: str
     failed: str = "failed"
     id_field: str = "id"
+    # Where a job may be cancelled while it runs: the state it waits in until its body stops.
+    cancelling: str | None = None
+    cancelled: str | None = None
 
     @property
-    def unfinished(self) -> tuple[str, str]:
-        return (self.submitted, self.running)
+    def unfinished(self) -> tuple[str, ...]:
+        extra = (self.cancelling,) if self.cancelling else ()
+        return (self.submitted, self.running, *extra)
+
+    @property
+    def working(self) -> tuple[str, ...]:
+        """The states of a job some replica is running (it sends heartbeats)."""
+        return (self.running, self.cancelling) if self.cancelling else (self.running,)
 
 
 def job_table(name: str) -> Table:
@@ -122,7 +134,8 @@ class JobStore(Generic[R]):
             "kind": self.kind_of(record),
             "status": _status(record),
             "owner": owner if unfinished else None,
-            "heartbeat_at": time.time() if unfinished else None,
+            # No owner, no heartbeat: an imported job left running is at once a silent replica's.
+            "heartbeat_at": time.time() if unfinished and owner else None,
             "created_at": str(getattr(record, "created_at", "") or utc_iso()),
             "updated_at": getattr(record, "updated_at"),  # noqa: B009
             "record": msgspec.to_builtins(record),
@@ -185,14 +198,23 @@ class JobStore(Generic[R]):
     async def beat(self, records: Sequence[R], owner: str) -> None:
         """Write each live job's record with a fresh heartbeat: other replicas read both."""
         now, stamp = time.time(), utc_iso()
+        table = self.table
         async with self.engine.begin() as connection:
+            await connection.execute(
+                update(table)
+                .where(table.c.id.in_([self._id(r) for r in records]), table.c.owner == owner)
+                .where(table.c.status.in_(self.lifecycle.unfinished))
+                .values(heartbeat_at=now)
+            )
             for record in records:
                 setattr(record, "updated_at", stamp)  # noqa: B010
+                # Progress only while the status is the one the record holds: a job another replica
+                # asked to cancel keeps that state until its body notices.
                 await connection.execute(
-                    update(self.table)
-                    .where(self.table.c.id == self._id(record), self.table.c.owner == owner)
-                    .where(self.table.c.status.in_(self.lifecycle.unfinished))
-                    .values(record=msgspec.to_builtins(record), updated_at=stamp, heartbeat_at=now)
+                    update(table)
+                    .where(table.c.id == self._id(record), table.c.owner == owner)
+                    .where(table.c.status == _status(record))
+                    .values(record=msgspec.to_builtins(record), updated_at=stamp)
                 )
 
     async def fail_unfinished(
@@ -228,6 +250,188 @@ class JobStore(Generic[R]):
                 )
                 failed.append(record)
         return failed
+
+    async def claim(self, owner: str, change: Callable[[R], R] | None = None) -> R | None:
+        """Move the oldest submitted job to running, owned by `owner`; None when there is none. On
+        PostgreSQL the row is locked with SKIP LOCKED, so replicas claiming at once take different
+        jobs; on SQLite writers are serialised and the update is conditional anyway."""
+        table, lifecycle = self.table, self.lifecycle
+        query = (
+            select(table.c.id, table.c.record)
+            .where(table.c.status == lifecycle.submitted)
+            .order_by(table.c.created_at)
+            .limit(1)
+        )
+        if self.engine.dialect.name == "postgresql":
+            query = query.with_for_update(skip_locked=True)
+        while True:
+            async with self.engine.begin() as connection:
+                found = (await connection.execute(query)).first()
+                if found is None:
+                    return None
+                stamp = utc_iso()
+                record = msgspec.structs.replace(self._decode(found.record), status=lifecycle.running)
+                setattr(record, "updated_at", stamp)  # noqa: B010
+                if change is not None:
+                    record = change(record)
+                result = await connection.execute(
+                    update(table)
+                    .where(table.c.id == found.id, table.c.status == lifecycle.submitted)
+                    .values(
+                        status=lifecycle.running,
+                        owner=owner,
+                        heartbeat_at=time.time(),
+                        updated_at=stamp,
+                        record=msgspec.to_builtins(record),
+                    )
+                )
+            if result.rowcount == 1:
+                return record
+            # Another claimer took this one between the read and the write (SQLite): try the next.
+
+    async def transition(
+        self, job_id: str, to: str, *, when: Sequence[str], change: Callable[[R], R] | None = None
+    ) -> R | None:
+        """Set the job's status to `to` (and apply `change` to its record) only if it is in one of the
+        `when` states; returns the new record, or None when the job was not in them."""
+        table = self.table
+        query = select(table.c.record).where(table.c.id == job_id, table.c.status.in_(list(when)))
+        if self.engine.dialect.name == "postgresql":
+            query = query.with_for_update()
+        async with self.engine.begin() as connection:
+            value = (await connection.execute(query)).scalar()
+            if value is None:
+                return None
+            stamp = utc_iso()
+            record = msgspec.structs.replace(self._decode(value), status=to)
+            setattr(record, "updated_at", stamp)  # noqa: B010
+            if change is not None:
+                record = change(record)
+            values: dict[str, Any] = {
+                "status": to,
+                "updated_at": stamp,
+                "record": msgspec.to_builtins(record),
+            }
+            if to not in self.lifecycle.unfinished:
+                values |= {"owner": None, "heartbeat_at": None}
+            await connection.execute(update(table).where(table.c.id == job_id).values(**values))
+        if to not in self.lifecycle.unfinished:
+            self._remember(record)
+        return record
+
+    async def list_jobs(
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        fields: dict[str, str] | None = None,
+        owner: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = True,
+    ) -> list[R]:
+        """Jobs in `statuses` (of `owner`) whose records hold `fields` (e.g. {"dataset": "papers"}),
+        newest first."""
+        table = self.table
+        query = select(table.c.record)
+        if statuses is not None:
+            query = query.where(table.c.status.in_(list(statuses)))
+        if owner is not None:
+            query = query.where(table.c.owner == owner)
+        for name, value in (fields or {}).items():
+            query = query.where(table.c.record[name].as_string() == value)
+        query = query.order_by(table.c.created_at.desc() if newest_first else table.c.created_at)
+        if limit is not None:
+            query = query.limit(limit)
+        async with self.engine.connect() as connection:
+            return [self._decode(value) for (value,) in await connection.execute(query)]
+
+    async def silent(self, before: float) -> list[R]:
+        """Jobs some replica was running whose heartbeat is older than `before` (its replica died)."""
+        table = self.table
+        query = select(table.c.record).where(
+            table.c.status.in_(self.lifecycle.working),
+            or_(table.c.heartbeat_at < before, table.c.heartbeat_at.is_(None)),
+        )
+        async with self.engine.connect() as connection:
+            return [self._decode(value) for (value,) in await connection.execute(query)]
+
+
+class JobQueue(Generic[R]):
+    """Workers that claim submitted jobs from the shared store and run them here, with heartbeats for
+    the jobs running here and, on the leading replica, a periodic check for silent replicas' jobs."""
+
+    def __init__(
+        self,
+        store: JobStore[R],
+        owner: str,
+        run: Callable[[R], Awaitable[None]],
+        *,
+        workers: int,
+        heartbeat_interval: float,
+        on_claim: Callable[[R], R] | None = None,
+        on_beat: Callable[[], Awaitable[None]] | None = None,
+        idle_poll: float = 1.0,
+    ) -> None:
+        self.store = store
+        self.owner = owner
+        self.run = run
+        self.workers = max(1, workers)
+        self.heartbeat_interval = max(0.2, heartbeat_interval)
+        self.on_claim = on_claim
+        self.on_beat = on_beat
+        self.idle_poll = idle_poll
+        # The live record of each job running here, written with each heartbeat.
+        self.live: dict[str, R] = {}
+        self.wakeup = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def notify(self) -> None:
+        """A job was submitted: idle workers look now rather than at their next poll."""
+        self.wakeup.set()
+
+    async def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._work(n), name=f"job-worker-{n}") for n in range(self.workers)
+        ]
+        self._tasks.append(asyncio.create_task(self._beat(), name="job-heartbeat"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    async def _work(self, number: int) -> None:
+        while True:
+            record = await self.store.claim(self.owner, self.on_claim)
+            if record is None:
+                self.wakeup.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wakeup.wait(), self.idle_poll)
+                continue
+            job_id = self.store._id(record)
+            log.info("job_claimed", job_id=job_id, table=self.store.table.name, worker=number)
+            self.live[job_id] = record
+            try:
+                await self.run(record)
+            finally:
+                self.live.pop(job_id, None)
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_interval)
+            try:
+                if self.live:
+                    await self.store.beat(list(self.live.values()), self.owner)
+                if self.on_beat is not None:
+                    await self.on_beat()
+            except Exception as exc:  # the next beat tries again
+                log.warning("heartbeat_failed", table=self.store.table.name, error=str(exc))
+
+
+def replica_id(port: int) -> str:
+    """Who runs a job: this host and port, unique among replicas sharing the stores, and kept by a
+    restart of the same replica, which therefore closes its own leftovers at once."""
+    return f"{socket.gethostname()}:{port}"
 
 
 class JobRunner(Generic[R]):

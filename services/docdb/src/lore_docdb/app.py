@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from pathlib import Path
 
 from litestar import Litestar, Router
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from lore_common.jobs import replica_id
 from lore_common.providers.container import open_providers
 from lore_common.stores import open_stores
 from lore_common.stores.objects import ObjectStore
@@ -108,6 +108,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             assert stores.sql is not None and stores.vector is not None
             await create_tables(stores.sql)
             task_store = TaskStore(stores.sql)
+            await task_store.import_table()
             index = IndexStore(stores.sql, settings.postgres_batch_size)
             vectors = VectorIndex(stores.vector)
             graph, bm25 = (
@@ -121,7 +122,8 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             pipeline = ParsePipeline(settings, index, vectors, graph, providers.embedder, providers.llm, bm25)
             # With several replicas on one PostgreSQL, one of them runs the sweeps.
             leadership = Leadership(stores.sql, "lore-docdb-sweeps")
-            tasks = TaskService(task_store, index, pipeline, raw, settings, leadership.is_leader)
+            owner = replica_id(cfg.server.port)
+            tasks = TaskService(task_store, index, pipeline, raw, settings, owner, leadership.is_leader)
             kbs = KnowledgeBaseService(
                 index, vectors, graph, tasks, task_store, schemas, raw, data_dir / "kbs", bm25.bump
             )
@@ -157,9 +159,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
                 bm25=bm25,
             )
             # One process owns an embedded SQLite store: whatever it finds running died with the last one.
-            await tasks.recover_stale(
-                timedelta(seconds=cfg.task_stale_after), everything=stores.sql.dialect.name == "sqlite"
-            )
+            await tasks.recover(shared=stores.sql.dialect.name != "sqlite")
             await kbs.resume_deletions()
             await tasks.start()
             try:

@@ -7,17 +7,17 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import SQLModel
 
+from lore_common.jobs import job_table
 from lore_common.stores import sql
 from lore_docdb.datasets.objects import RawDatasetRow, RawFileRow
 from lore_docdb.index.models import ChunkRow, KbDatasetRow, KbVersionRow, KnowledgeBaseRow
 from lore_docdb.schemas.models import SchemaRow
-from lore_docdb.tasks.models import TaskRow
+from lore_docdb.tasks.store import TABLE as JOBS
 from lore_docdb.uploads.objects import UploadChunkRow, UploadSessionRow
 
-TABLES: list[Any] = [
+TABLES: list[Any] = [job_table(JOBS)] + [
     SQLModel.metadata.tables[str(model.__tablename__)]
     for model in (
-        TaskRow,
         SchemaRow,
         KnowledgeBaseRow,
         KbDatasetRow,

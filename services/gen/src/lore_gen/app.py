@@ -7,7 +7,6 @@ records in its own relational store, so several replicas can share one PostgreSQ
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import structlog
 from litestar import Litestar
 
+from lore_common.jobs import replica_id
 from lore_common.providers.chat import ChatModel, create_chat_model
 from lore_common.stores import open_stores
 from lore_common.stores.sql import Leadership
@@ -47,12 +47,6 @@ class GenModels:
 
     def describe(self) -> dict[str, Any]:
         return {"llm": self.llm.name, "docdb_url": self.docdb_url}
-
-
-def replica_id(port: int) -> str:
-    """Who runs a task: this host and port, which a restart of the same replica keeps, so that the
-    restarted process fails its own leftovers at once."""
-    return f"{socket.gethostname()}:{port}"
 
 
 def create_app(settings: Settings) -> Litestar:

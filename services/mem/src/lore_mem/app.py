@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 from litestar import Litestar
 
-from lore_common.jobs import JobRunner, JobStore, Lifecycle
+from lore_common.jobs import JobRunner, JobStore, Lifecycle, replica_id
 from lore_common.providers.chat import create_chat_model
 from lore_common.providers.container import open_providers
 from lore_common.providers.embedders import Embedder, create_embedder
@@ -39,11 +38,6 @@ def _same_local_model(a: EmbeddingConfig, b: EmbeddingConfig) -> bool:
 
 
 KB_JOBS = Lifecycle(submitted="accepted", running="processing", done="done")
-
-
-def replica_id(port: int) -> str:
-    """Who owns a running insert: this host and port (unique among replicas sharing the stores)."""
-    return f"{socket.gethostname()}:{port}"
 
 
 @contextlib.asynccontextmanager

@@ -26,7 +26,7 @@ from lore_docdb.index.store import IndexStore, KbExists
 from lore_docdb.index.vectors import VectorIndex
 from lore_docdb.knowledge_bases.models import PROCESS_MODES
 from lore_docdb.schemas.service import SchemaService
-from lore_docdb.tasks.models import TaskRow
+from lore_docdb.tasks.models import Task
 from lore_docdb.tasks.service import TaskService
 from lore_docdb.tasks.store import TaskStore
 
@@ -114,7 +114,7 @@ class KnowledgeBaseService:
 
     async def parse(
         self, name: str, datasets: list[str], mode: int, schema_name: str | None, force: bool
-    ) -> list[TaskRow]:
+    ) -> list[Task]:
         kb = await self.require(name)
         if kb.status == "deleting":
             raise Conflict(f"knowledge base {name!r} is being deleted")
@@ -151,7 +151,7 @@ class KnowledgeBaseService:
                 )
         created = []
         for dataset in datasets:
-            task = TaskRow(
+            task = Task(
                 task_id=str(uuid.uuid4()),
                 status="pending",
                 kb_name=name,

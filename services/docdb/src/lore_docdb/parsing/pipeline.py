@@ -29,7 +29,7 @@ from lore_docdb.index.vectors import VectorIndex
 from lore_docdb.parsing.extract import ExtractionError, extract_text, supported
 from lore_docdb.schemas.models import ENTITY_TYPES, EntityDefinition
 from lore_docdb.schemas.service import extraction_prompt
-from lore_docdb.tasks.models import TaskRow
+from lore_docdb.tasks.models import Task
 
 log = structlog.get_logger("lore.docdb.parse")
 
@@ -56,7 +56,7 @@ class GraphBatch:
 
 @dataclass
 class ParseContext:
-    task: TaskRow
+    task: Task
     dataset_dir: Path
     check: Callable[[str], Awaitable[None]]  # raises Cancelled; records the stage reached
 
@@ -264,7 +264,7 @@ class ParsePipeline:
 
     # ------------------------------------------------------------ rollback
 
-    async def rollback(self, task: TaskRow) -> None:
+    async def rollback(self, task: Task) -> None:
         """Remove everything this task wrote: points, chunk rows, graph contributions."""
         await self.vectors.delete_where(task.kb_name, "task_id", task.task_id)
         await self.index.delete_chunks_of_task(task.task_id, task.kb_name)

@@ -2,31 +2,41 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import msgspec
 
-from sqlmodel import Field, SQLModel
-
-from lore_core.clock import utcnow
+from lore_common.jobs import Lifecycle
+from lore_core.clock import utc_iso
 
 ACTIVE_STATES = ("pending", "running", "cancelling")
 TERMINAL_STATES = ("completed", "failed", "cancelled")
+LIFECYCLE = Lifecycle(
+    submitted="pending",
+    running="running",
+    done="completed",
+    failed="failed",
+    id_field="task_id",
+    cancelling="cancelling",
+    cancelled="cancelled",
+)
 
 
-class TaskRow(SQLModel, table=True):
-    __tablename__ = "tasks"
+def _now() -> str:
+    # Microseconds: tasks submitted in one request are claimed in the order they were created.
+    return utc_iso("microseconds")
 
-    task_id: str = Field(primary_key=True, max_length=36)
-    status: str = Field(index=True, max_length=16)
-    task_type: str = Field(default="file_processing", max_length=32)
-    kb_name: str = Field(index=True, max_length=64)
-    dataset: str = Field(index=True, max_length=64)
+
+class Task(msgspec.Struct, kw_only=True):
+    task_id: str
+    status: str
+    kb_name: str
+    dataset: str
+    task_type: str = "file_processing"
     mode: int = 0
-    schema_name: str | None = Field(default=None, max_length=255)
-    stage: str | None = Field(default=None, max_length=32)
+    schema_name: str | None = None
+    stage: str | None = None
     error: str | None = None
     # The schema's entity definitions as they were when the parse started (a later delete can't hurt it).
     schema_entities: str | None = None
     skipped_files: str | None = None  # JSON list of files that were not parsed, with the reason
-    heartbeat_at: datetime | None = None
-    created_at: datetime = Field(default_factory=utcnow)
-    updated_at: datetime = Field(default_factory=utcnow)
+    created_at: str = msgspec.field(default_factory=_now)
+    updated_at: str = msgspec.field(default_factory=_now)

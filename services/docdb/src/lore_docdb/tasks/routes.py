@@ -13,13 +13,13 @@ from lore_common.providers.container import Providers
 from lore_core.web import from_state
 from lore_docdb.config.service import ConfigService
 from lore_docdb.envelope import ok
-from lore_docdb.tasks.models import TaskRow
+from lore_docdb.tasks.models import Task
 from lore_docdb.tasks.service import TaskService
 
 TaskStatus = Literal["pending", "running", "completed", "failed", "cancelling", "cancelled"]
 
 
-def task_object(task: TaskRow) -> dict[str, Any]:
+def task_object(task: Task) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "kb_name": task.kb_name,
         "dataset": task.dataset,
@@ -34,8 +34,8 @@ def task_object(task: TaskRow) -> dict[str, Any]:
         "task_type": task.task_type,
         "metadata": metadata,
         "stage": task.stage,
-        "created_at": task.created_at.isoformat(),
-        "updated_at": task.updated_at.isoformat(),
+        "created_at": task.created_at,
+        "updated_at": task.updated_at,
         "error": task.error,
     }
 

@@ -1,31 +1,34 @@
 """Processing tasks: the state machine of contract 3.1, the workers that run parses, and recovery.
 
-`parse_max_workers` workers claim pending tasks. A running task sends heartbeats; a task whose process
-died (no heartbeat for `task_stale_after` seconds, or any running task found at start-up on SQLite,
-where one process owns the store) is rolled back and marked failed ("interrupted"), never left running.
+Tasks are jobs of the shared job store, run by a `JobQueue`: `parse_max_workers` workers per replica
+claim pending tasks, and a running task sends heartbeats. A task whose process died is rolled back and
+marked failed ("interrupted"), never left running: at the restart of its replica (on SQLite, where one
+process owns the store, everything found running), or by the leading replica once its heartbeat is
+older than `task_stale_after` seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
 
+import msgspec
 import structlog
 
+from lore_common.jobs import JobQueue
 from lore_core.clock import utcnow
 from lore_core.errors import BadRequest, NotFound
 from lore_core.settings import Settings
 from lore_docdb.datasets.store import RawStore
 from lore_docdb.index.store import IndexStore
 from lore_docdb.parsing.pipeline import Cancelled, ParseContext, ParsePipeline, skipped_json
-from lore_docdb.tasks.models import ACTIVE_STATES, TERMINAL_STATES, TaskRow
+from lore_docdb.tasks.models import ACTIVE_STATES, TERMINAL_STATES, Task
 from lore_docdb.tasks.store import TaskStore
 
 log = structlog.get_logger("lore.docdb.tasks")
 INTERRUPTED = "interrupted: the docdb process stopped while this task was running; parse again to retry"
-IDLE_POLL_S = 1.0
 
 
 class TaskNotFound(NotFound):
@@ -41,6 +44,7 @@ class TaskService:
         pipeline: ParsePipeline,
         raw: RawStore,
         settings: Settings,
+        owner: str,
         leads: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
         self.store = store
@@ -50,21 +54,34 @@ class TaskService:
         self.pipeline = pipeline
         self.raw = raw
         self.settings = settings
-        self.wakeup = asyncio.Event()
         self.cancel_requested: set[str] = set()
-        self.running: dict[str, str] = {}  # task id → stage, for heartbeats
-        self._workers: list[asyncio.Task[None]] = []
+        self.queue = JobQueue(
+            store,
+            owner,
+            self.run,
+            workers=settings.parse_max_workers,
+            heartbeat_interval=settings.docdb.task_heartbeat_interval,
+            on_claim=lambda task: msgspec.structs.replace(task, stage="extract"),
+            on_beat=self._recover_silent,
+        )
+
+    @property
+    def running(self) -> dict[str, Task]:
+        """The tasks running in this replica."""
+        return self.queue.live
 
     # ------------------------------------------------------------ queries and commands
 
-    async def get(self, task_id: str) -> TaskRow:
+    async def get(self, task_id: str) -> Task:
+        live = self.queue.live.get(task_id)
         task = await self.store.get(task_id)
         if task is None:
             raise TaskNotFound(task_id)
-        return task
+        # Here a running task's stage is known before its next heartbeat writes it.
+        return live if live is not None and live.status == task.status else task
 
-    async def list_tasks(self, status: str | None, limit: int) -> list[TaskRow]:
-        return list(await self.store.list_tasks(status, limit))
+    async def list_tasks(self, status: str | None, limit: int) -> list[Task]:
+        return await self.store.list_tasks(status, limit)
 
     async def cancel(self, task_id: str) -> str:
         """pending → cancelled at once; running → cancelling (the pipeline rolls back); terminal → 400."""
@@ -81,50 +98,18 @@ class TaskService:
         return (await self.get(task_id)).status  # it finished in between
 
     def notify(self) -> None:
-        self.wakeup.set()
+        self.queue.notify()
 
     # ------------------------------------------------------------ workers
 
     async def start(self) -> None:
-        workers = max(1, self.settings.parse_max_workers)
-        self._workers = [
-            asyncio.create_task(self._worker(i), name=f"parse-worker-{i}") for i in range(workers)
-        ]
-        self._workers.append(asyncio.create_task(self._heartbeat(), name="parse-heartbeat"))
+        await self.queue.start()
 
     async def stop(self) -> None:
-        for worker in self._workers:
-            worker.cancel()
-        for worker in self._workers:
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
-        self._workers = []
+        await self.queue.stop()
 
-    async def _worker(self, number: int) -> None:
-        while True:
-            task = await self.store.claim_next()
-            if task is None:
-                self.wakeup.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wakeup.wait(), IDLE_POLL_S)
-                continue
-            log.info("task_claimed", task_id=task.task_id, dataset=task.dataset, worker=number)
-            await self.run(task)
-
-    async def _heartbeat(self) -> None:
-        interval = max(0.2, self.settings.docdb.task_heartbeat_interval)
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.store.touch(list(self.running), dict(self.running))
-                if self.leads is None or await self.leads():
-                    await self.recover_stale(timedelta(seconds=self.settings.docdb.task_stale_after))
-            except Exception as exc:  # the next beat tries again
-                log.warning("heartbeat_failed", error=str(exc))
-
-    async def run(self, task: TaskRow) -> None:
+    async def run(self, task: Task) -> None:
         task_id = task.task_id
-        self.running[task_id] = "extract"
         structlog.contextvars.bind_contextvars(task_id=task_id)
         last_stage = ""
 
@@ -132,12 +117,13 @@ class TaskService:
             nonlocal last_stage
             if stage != last_stage:
                 last_stage = stage
-                self.running[task_id] = stage
-                current = await self.store.get(task_id)
+                current = await self.store.get(task_id)  # a cancel may come through another replica
                 if current is None or current.status == "cancelling":
                     raise Cancelled(stage)
                 if stage != "done":
-                    await self.store.touch([task_id], {task_id: stage})
+                    live = msgspec.structs.replace(self.queue.live.get(task_id, task), stage=stage)
+                    self.queue.live[task_id] = live
+                    await self.store.beat([live], self.queue.owner)
             if task_id in self.cancel_requested:
                 raise Cancelled(stage)
 
@@ -145,16 +131,24 @@ class TaskService:
             log.info("parse_started", kb=task.kb_name, dataset=task.dataset, mode=task.mode)
             async with self.raw.checkout(task.dataset) as folder:
                 skipped = await self.pipeline.run(ParseContext(task=task, dataset_dir=folder, check=check))
-            if skipped:
-                await self.store.set_skipped(task_id, skipped_json(skipped) or "")
             await self._replace_previous(task)
-            if not await self.store.transition(task_id, "completed", when=["running"], stage="done"):
+            done = await self.store.transition(
+                task_id,
+                "completed",
+                when=["running"],
+                change=lambda t: msgspec.structs.replace(
+                    t, stage="done", skipped_files=skipped_json(skipped)
+                ),
+            )
+            if done is None:
                 raise Cancelled("done")
             await self.index.mark_parsed(task.kb_name, task.dataset, task_id, utcnow())
             log.info("parse_completed", kb=task.kb_name, dataset=task.dataset, skipped=len(skipped))
         except Cancelled as stop:
             await self._roll_back(task)
-            await self.store.transition(task_id, "cancelled", when=["cancelling", "running"], stage=str(stop))
+            await self.store.transition(
+                task_id, "cancelled", when=["cancelling", "running"], change=_at_stage(str(stop))
+            )
             log.info("parse_cancelled", stage=str(stop))
         except asyncio.CancelledError:
             # The process is shutting down: leave the task to recovery (rolled back, then failed).
@@ -165,48 +159,66 @@ class TaskService:
             )
             log.warning("parse_failed", error=message)
             await self._roll_back(task)
-            await self.store.transition(task_id, "failed", when=["running", "cancelling"], error=message)
+            await self.store.transition(
+                task_id, "failed", when=["running", "cancelling"], change=_failed(message)
+            )
         finally:
-            self.running.pop(task_id, None)
             self.cancel_requested.discard(task_id)
             structlog.contextvars.unbind_contextvars("task_id")
 
-    async def _roll_back(self, task: TaskRow) -> None:
+    async def _roll_back(self, task: Task) -> None:
         try:
             await self.pipeline.rollback(task)
         except Exception as exc:
             log.error("rollback_failed", task_id=task.task_id, error=str(exc))
 
-    async def _replace_previous(self, task: TaskRow) -> None:
+    async def _replace_previous(self, task: Task) -> None:
         """A forced re-parse replaces the dataset's earlier data only once the new data is complete."""
         for old in await self.index.chunk_task_ids(task.kb_name, task.dataset):
             if old != task.task_id:
                 await self.pipeline.rollback(
-                    TaskRow(task_id=old, status="completed", kb_name=task.kb_name, dataset=task.dataset)
+                    Task(task_id=old, status="completed", kb_name=task.kb_name, dataset=task.dataset)
                 )
 
     # ------------------------------------------------------------ recovery
 
-    async def recover_stale(self, older_than: timedelta, everything: bool = False) -> int:
-        """Roll back and close tasks whose process died; returns how many."""
-        stale = await self.store.stale(timedelta(0) if everything else older_than)
-        recovered = 0
-        for task in stale:
-            if task.task_id in self.running:
-                continue
+    async def recover(self, shared: bool) -> int:
+        """At start-up: close what this replica left running (on SQLite, whatever is found running)."""
+        owner = self.queue.owner if shared else None
+        return await self._close(
+            await self.store.list_jobs(statuses=self.store.lifecycle.working, owner=owner)
+        )
+
+    async def _recover_silent(self) -> None:
+        if self.leads is None or await self.leads():
+            silent = await self.store.silent(time.time() - self.settings.docdb.task_stale_after)
+            await self._close([t for t in silent if t.task_id not in self.running])
+
+    async def _close(self, tasks: list[Task]) -> int:
+        """Roll back tasks whose process died, then mark them failed (or cancelled, if asked)."""
+        closed = 0
+        for task in tasks:
             await self._roll_back(task)
             if task.status == "cancelling":
                 done = await self.store.transition(task.task_id, "cancelled", when=["cancelling"])
             else:
                 done = await self.store.transition(
-                    task.task_id, "failed", when=["running"], error=INTERRUPTED
+                    task.task_id, "failed", when=["running"], change=_failed(INTERRUPTED)
                 )
-            recovered += int(done)
+            closed += int(done is not None)
             log.warning("task_recovered", task_id=task.task_id, was=task.status)
-        return recovered
+        return closed
 
     async def cancel_all_for_kb(self, kb: str) -> None:
         for task in await self.store.active_for_kb(kb):
             if task.status in ACTIVE_STATES:
                 with contextlib.suppress(BadRequest, TaskNotFound):
                     await self.cancel(task.task_id)
+
+
+def _failed(message: str) -> Callable[[Task], Task]:
+    return lambda task: msgspec.structs.replace(task, error=message[:4000])
+
+
+def _at_stage(stage: str) -> Callable[[Task], Task]:
+    return lambda task: msgspec.structs.replace(task, stage=stage)

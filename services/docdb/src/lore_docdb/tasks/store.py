@@ -1,134 +1,59 @@
-"""Task table access: the only place that speaks SQL about tasks.
-
-Claims are safe with several docdb replicas: on PostgreSQL the pending row is locked with
-`FOR UPDATE SKIP LOCKED`; on SQLite writers are serialised and the claim is a conditional update."""
+"""Task storage: parse tasks are jobs of the shared job store (`lore_common.jobs`), table
+`lore_docdb_jobs`, claimed from it as from a queue by any replica."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from sqlalchemy import update
+import msgspec
+from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlmodel import col, select
-from sqlmodel.ext.asyncio.session import AsyncSession
 
-from lore_core.clock import utcnow
-from lore_docdb.tasks.models import ACTIVE_STATES, TaskRow
+from lore_common.jobs import JobStore
+from lore_docdb.tasks.models import ACTIVE_STATES, LIFECYCLE, Task
+
+TABLE = "lore_docdb_jobs"
+OLD_TABLE = "tasks"  # the layout before the shared job store
 
 
-class TaskStore:
+class TaskStore(JobStore[Task]):
     def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
-        self.postgres = engine.dialect.name == "postgresql"
+        super().__init__(engine, TABLE, Task, LIFECYCLE, kind_of=lambda task: task.task_type)
 
-    def session(self) -> AsyncSession:
-        return AsyncSession(self.engine, expire_on_commit=False)
+    async def add(self, task: Task) -> None:
+        await self.save(task)
 
-    async def add(self, task: TaskRow) -> None:
-        async with self.session() as session:
-            session.add(task)
-            await session.commit()
+    async def list_tasks(self, status: str | None, limit: int) -> list[Task]:
+        return await self.list_jobs(statuses=None if status is None else [status], limit=limit)
 
-    async def get(self, task_id: str) -> TaskRow | None:
-        async with self.session() as session:
-            return await session.get(TaskRow, task_id)
-
-    async def list_tasks(self, status: str | None, limit: int) -> Sequence[TaskRow]:
-        async with self.session() as session:
-            query = select(TaskRow).order_by(col(TaskRow.created_at).desc()).limit(limit)
-            if status is not None:
-                query = query.where(TaskRow.status == status)
-            return list((await session.exec(query)).all())
-
-    async def active_for_dataset(self, dataset: str, kb: str | None = None) -> list[TaskRow]:
+    async def active_for_dataset(self, dataset: str, kb: str | None = None) -> list[Task]:
         """Tasks that are still pending, running or cancelling for this dataset (in one KB, or any)."""
-        async with self.session() as session:
-            query = select(TaskRow).where(TaskRow.dataset == dataset, col(TaskRow.status).in_(ACTIVE_STATES))
-            if kb is not None:
-                query = query.where(TaskRow.kb_name == kb)
-            return list((await session.exec(query)).all())
+        fields = {"dataset": dataset} | ({"kb_name": kb} if kb is not None else {})
+        return await self.list_jobs(statuses=ACTIVE_STATES, fields=fields)
 
-    async def active_for_kb(self, kb: str) -> list[TaskRow]:
-        async with self.session() as session:
-            query = select(TaskRow).where(TaskRow.kb_name == kb, col(TaskRow.status).in_(ACTIVE_STATES))
-            return list((await session.exec(query)).all())
+    async def active_for_kb(self, kb: str) -> list[Task]:
+        return await self.list_jobs(statuses=ACTIVE_STATES, fields={"kb_name": kb})
 
-    async def claim_next(self) -> TaskRow | None:
-        """Move the oldest pending task to running and return it; None when there is none."""
-        async with self.session() as session:
-            query = (
-                select(TaskRow).where(TaskRow.status == "pending").order_by(col(TaskRow.created_at)).limit(1)
-            )
-            if self.postgres:
-                query = query.with_for_update(skip_locked=True)
-            task = (await session.exec(query)).first()
-            if task is None:
-                return None
-            now = utcnow()
-            result = await session.exec(
-                update(TaskRow)
-                .where(col(TaskRow.task_id) == task.task_id, col(TaskRow.status) == "pending")
-                .values(status="running", stage="extract", updated_at=now, heartbeat_at=now)
-            )
-            await session.commit()
-            if result.rowcount != 1:
-                return None
-            task.status, task.stage, task.updated_at, task.heartbeat_at = "running", "extract", now, now
-            return task
+    async def import_table(self) -> int:
+        """Rows of the table earlier versions kept (`tasks`) move into the job store; the old table is
+        renamed `tasks_imported` in the same transaction, so a second replica finds nothing to do."""
+        async with self.engine.begin() as connection:
+            names = await connection.run_sync(lambda sync: inspect(sync).get_table_names())
+            if OLD_TABLE not in names:
+                return 0
+            rows = (await connection.execute(text("SELECT * FROM tasks"))).mappings().all()
+            tasks = [_from_row(dict(row)) for row in rows]
+            await connection.execute(text("ALTER TABLE tasks RENAME TO tasks_imported"))
+        return await self.add_missing(tasks)
 
-    async def transition(
-        self,
-        task_id: str,
-        to: str,
-        *,
-        when: Sequence[str],
-        error: str | None = None,
-        stage: str | None = None,
-    ) -> bool:
-        """Set `to` only if the task is in one of the `when` states (the state machine of contract 3.1)."""
-        values: dict[str, object] = {"status": to, "updated_at": utcnow()}
-        if error is not None:
-            values["error"] = error[:4000]
-        if stage is not None:
-            values["stage"] = stage
-        async with self.session() as session:
-            result = await session.exec(
-                update(TaskRow)
-                .where(col(TaskRow.task_id) == task_id, col(TaskRow.status).in_(list(when)))
-                .values(**values)
-            )
-            await session.commit()
-            return bool(result.rowcount == 1)
 
-    async def touch(self, task_ids: Sequence[str], stage: dict[str, str] | None = None) -> None:
-        """Heartbeat of running tasks: proves their process is alive."""
-        if not task_ids:
-            return
-        now = utcnow()
-        async with self.session() as session:
-            await session.exec(
-                update(TaskRow).where(col(TaskRow.task_id).in_(list(task_ids))).values(heartbeat_at=now)
-            )
-            for task_id, name in (stage or {}).items():
-                await session.exec(
-                    update(TaskRow).where(col(TaskRow.task_id) == task_id).values(stage=name, updated_at=now)
-                )
-            await session.commit()
-
-    async def set_skipped(self, task_id: str, skipped_json: str) -> None:
-        async with self.session() as session:
-            await session.exec(
-                update(TaskRow).where(col(TaskRow.task_id) == task_id).values(skipped_files=skipped_json)
-            )
-            await session.commit()
-
-    async def stale(self, older_than: timedelta) -> list[TaskRow]:
-        """Running or cancelling tasks whose process stopped sending heartbeats."""
-        cutoff: datetime = utcnow() - older_than
-        async with self.session() as session:
-            query = select(TaskRow).where(
-                col(TaskRow.status).in_(("running", "cancelling")),
-                (col(TaskRow.heartbeat_at) < cutoff) | (col(TaskRow.heartbeat_at).is_(None)),
-            )
-            return list((await session.exec(query)).all())
+def _from_row(row: dict[str, object]) -> Task:
+    for key in ("created_at", "updated_at"):
+        value = row.get(key)
+        if isinstance(value, datetime):
+            row[key] = value.replace(tzinfo=None).isoformat(timespec="microseconds")
+        elif isinstance(value, str):
+            row[key] = value.replace(" ", "T")
+    row.pop("heartbeat_at", None)
+    fields = {name for name in Task.__struct_fields__}
+    return msgspec.convert({k: v for k, v in row.items() if k in fields and v is not None}, Task)

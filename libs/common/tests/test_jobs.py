@@ -1,0 +1,125 @@
+"""The shared job store used as a queue (docdb's parse tasks): claims, cancellation, heartbeats, and
+recovery of a silent replica's jobs, on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import msgspec
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from lore_common.jobs import JobQueue, JobStore, Lifecycle
+from lore_common.stores.sql import create_engine
+from lore_core.clock import utc_iso
+from lore_core.settings import DatabaseConfig
+
+LIFECYCLE = Lifecycle(
+    submitted="pending", running="running", done="completed", cancelling="cancelling", cancelled="cancelled"
+)
+
+
+class Job(msgspec.Struct, kw_only=True):
+    id: str
+    status: str = "pending"
+    kb: str = "kb"
+    stage: str | None = None
+    error: str | None = None
+    created_at: str = msgspec.field(default_factory=lambda: utc_iso("microseconds"))
+    updated_at: str = ""
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest) -> str | None:
+    return request.getfixturevalue("postgres_url") if request.param == "postgres" else None  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+async def engine(database_url: str | None, tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(DatabaseConfig(url=database_url), tmp_path, "jobs")
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+async def store_on(engine: AsyncEngine) -> JobStore[Job]:
+    store = JobStore(engine, "test_queue_jobs", Job, LIFECYCLE)
+    await store.create_tables()
+    return store
+
+
+async def test_concurrent_claims_take_each_job_once_oldest_first(engine: AsyncEngine) -> None:
+    store = await store_on(engine)
+    for n in range(12):
+        await store.save(Job(id=f"j{n:02d}"))
+    claims = await asyncio.gather(*(store.claim(f"replica-{n % 3}") for n in range(16)))
+    taken = [c.id for c in claims if c is not None]
+    assert sorted(taken) == [f"j{n:02d}" for n in range(12)]  # each once, none lost
+    assert all(c is None or c.status == "running" for c in claims)
+    assert await store.claim("late") is None
+    listed = await store.list_jobs(statuses=["running"], fields={"kb": "kb"})
+    assert len(listed) == 12 and await store.list_jobs(fields={"kb": "other"}) == []
+
+
+async def test_a_cancel_is_not_undone_by_the_runners_heartbeat(engine: AsyncEngine) -> None:
+    store = await store_on(engine)
+    await store.save(Job(id="a"))
+    running = await store.claim("r1", lambda job: msgspec.structs.replace(job, stage="extract"))
+    assert running is not None and running.stage == "extract"
+    assert await store.transition("a", "cancelling", when=["running"]) is not None
+    # The runner has not noticed yet and beats with its own (running) record.
+    await store.beat([msgspec.structs.replace(running, stage="embed")], "r1")
+    current = await store.get("a")
+    assert current is not None and current.status == "cancelling"
+    assert await store.transition("a", "completed", when=["running"]) is None  # too late to complete
+    done = await store.transition("a", "cancelled", when=["cancelling"])
+    assert done is not None and (await store.get("a")) == done
+
+
+async def test_the_jobs_of_a_silent_replica_are_found_by_their_old_heartbeat(engine: AsyncEngine) -> None:
+    store = await store_on(engine)
+    for job_id in ("alive", "dead"):
+        await store.save(Job(id=job_id))
+    await store.claim("r-alive")
+    await store.claim("r-dead")
+    time.sleep(0.05)
+    cutoff = time.time()
+    alive = await store.get("alive")
+    assert alive is not None
+    await store.beat([alive], "r-alive")
+    assert [j.id for j in await store.silent(cutoff)] == ["dead"]
+    assert [j.id for j in await store.list_jobs(statuses=["running"], owner="r-dead")] == ["dead"]
+
+
+async def test_a_queue_runs_each_submitted_job_and_beats_while_it_runs(engine: AsyncEngine) -> None:
+    store = await store_on(engine)
+    seen: list[str] = []
+    release = asyncio.Event()
+
+    async def run(job: Job) -> None:
+        seen.append(job.id)
+        await release.wait()
+        await store.transition(job.id, "completed", when=["running"])
+
+    queue = JobQueue(store, "r1", run, workers=2, heartbeat_interval=0.2, idle_poll=0.05)
+    await queue.start()
+    try:
+        for job_id in ("x", "y", "z"):
+            await store.save(Job(id=job_id))
+        queue.notify()
+        while len(seen) < 2:
+            await asyncio.sleep(0.02)
+        assert set(queue.live) == set(seen)  # two workers: the third waits
+        before = time.time()
+        await asyncio.sleep(0.5)
+        assert not await store.silent(before)  # the heartbeat keeps them alive
+        release.set()
+        while len(await store.list_jobs(statuses=["completed"])) < 3:
+            await asyncio.sleep(0.02)
+    finally:
+        await queue.stop()
+    assert sorted(seen) == ["x", "y", "z"] and not queue.live
