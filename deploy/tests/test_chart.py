@@ -45,10 +45,9 @@ EXTERNAL = {
         },
     },
     "secrets": {"env": {"LORE__DOCDB__LLM__API_KEY": "sk-chart-test"}},
-    "docdb": {
-        "replicaCount": 3,
-        "persistence": {"enabled": True, "size": "100Gi", "accessMode": "ReadWriteMany"},
-    },
+    # Raw files in S3 and every store external: replicas keep nothing on their own disks.
+    "docdb": {"replicaCount": 3, "persistence": {"enabled": False}},
+    "mem": {"replicaCount": 2, "persistence": {"enabled": True, "accessMode": "ReadWriteMany"}},
     "gateway": {
         "autoscaling": {
             "enabled": True,
@@ -145,7 +144,14 @@ def test_external_stores_scaling_and_ingress() -> None:
     assert docdb["spec"]["replicas"] == 3 and "strategy" not in docdb["spec"]
     # Replicated components keep one pod serving through a drain; single ones have no budget.
     budgets = by_kind(manifests, "PodDisruptionBudget")
-    assert set(budgets) == {"lore-docdb", "lore-gateway"}
+    assert set(budgets) == {"lore-docdb", "lore-gateway", "lore-mem"}
+    # docdb's pods each have a scratch disk; mem's share a ReadWriteMany claim.
+    volumes = {v["name"]: v for v in docdb["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["data"] == {"name": "data", "emptyDir": {}}
+    claims = by_kind(manifests, "PersistentVolumeClaim")
+    assert "lore-docdb-data" not in claims and claims["lore-mem-data"]["spec"]["accessModes"] == [
+        "ReadWriteMany"
+    ]
     assert budgets["lore-docdb"]["spec"]["maxUnavailable"] == 1
     assert (
         budgets["lore-docdb"]["spec"]["selector"]["matchLabels"] == docdb["spec"]["selector"]["matchLabels"]
@@ -178,6 +184,7 @@ def test_pgvector_keeps_vectors_in_postgres_and_needs_no_qdrant() -> None:
         ({"gen": {"env": {"OPENAI_API_KEY": "x"}}}, "OPENAI_API_KEY"),
         ({"mem": {"persistence": {"accessMode": "Sometimes"}}}, "accessMode"),
         ({"docdb": {"replica": 2}}, "replica"),
+        ({"gen": {"replicaCount": 2}}, "cannot mount one ReadWriteOnce volume"),
     ],
 )
 def test_the_values_schema_refuses_mistakes(values: dict[str, Any], says: str) -> None:

@@ -79,6 +79,9 @@ http://{{ include "lore.fullname" .root }}-{{ .name }}:{{ (index .root.Values .n
 {{- $c := index $root.Values $name -}}
 {{- if $c.enabled }}
 {{- $fullname := printf "%s-%s" (include "lore.fullname" $root) $name -}}
+{{- if and $c.persistence.enabled (eq $c.persistence.accessMode "ReadWriteOnce") (or $c.autoscaling.enabled (gt (int $c.replicaCount) 1)) }}
+{{- fail (printf "%s: several replicas cannot mount one ReadWriteOnce volume; set %s.persistence.enabled=false (on external stores, with stores.s3 for docdb's raw files, a pod's disk holds nothing to keep) or %s.persistence.accessMode=ReadWriteMany" $name $name $name) }}
+{{- end -}}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
