@@ -71,8 +71,7 @@ def test_replicas_claim_each_task_once_and_one_of_them_sweeps(
             for task_id in task_ids:
                 assert wait_task(client, task_id, timeout=300)["status"] == "completed"
         claims = {
-            name: [e["job_id"] for e in events(p.log_path, "job_claimed")]
-            for name, p in (("a", a), ("b", b))
+            name: [e["job_id"] for e in events(p.log_path, "job_claimed")] for name, p in (("a", a), ("b", b))
         }
         counted = Counter(claims["a"] + claims["b"])
         assert set(counted) == set(task_ids) and set(counted.values()) == {1}, counted
