@@ -168,8 +168,26 @@ def plan(settings: Settings, replicas: int) -> list[Child]:
     return children
 
 
+def migrate() -> int:
+    """Run each service's own `migrate` command, in turn; the first failure stops it."""
+    for name in ("docdb", "gen", "mem"):
+        done = subprocess.run([sys.executable, "-m", f"lore_{name}", "migrate"], check=False)  # noqa: S603 - fixed argv
+        if done.returncode != 0:
+            print(f"lore: the {name} migration failed (exit code {done.returncode})", file=sys.stderr)
+            return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=["up", "migrate"],
+        default="up",
+        help="up (default): start everything; migrate: bring each service's relational store to the "
+        "latest schema, then exit (start-up does it too)",
+    )
     parser.add_argument("--config-dir", default=None, help="folder holding lore.yaml and pipeline.yaml")
     parser.add_argument(
         "--replicas", type=int, default=1, help="processes of each service (needs shared stores)"
@@ -177,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.config_dir:
         os.environ["LORE_CONFIG_DIR"] = args.config_dir
+    if args.command == "migrate":
+        return migrate()
     settings = load_settings()
     g = settings.gateway
     if args.replicas < 1:

@@ -1,11 +1,22 @@
-"""`python -m lore_docdb`: serve the docdb service under granian (the app is imported in the worker only)."""
+"""`python -m lore_docdb`: serve the docdb service under granian (the app is imported in the worker only);
+`python -m lore_docdb migrate`: bring its relational store to the latest schema, then exit."""
+
+import sys
+from pathlib import Path
 
 from lore_core.serve import serve
 from lore_core.settings import load_settings
 
 
 def main() -> None:
-    serve("lore_docdb.app:build_app", load_settings().docdb.server)
+    config = load_settings().docdb
+    if sys.argv[1:] == ["migrate"]:
+        from lore_common.stores.migrate import migrate_command
+        from lore_docdb.database import SCHEMA
+
+        migrate_command(config.database, Path(config.server.data_dir), SCHEMA)
+        return
+    serve("lore_docdb.app:build_app", config.server)
 
 
 if __name__ == "__main__":

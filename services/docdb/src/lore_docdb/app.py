@@ -24,6 +24,7 @@ from lore_docdb.chat.routes import ChatController
 from lore_docdb.chat.service import ChatService
 from lore_docdb.config.routes import ConfigController
 from lore_docdb.config.service import ConfigService
+from lore_docdb.database import create_tables
 from lore_docdb.datasets.objects import ObjectRawStore
 from lore_docdb.datasets.routes import DatasetController
 from lore_docdb.datasets.service import DatasetService
@@ -38,7 +39,6 @@ from lore_docdb.parsing.pipeline import ParsePipeline
 from lore_docdb.schemas.routes import SchemaController
 from lore_docdb.schemas.service import SchemaService
 from lore_docdb.schemas.store import SchemaStore
-from lore_docdb.tables import create_tables
 from lore_docdb.tasks.routes import TaskController
 from lore_docdb.tasks.service import TaskService
 from lore_docdb.tasks.store import TaskStore
@@ -108,7 +108,6 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             assert stores.sql is not None and stores.vector is not None
             await create_tables(stores.sql)
             task_store = TaskStore(stores.sql)
-            await task_store.import_table()
             index = IndexStore(stores.sql, settings.postgres_batch_size)
             vectors = VectorIndex(stores.vector)
             graph, bm25 = (

@@ -1,11 +1,22 @@
-"""`python -m lore_gen`: serve the gen service under granian (the app is imported in the worker only)."""
+"""`python -m lore_gen`: serve the gen service under granian (the app is imported in the worker only);
+`python -m lore_gen migrate`: bring its relational store to the latest schema, then exit."""
+
+import sys
+from pathlib import Path
 
 from lore_core.serve import serve
 from lore_core.settings import load_settings
 
 
 def main() -> None:
-    serve("lore_gen.app:build_app", load_settings().gen.server)
+    config = load_settings().gen
+    if sys.argv[1:] == ["migrate"]:
+        from lore_common.stores.migrate import migrate_command
+        from lore_gen.database import SCHEMA
+
+        migrate_command(config.database, Path(config.server.data_dir), SCHEMA)
+        return
+    serve("lore_gen.app:build_app", config.server)
 
 
 if __name__ == "__main__":

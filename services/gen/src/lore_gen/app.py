@@ -18,10 +18,12 @@ from litestar import Litestar
 from lore_common.jobs import replica_id
 from lore_common.providers.chat import ChatModel, create_chat_model
 from lore_common.stores import open_stores
+from lore_common.stores.migrate import upgrade
 from lore_common.stores.sql import Leadership
 from lore_core.settings import Settings
 from lore_core.tasks import background
 from lore_core.web import build_from_environment, create_service_app
+from lore_gen.database import SCHEMA
 from lore_gen.docdb.client import DocdbClient
 from lore_gen.tables.offline import OFFLINE_SKILLS as TABLE_OFFLINE_SKILLS
 from lore_gen.tables.routes import TablePipelineController, pipeline_stream
@@ -60,8 +62,8 @@ def create_app(settings: Settings) -> Litestar:
             llm = create_chat_model(config.llm, {**TABLE_OFFLINE_SKILLS, **TREE_OFFLINE_SKILLS})
             docdb = DocdbClient(config.docdb_url, timeout=config.llm.timeout)
             tables = TableStore(stores.sql, config.sql_row_limit, config.sql_timeout)
+            await upgrade(stores.sql, SCHEMA)
             task_store = TaskStore(stores.sql)
-            await task_store.create_tables()
             imported = await task_store.import_files(data_dir / "tasks") + await task_store.import_table()
             if imported:
                 log.info("task_files_imported", count=imported)

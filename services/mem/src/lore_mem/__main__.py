@@ -1,11 +1,22 @@
-"""`python -m lore_mem`: serve the mem service under granian (the app is imported in the worker only)."""
+"""`python -m lore_mem`: serve the mem service under granian (the app is imported in the worker only);
+`python -m lore_mem migrate`: bring its relational store to the latest schema, then exit."""
+
+import sys
+from pathlib import Path
 
 from lore_core.serve import serve
 from lore_core.settings import load_settings
 
 
 def main() -> None:
-    serve("lore_mem.app:build_app", load_settings().mem.server)
+    config = load_settings().mem
+    if sys.argv[1:] == ["migrate"]:
+        from lore_common.stores.migrate import migrate_command
+        from lore_mem.database import SCHEMA
+
+        migrate_command(config.database, Path(config.server.data_dir), SCHEMA)
+        return
+    serve("lore_mem.app:build_app", config.server)
 
 
 if __name__ == "__main__":

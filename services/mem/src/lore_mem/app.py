@@ -14,10 +14,12 @@ from lore_common.providers.container import open_providers
 from lore_common.providers.embedders import Embedder, create_embedder
 from lore_common.stores import open_stores
 from lore_common.stores.container import Stores
+from lore_common.stores.migrate import upgrade
 from lore_common.stores.sql import Leadership
 from lore_core.settings import EmbeddingConfig, GraphStoreConfig, Settings
 from lore_core.tasks import background
 from lore_core.web import build_from_environment, create_service_app
+from lore_mem.database import KB_JOBS_TABLE, SCHEMA
 from lore_mem.kb.media import Captioner
 from lore_mem.kb.models import INTERRUPTED, STALE, InsertJob
 from lore_mem.kb.offline import OFFLINE_SKILLS as KB_OFFLINE_SKILLS
@@ -58,7 +60,7 @@ async def open_kb_memory(
     pm = create_chat_model(config.pm_llm) if config.pm_llm and config.pm_llm.provider != "offline" else None
     captioner = Captioner(config.stt, config.vision)
     runner = JobRunner(
-        JobStore(stores.sql, "lore_mem_kb_jobs", InsertJob, KB_JOBS),
+        JobStore(stores.sql, KB_JOBS_TABLE, InsertJob, KB_JOBS),
         replica_id(settings.mem.server.port),
         INTERRUPTED,
     )
@@ -120,8 +122,8 @@ def create_app(settings: Settings) -> Litestar:
             open_providers(vg.llm, settings.mem.embedding_api, offline_skills=VG_OFFLINE_SKILLS) as providers,
         ):
             assert stores.sql is not None and stores.vector is not None
+            await upgrade(stores.sql, SCHEMA)
             history = HistoryStore(stores.sql)
-            await history.create_tables()
             memories = MemoryStore(stores.vector, vg.vector_store.config.collection_name)
             await memories.ensure(providers.embedder.dim)
             app.state.stores = stores

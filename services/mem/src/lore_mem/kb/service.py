@@ -126,7 +126,6 @@ class KbMemory:
 
     async def start(self, legacy_root: Path) -> None:
         await self.store.ensure()
-        await self.runner.store.create_tables()
         async with advisory_lock(self.store.engine, "lore-mem-kb-import"):
             imported = await import_file_store(legacy_root, self.store, self.runner.store)
         if imported:

@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlmodel import col, select
 
 from lore_common.stores.collection import Collection
-from lore_common.stores.sql import create_tables, increment, transaction_lock
+from lore_common.stores.sql import increment, transaction_lock
 from lore_common.stores.vector import VectorStore
 from lore_mem.kb.models import (
     MAX_KEY,
@@ -91,7 +91,7 @@ class KbStore:
         self.community_vectors = Collection(vectors, "kb_communities", ())
 
     async def ensure(self) -> None:
-        await create_tables(self.engine, TABLES)
+        """Check the vector collections (the tables come from mem's migrations)."""
         for collection in (self.chunk_vectors, self.entity_vectors, self.community_vectors):
             found = await collection.store.dimension(collection.name)
             if found is not None and found != self.dim:

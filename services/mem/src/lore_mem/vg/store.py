@@ -10,7 +10,6 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from lore_common.stores.collection import Collection
-from lore_common.stores.sql import create_tables
 from lore_common.stores.vector import VectorStore
 from lore_core.clock import utcnow
 from lore_mem.vg.models import HistoryRow
@@ -42,9 +41,6 @@ class MemoryStore(Collection):
 class HistoryStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-
-    async def create_tables(self) -> None:
-        await create_tables(self.engine, [HistoryRow])
 
     async def record(
         self, memory_id: str, event: str, old: str | None, new: str | None, is_deleted: bool = False

@@ -1,14 +1,15 @@
-"""docdb's relational tables, created at start-up (idempotent) on SQLite or PostgreSQL."""
+"""docdb's relational tables, brought up to date at start-up by its migrations (`migrations/`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import SQLModel
 
 from lore_common.jobs import job_table
-from lore_common.stores import sql
+from lore_common.stores.migrate import Schema, upgrade
 from lore_docdb.datasets.objects import RawDatasetRow, RawFileRow
 from lore_docdb.index.models import ChunkRow, KbDatasetRow, KbVersionRow, KnowledgeBaseRow
 from lore_docdb.schemas.models import SchemaRow
@@ -31,5 +32,8 @@ TABLES: list[Any] = [job_table(JOBS)] + [
 ]
 
 
+SCHEMA = Schema("docdb", Path(__file__).resolve().parent / "migrations", TABLES)
+
+
 async def create_tables(engine: AsyncEngine) -> None:
-    await sql.create_tables(engine, TABLES)
+    await upgrade(engine, SCHEMA)

@@ -1,0 +1,25 @@
+"""mem's relational tables (vg history, the kb graph and its insert jobs), brought up to date at
+start-up by its migrations (`migrations/`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlmodel import SQLModel
+
+from lore_common.jobs import job_table
+from lore_common.stores.migrate import Schema
+from lore_mem.kb.store import TABLES as KB_TABLES
+from lore_mem.vg.models import HistoryRow
+
+KB_JOBS_TABLE = "lore_mem_kb_jobs"
+
+SCHEMA = Schema(
+    "mem",
+    Path(__file__).resolve().parent / "migrations",
+    [
+        job_table(KB_JOBS_TABLE),
+        SQLModel.metadata.tables[HistoryRow.__tablename__],
+        *(SQLModel.metadata.tables[str(row.__tablename__)] for row in KB_TABLES),
+    ],
+)
