@@ -1,0 +1,94 @@
+"""What each workspace package imports, it declares: an image built from its own requirements runs.
+Test-only libraries stay out of what a service imports to serve."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from importlib.metadata import packages_distributions, requires
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[3]
+PACKAGES = {
+    "lore-core": ROOT / "libs/core/src/lore_core",
+    "lore-common": ROOT / "libs/common/src/lore_common",
+    "lore-docdb": ROOT / "services/docdb/src/lore_docdb",
+    "lore-gen": ROOT / "services/gen/src/lore_gen",
+    "lore-mem": ROOT / "services/mem/src/lore_mem",
+    "lore-gateway": ROOT / "gateway/src/lore_gateway",
+}
+# Parts of lore-common whose libraries are extras: the test helpers (`testing`) and the development
+# stack `lore-servers` (`servers`).
+EXTRAS = {
+    ROOT / "libs/common/src/lore_common/testing": "testing",
+    ROOT / "libs/common/src/lore_common/servers.py": "servers",
+}
+
+
+def declared(package: str, extras: tuple[str, ...] = ()) -> set[str]:
+    """The distributions `package` requires, with those of the workspace packages it requires."""
+    seen: set[str] = set()
+    pending = [(canonicalize_name(package), extras)]
+    while pending:
+        name, wanted = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if not name.startswith("lore-"):
+            continue
+        for line in requires(name) or []:
+            requirement = Requirement(line)
+            marker = requirement.marker
+            if marker is None or any(marker.evaluate({"extra": e}) for e in ("", *wanted)):
+                pending.append((canonicalize_name(requirement.name), ()))
+    return seen
+
+
+def imported_modules(folder: Path, skip: tuple[Path, ...] = ()) -> set[str]:
+    names: set[str] = set()
+    for path in [folder] if folder.is_file() else folder.rglob("*.py"):
+        if any(path.is_relative_to(s) for s in skip):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def undeclared(modules: set[str], allowed: set[str]) -> dict[str, list[str]]:
+    owners = packages_distributions()
+    missing = {}
+    for module in sorted(modules):
+        if module in sys.stdlib_module_names or module.startswith("lore_") or module == "__future__":
+            continue
+        dists = {canonicalize_name(d) for d in owners.get(module, [module])}
+        if not dists & allowed:
+            missing[module] = sorted(dists)
+    return missing
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_every_imported_library_is_declared(package: str) -> None:
+    modules = imported_modules(PACKAGES[package], skip=tuple(EXTRAS))
+    assert undeclared(modules, declared(package)) == {}
+
+
+@pytest.mark.parametrize("part", sorted(EXTRAS), ids=lambda part: EXTRAS[part])
+def test_optional_parts_declare_their_libraries_in_an_extra(part: Path) -> None:
+    assert undeclared(imported_modules(part), declared("lore-common", (EXTRAS[part],))) == {}
+
+
+def test_serving_imports_no_test_library() -> None:
+    probe = (
+        "import sys, lore_docdb.app, lore_gen.app, lore_mem.app, lore_gateway.app, lore_gateway.launch; "
+        "print(sorted(m for m in ('pytest', 'psutil', 'respx', 'lore_common.testing') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
