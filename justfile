@@ -19,6 +19,10 @@ lint:
     uv run --frozen ruff format --check .
     uv run --frozen mypy
 
+# The documentation site (docs/, MkDocs Material) at http://127.0.0.1:8008, rebuilt on each change.
+docs *args:
+    DISABLE_MKDOCS_2_WARNING=true uv run --frozen mkdocs serve -a 127.0.0.1:8008 "$@"
+
 fmt:
     uv run --frozen ruff format .
     uv run --frozen ruff check --fix .

@@ -1,5 +1,6 @@
 """Score each local embedding candidate: nDCG@10 on BEIR SciFact (English), recall@10 on CMRC 2018
-(Chinese), and sentences/s. Reads ../shared/data; prints a table and, last, one JSON line.
+(Chinese), and sentences/s. Reads the datasets bench_data.py names; prints a table and, last, one JSON
+line.
 
     uv run python bench/embedders.py [--limit-queries N]
 """
@@ -16,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_data import DATA
 
 from lore_common.providers.embedders import LOCAL_MODELS, Embedder, HashingEmbedder, LocalEmbedder
-
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def load(folder: Path, split: str) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:

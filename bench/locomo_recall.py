@@ -24,7 +24,9 @@ from lore_common.testing.processes import start_fake_llm, start_service
 from lore_common.testing.stats import percentile
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE.parents[0].parent / "shared" / "data" / "locomo" / "locomo10.json"
+from bench_data import DATA as BENCH_DATA  # noqa: E402
+
+DATA = BENCH_DATA / "locomo" / "locomo10.json"
 
 
 def load(limit: int) -> tuple[list[dict[str, str]], list[dict[str, object]]]:

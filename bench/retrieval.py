@@ -25,11 +25,12 @@ from collections import defaultdict
 from pathlib import Path
 
 import httpx
+from bench_data import DATA as BENCH_DATA
 
 from lore_common.servers import postgres, prepare_databases
 from lore_common.testing.processes import start_service, wait_task
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"
+DATA = BENCH_DATA / "scifact"
 DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
 ANCHOR = 0.665

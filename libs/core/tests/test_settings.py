@@ -146,12 +146,13 @@ def test_redaction_of_real_settings_hides_env_secrets(tmp_path: Path) -> None:
     assert ":pw@" not in text
 
 
-def test_readme_environment_reference_matches_the_settings() -> None:
+def test_the_documented_environment_reference_matches_the_settings() -> None:
     from pathlib import Path
 
-    from lore_core.settings_reference import env_reference, readme_block
+    from lore_core.settings_reference import env_reference, reference_block
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    assert readme_block(readme) == env_reference(), (
-        "README's environment reference is stale: run `uv run python -m lore_core.settings_reference`"
+    page = (Path(__file__).resolve().parents[3] / "docs" / "configuration.md").read_text()
+    assert reference_block(page) == env_reference(), (
+        "docs/configuration.md's environment reference is stale: "
+        "run `uv run python -m lore_core.settings_reference`"
     )

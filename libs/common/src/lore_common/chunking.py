@@ -1,6 +1,6 @@
 """Token-based chunking that counts Chinese and English sensibly, offline.
 
-Token rule (documented in the README): every CJK character is one token; other text counts one token
+Token rule (documented in docs/docdb.md): every CJK character is one token; other text counts one token
 per word or punctuation mark (`\\w+` runs and single non-space symbols). Chunks hold at most
 `chunk_size` tokens and repeat the last `overlap` tokens of the previous chunk. Sentence mode cuts only
 at sentence ends (a sentence longer than `chunk_size` is still split).

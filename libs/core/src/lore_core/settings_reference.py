@@ -1,7 +1,7 @@
 """The environment-variable reference of each process, generated from the settings Structs.
 
-`python -m lore_core.settings_reference` rewrites the block between the README's markers; a test
-fails when the README and the settings differ, so the reference cannot drift.
+`python -m lore_core.settings_reference` rewrites the block between the markers of
+`docs/configuration.md`; a test fails when that page and the settings differ, so the reference cannot drift.
 """
 
 from __future__ import annotations
@@ -93,13 +93,13 @@ def env_reference() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def readme_block(readme: str) -> str:
-    start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
-    return readme[start:end].strip("\n") + "\n"
+def reference_block(page: str) -> str:
+    start, end = page.index(BEGIN) + len(BEGIN), page.index(END)
+    return page[start:end].strip("\n") + "\n"
 
 
 def main() -> None:
-    path = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/configuration.md")
     text = path.read_text()
     start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
     path.write_text(text[:start] + "\n" + env_reference() + text[end:])
