@@ -49,3 +49,24 @@ def test_nothing_refers_to_files_outside_the_project() -> None:
         if any(outside in text for outside in OUTSIDE):
             offenders.append(name)
     assert offenders == [], offenders
+
+
+def test_every_configuration_block_of_the_docs_loads(tmp_path: Path) -> None:
+    """The YAML blocks users copy into `config/lore.yaml` are valid settings (unknown keys are errors)."""
+    import re
+
+    from lore_core.settings import load_settings
+
+    blocks = []
+    for page in ("providers.md", "stores.md", "configuration.md", "deployment.md"):
+        text = (ROOT / "docs" / page).read_text()
+        blocks += [(page, b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "helm" not in b]
+    assert len(blocks) >= 5
+    for number, (page, block) in enumerate(blocks):
+        folder = tmp_path / str(number)
+        folder.mkdir()
+        (folder / "lore.yaml").write_text(block)
+        try:
+            load_settings(folder, environ={})
+        except Exception as exc:  # the message names the page and the block
+            raise AssertionError(f"{page}, block {number}: {exc}\n{block}") from exc
