@@ -18,6 +18,7 @@ import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lore_core.settings import Settings, load_settings
 
@@ -168,12 +169,12 @@ def plan(settings: Settings, replicas: int) -> list[Child]:
     return children
 
 
-def migrate() -> int:
-    """Run each service's own `migrate` command, in turn; the first failure stops it."""
+def each_service(*command: str) -> int:
+    """Run a command of each service (`python -m lore_<service> …`), in turn; the first failure stops."""
     for name in ("docdb", "gen", "mem"):
-        done = subprocess.run([sys.executable, "-m", f"lore_{name}", "migrate"], check=False)  # noqa: S603 - fixed argv
+        done = subprocess.run([sys.executable, "-m", f"lore_{name}", *command], check=False)  # noqa: S603 - fixed argv
         if done.returncode != 0:
-            print(f"lore: the {name} migration failed (exit code {done.returncode})", file=sys.stderr)
+            print(f"lore: {name} {command[0]} failed (exit code {done.returncode})", file=sys.stderr)
             return 1
     return 0
 
@@ -183,11 +184,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "command",
         nargs="?",
-        choices=["up", "migrate"],
+        choices=["up", "migrate", "move"],
         default="up",
         help="up (default): start everything; migrate: bring each service's relational store to the "
-        "latest schema, then exit (start-up does it too)",
+        "latest schema, then exit (start-up does it too); move --to DIR: copy every service's data "
+        "into the (empty) stores DIR/lore.yaml names",
     )
+    parser.add_argument("--to", default=None, help="move: folder holding the target's lore.yaml")
     parser.add_argument("--config-dir", default=None, help="folder holding lore.yaml and pipeline.yaml")
     parser.add_argument(
         "--replicas", type=int, default=1, help="processes of each service (needs shared stores)"
@@ -196,7 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.config_dir:
         os.environ["LORE_CONFIG_DIR"] = args.config_dir
     if args.command == "migrate":
-        return migrate()
+        return each_service("migrate")
+    if args.command == "move":
+        if not args.to:
+            parser.error("move needs --to DIR (the folder of the target's lore.yaml)")
+        return each_service("move", "--to", str(Path(args.to).resolve()))
     settings = load_settings()
     g = settings.gateway
     if args.replicas < 1:

@@ -1,5 +1,6 @@
 """`python -m lore_mem`: serve the mem service under granian (the app is imported in the worker only);
-`python -m lore_mem migrate`: bring its relational store to the latest schema, then exit."""
+`python -m lore_mem migrate`: bring its relational store to the latest schema, then exit;
+`python -m lore_mem move --to DIR`: copy its data into the stores `DIR/lore.yaml` names."""
 
 import sys
 from pathlib import Path
@@ -15,6 +16,12 @@ def main() -> None:
         from lore_mem.database import SCHEMA
 
         migrate_command(config.database, Path(config.server.data_dir), SCHEMA)
+        return
+    if sys.argv[1:2] == ["move"]:
+        from lore_common.stores.transfer import move_command
+        from lore_mem.move import move
+
+        move_command("mem", move)
         return
     serve("lore_mem.app:build_app", config.server)
 

@@ -248,10 +248,10 @@ class ObjectRawStore:
 
     # ------------------------------------------------------------ moving in
 
-    async def import_local(self, raw: RawFiles) -> int:
+    async def import_local(self, raw: RawFiles, rename: bool = True) -> int:
         """Register the datasets of a local raw-files area (an install from before object storage was
-        the raw store; its files were mirrored there), uploading what the bucket lacks; then rename the
-        folder `raw.imported`. Idempotent, and one replica at a time."""
+        the raw store, or one moving to servers), uploading what the bucket lacks; then rename the
+        folder `raw.imported` (unless `rename` is false). Idempotent, and one replica at a time."""
         if not raw.root.is_dir() or not raw.list_datasets():
             return 0
         imported = 0
@@ -283,11 +283,13 @@ class ObjectRawStore:
                             .on_conflict_do_nothing()
                         )
                     imported += 1
-            target = raw.root.with_name(raw.root.name + ".imported")
-            if target.exists():
-                target = raw.root.with_name(f"{raw.root.name}.imported-{int(time.time())}")
-            with contextlib.suppress(FileNotFoundError):
-                await asyncio.to_thread(raw.root.rename, target)
+            target = raw.root
+            if rename:
+                target = raw.root.with_name(raw.root.name + ".imported")
+                if target.exists():
+                    target = raw.root.with_name(f"{raw.root.name}.imported-{int(time.time())}")
+                with contextlib.suppress(FileNotFoundError):
+                    await asyncio.to_thread(raw.root.rename, target)
         log.info("raw_files_imported", files=imported, kept_at=str(target))
         return imported
 

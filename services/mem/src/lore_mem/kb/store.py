@@ -46,6 +46,12 @@ MAX_DESCRIPTIONS = 8
 MIN_NAME_CHARS = 3
 MAX_NAME_WORDS = 6
 COMMIT_LOCK = "lore-mem-kb-commit"
+# The kb's vector collections and their indexed payload keys.
+VECTOR_COLLECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("kb_chunks", ("job_id",)),
+    ("kb_entities", ("job_id",)),
+    ("kb_communities", ()),
+)
 TABLES = (ChunkRow, EntityRow, MentionRow, RelationRow, CommunityRow, CounterRow)
 _POINTS = uuid.UUID("6f1d1c4e-6b0a-4f57-9a52-4b4c6f7265b1")
 
@@ -86,9 +92,8 @@ class KbStore:
     def __init__(self, engine: AsyncEngine, vectors: VectorStore, dim: int) -> None:
         self.engine = engine
         self.dim = dim
-        self.chunk_vectors = Collection(vectors, "kb_chunks", ("job_id",))
-        self.entity_vectors = Collection(vectors, "kb_entities", ("job_id",))
-        self.community_vectors = Collection(vectors, "kb_communities", ())
+        chunks, entities, communities = (Collection(vectors, name, keys) for name, keys in VECTOR_COLLECTIONS)
+        self.chunk_vectors, self.entity_vectors, self.community_vectors = chunks, entities, communities
 
     async def ensure(self) -> None:
         """Check the vector collections (the tables come from mem's migrations)."""
