@@ -11,6 +11,7 @@ from litestar import Litestar, Router
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from lore_common.jobs import replica_id
+from lore_common.providers.chat import create_chat_model
 from lore_common.providers.container import open_providers
 from lore_common.stores import open_stores
 from lore_common.stores.objects import ObjectStore
@@ -118,7 +119,11 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             raw, uploads, datasets = await open_raw_files(
                 data_dir, stores.sql, stores.objects, task_store, cfg
             )
-            pipeline = ParsePipeline(settings, index, vectors, graph, providers.embedder, providers.llm, bm25)
+            # Pictures in PDF/DOCX files are captioned when a vision model is configured (docdb.vlm).
+            vision = create_chat_model(cfg.vlm) if cfg.vlm.provider != "offline" else None
+            pipeline = ParsePipeline(
+                settings, index, vectors, graph, providers.embedder, providers.llm, bm25, vision
+            )
             # With several replicas on one PostgreSQL, one of them runs the sweeps.
             leadership = Leadership(stores.sql, "lore-docdb-sweeps")
             owner = replica_id(cfg.server.port)
@@ -173,6 +178,8 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
                 await tasks.stop()
                 await leadership.release()
                 await vectors.close()
+                if vision is not None:
+                    await vision.aclose()
 
     return create_service_app(
         service="docdb",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
+from base64 import b64encode
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -28,9 +29,20 @@ Role = Literal["system", "user", "assistant"]
 T = TypeVar("T")
 
 
+class Picture(msgspec.Struct, frozen=True):
+    """An image sent to a vision-capable model with a message."""
+
+    mime: str  # image/png, image/jpeg, image/gif or image/webp
+    data: bytes
+
+    def base64(self) -> str:
+        return b64encode(self.data).decode()
+
+
 class ChatMessage(msgspec.Struct, frozen=True):
     role: Role
     content: str
+    pictures: tuple[Picture, ...] = ()
 
 
 class ChatRequest(msgspec.Struct, kw_only=True):
@@ -168,7 +180,7 @@ class OpenAIChat(_RemoteChat):
     async def _call(self, request: ChatRequest) -> str:
         kwargs: dict[str, Any] = {
             "model": self.config.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": [{"role": m.role, "content": _openai_content(m)} for m in request.messages],
             "temperature": self.config.temperature if request.temperature is None else request.temperature,
             "max_tokens": request.max_tokens or self.config.max_tokens,
         }
@@ -189,6 +201,26 @@ class OpenAIChat(_RemoteChat):
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+def _openai_content(message: ChatMessage) -> Any:
+    if not message.pictures:
+        return message.content
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+    for picture in message.pictures:
+        url = f"data:{picture.mime};base64,{picture.base64()}"
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
+
+
+def _anthropic_content(message: ChatMessage) -> Any:
+    if not message.pictures:
+        return message.content
+    parts: list[dict[str, Any]] = [
+        {"type": "image", "source": {"type": "base64", "media_type": p.mime, "data": p.base64()}}
+        for p in message.pictures
+    ]
+    return [*parts, {"type": "text", "text": message.content}]
 
 
 class AnthropicChat(_RemoteChat):
@@ -213,7 +245,9 @@ class AnthropicChat(_RemoteChat):
             "max_tokens": request.max_tokens or self.config.max_tokens,
             "temperature": self.config.temperature if request.temperature is None else request.temperature,
             "messages": [
-                {"role": m.role, "content": m.content} for m in request.messages if m.role != "system"
+                {"role": m.role, "content": _anthropic_content(m)}
+                for m in request.messages
+                if m.role != "system"
             ],
         }
         if system:

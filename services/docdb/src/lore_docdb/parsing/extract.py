@@ -153,3 +153,78 @@ def extract_text(path: Path) -> str:
         raise ExtractionError(
             f"{path.name}: could not be read as {path.suffix}: {type(exc).__name__}: {exc}"
         ) from exc
+
+
+# Pictures inside documents, for the vision model (`docdb.vlm`): the larger ones (icons and rules are
+# small), at most PICTURES_PER_FILE per file, in document order.
+PICTURE_SUFFIXES = (".pdf", ".docx")
+PICTURES_PER_FILE = 32
+MIN_PICTURE_BYTES = 2048
+_MAGIC = ((b"\x89PNG", "image/png"), (b"\xff\xd8", "image/jpeg"), (b"GIF8", "image/gif"))
+
+
+def _mime(data: bytes) -> str | None:
+    for magic, mime in _MAGIC:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _as_sendable(data: bytes) -> tuple[str, bytes] | None:
+    """The picture in a format vision models take (PNG, JPEG, GIF, WebP), converting others to PNG."""
+    mime = _mime(data)
+    if mime is not None:
+        return mime, data
+    try:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as image:
+            out = io.BytesIO()
+            image.convert("RGB").save(out, "PNG")
+    except Exception:
+        return None  # a format Pillow cannot read either: no caption rather than a failed parse
+    return "image/png", out.getvalue()
+
+
+def _pdf_pictures(path: Path) -> list[bytes]:
+    from pypdf import PdfReader
+
+    found = []
+    for page in PdfReader(str(path)).pages:
+        for image in page.images:
+            found.append(image.data)
+    return found
+
+
+def _docx_pictures(path: Path) -> list[bytes]:
+    import docx
+
+    document = docx.Document(str(path))
+    return [
+        rel.target_part.blob
+        for rel in document.part.rels.values()
+        if not rel.is_external and rel.reltype.endswith("/image")
+    ]
+
+
+def embedded_pictures(path: Path) -> list[tuple[str, bytes]]:
+    """(mime, bytes) of the pictures inside a PDF or DOCX; [] for other types or an unreadable file."""
+    suffix = path.suffix.lower()
+    if suffix not in PICTURE_SUFFIXES:
+        return []
+    try:
+        raw = _pdf_pictures(path) if suffix == ".pdf" else _docx_pictures(path)
+    except Exception:
+        return []  # the text extraction reports an unreadable file; pictures are a bonus
+    pictures = []
+    for data in raw:
+        if len(data) < MIN_PICTURE_BYTES:
+            continue
+        sendable = _as_sendable(data)
+        if sendable is not None:
+            pictures.append(sendable)
+        if len(pictures) == PICTURES_PER_FILE:
+            break
+    return pictures

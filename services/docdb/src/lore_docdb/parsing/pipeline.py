@@ -17,7 +17,14 @@ import msgspec
 import structlog
 
 from lore_common.chunking import chunk_sentences, chunk_text
-from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
+from lore_common.providers.chat import (
+    ChatMessage,
+    ChatModel,
+    ChatRequest,
+    ModelError,
+    Picture,
+    complete_structured,
+)
 from lore_common.providers.embedders import Embedder
 from lore_common.providers.extraction import Extraction
 from lore_core.settings import Settings
@@ -26,13 +33,23 @@ from lore_docdb.index.graph import GraphIndex, entity_id
 from lore_docdb.index.models import ChunkRow
 from lore_docdb.index.store import IndexStore
 from lore_docdb.index.vectors import VectorIndex
-from lore_docdb.parsing.extract import ExtractionError, extract_text, supported
+from lore_docdb.parsing.extract import (
+    PICTURE_SUFFIXES,
+    ExtractionError,
+    embedded_pictures,
+    extract_text,
+    supported,
+)
 from lore_docdb.schemas.models import ENTITY_TYPES, EntityDefinition
 from lore_docdb.schemas.service import extraction_prompt
 from lore_docdb.tasks.models import Task
 
 log = structlog.get_logger("lore.docdb.parse")
 
+CAPTION_PROMPT = (
+    "This picture comes from a document. Transcribe any text in it, then say in one or two sentences "
+    "what it shows (for a chart or table: its subject and main figures)."
+)
 STAGES = ("extract", "chunk", "embed", "index", "graph", "merge")
 
 
@@ -71,6 +88,7 @@ class ParsePipeline:
         embedder: Embedder,
         llm: ChatModel,
         bm25: Bm25Cache,
+        vision: ChatModel | None = None,
     ) -> None:
         self.settings = settings
         self.index = index
@@ -79,12 +97,16 @@ class ParsePipeline:
         self.embedder = embedder
         self.llm = llm
         self.bm25 = bm25
+        # With `docdb.vlm` configured, pictures inside PDF and DOCX files are captioned into the text.
+        self.vision = vision
 
     async def run(self, ctx: ParseContext) -> list[dict[str, str]]:
         """Parse; returns the files that were skipped, with the reason."""
         task = ctx.task
         await ctx.check("extract")
         texts, skipped = await asyncio.to_thread(self._extract_all, ctx.dataset_dir)
+        if self.vision is not None:
+            texts, skipped = await self._captioned(ctx.dataset_dir, texts, skipped)
         if not texts:
             reasons = "; ".join(f"{s['file']}: {s['reason']}" for s in skipped[:5])
             raise ExtractionError(
@@ -171,6 +193,45 @@ class ParsePipeline:
             else:
                 skipped.append({"file": path.name, "reason": "no text"})
         return texts, skipped
+
+    async def _captioned(
+        self, folder: Path, texts: list[tuple[str, str]], skipped: list[dict[str, str]]
+    ) -> tuple[list[tuple[str, str]], list[dict[str, str]]]:
+        """Each PDF/DOCX with its pictures' captions; a file of pictures only (a scan) now has text."""
+        captioned = [(name, await self._with_captions(folder / name, text)) for name, text in texts]
+        kept = []
+        for entry in skipped:
+            if entry["reason"] == "no text" and Path(entry["file"]).suffix.lower() in PICTURE_SUFFIXES:
+                text = (await self._with_captions(folder / entry["file"], "")).strip()
+                if text:
+                    captioned.append((entry["file"], text))
+                    continue
+            kept.append(entry)
+        return sorted(captioned), kept
+
+    async def _with_captions(self, path: Path, text: str) -> str:
+        """The file's text followed by a caption of each picture inside it (`[Picture n: …]`)."""
+        assert self.vision is not None
+        pictures = await asyncio.to_thread(embedded_pictures, path)
+        if not pictures:
+            return text
+        vision = self.vision
+
+        async def caption(mime: str, data: bytes) -> str:
+            request = ChatRequest(
+                messages=[ChatMessage("user", CAPTION_PROMPT, (Picture(mime, data),))],
+                task="caption",
+                max_tokens=400,
+            )
+            try:
+                return (await vision.complete(request)).strip()
+            except ModelError as exc:  # the text is parsed anyway; the picture goes without caption
+                log.warning("caption_failed", file=path.name, error=str(exc))
+                return ""
+
+        captions = await asyncio.gather(*(caption(mime, data) for mime, data in pictures))
+        lines = [f"[Picture {n}: {c}]" for n, c in enumerate(captions, start=1) if c]
+        return text + ("\n\n" + "\n".join(lines) if lines else "")
 
     def _chunk_all(self, task_id: str, texts: list[tuple[str, str]]) -> list[Chunk]:
         config = self.settings.parameter.chunk_config
