@@ -9,7 +9,13 @@ from typing import Any
 from sqlalchemy import select
 
 from lore_common.stores import open_stores
-from lore_common.stores.transfer import copy_collection, copy_graphs, copy_rows, embedded_clash
+from lore_common.stores.transfer import (
+    copy_collection,
+    copy_graphs,
+    copy_rows,
+    embedded_clash,
+    embedded_stores,
+)
 from lore_core.settings import DocdbConfig, Settings
 from lore_docdb.database import SCHEMA
 from lore_docdb.datasets.objects import ObjectRawStore
@@ -19,12 +25,9 @@ from lore_docdb.index.vectors import PAYLOAD_KEYS, collection_name
 
 
 def embedded(config: DocdbConfig) -> list[str]:
-    found = [] if config.database.url else ["SQLite"]
-    if config.vector_store.provider == "qdrant" and not config.vector_store.url:
-        found.append("Qdrant local")
-    if config.graph_store.enabled and not config.graph_store.url:
-        found.append("FalkorDB")
-    return found
+    graph = config.graph_store.url if config.graph_store.enabled else False
+    vectors = (config.vector_store.provider, config.vector_store.url)
+    return embedded_stores(config.database.url, vectors, graph)
 
 
 async def move(source: Settings, target: Settings) -> dict[str, Any]:

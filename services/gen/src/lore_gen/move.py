@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from lore_common.stores import open_stores
-from lore_common.stores.transfer import copy_other_tables, copy_rows, embedded_clash
+from lore_common.stores.transfer import copy_other_tables, copy_rows, embedded_clash, embedded_stores
 from lore_core.settings import Settings
 from lore_gen.database import SCHEMA
 
@@ -15,7 +15,7 @@ from lore_gen.database import SCHEMA
 async def move(source: Settings, target: Settings) -> dict[str, Any]:
     s, t = source.gen, target.gen
     source_dir, target_dir = Path(s.server.data_dir), Path(t.server.data_dir)
-    embedded_clash("gen", source_dir, target_dir, [] if t.database.url else ["SQLite"])
+    embedded_clash("gen", source_dir, target_dir, embedded_stores(t.database.url, None, False))
     async with (
         open_stores(source_dir, name="gen", database=s.database) as src,
         open_stores(target_dir, name="gen", database=t.database) as dst,

@@ -7,7 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from lore_common.stores import open_stores
-from lore_common.stores.transfer import copy_collection, copy_graphs, copy_rows, embedded_clash
+from lore_common.stores.transfer import (
+    copy_collection,
+    copy_graphs,
+    copy_rows,
+    embedded_clash,
+    embedded_stores,
+)
 from lore_core.settings import GraphStoreConfig, MemConfig, Settings
 from lore_mem.database import SCHEMA
 from lore_mem.kb.store import VECTOR_COLLECTIONS
@@ -25,13 +31,9 @@ def graph_config(config: MemConfig) -> GraphStoreConfig | None:
 
 
 def embedded(config: MemConfig) -> list[str]:
-    found = [] if config.database.url else ["SQLite"]
-    if config.vector_store.provider == "qdrant" and not config.vector_store.url:
-        found.append("Qdrant local")
     graph = graph_config(config)
-    if graph is not None and not graph.url:
-        found.append("FalkorDB")
-    return found
+    vectors = (config.vector_store.provider, config.vector_store.url)
+    return embedded_stores(config.database.url, vectors, graph.url if graph is not None else False)
 
 
 async def move(source: Settings, target: Settings) -> dict[str, Any]:

@@ -129,3 +129,16 @@ def embedded_clash(service: str, source_dir: Path, target_dir: Path, embedded: l
             f"lore: {service}: the target keeps {', '.join(embedded)} in the same data_dir as the source "
             f"({source_dir}); give it servers or its own {service}.server.data_dir"
         )
+
+
+def embedded_stores(
+    database: str | None, vectors: tuple[str, str | None] | None, graph: str | bool | None
+) -> list[str]:
+    """The embedded stores a service's configuration uses (a URL that is None means embedded):
+    `vectors` is (provider, url), `graph` is the graph URL, or False when the service has no graph."""
+    found = [] if database else ["SQLite"]
+    if vectors is not None and vectors[0] == "qdrant" and not vectors[1]:
+        found.append("Qdrant local")
+    if graph is not False and not graph:
+        found.append("FalkorDB")
+    return found
