@@ -37,6 +37,7 @@ from lore_common.providers.chat import ModelError
 from lore_common.stores.sql import create_tables
 from lore_core.clock import utc_iso
 from lore_core.errors import LoreError
+from lore_core.tasks import wait_set
 
 log = structlog.get_logger("lore.jobs")
 
@@ -405,8 +406,7 @@ class JobQueue(Generic[R]):
             record = await self.store.claim(self.owner, self.on_claim)
             if record is None:
                 self.wakeup.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wakeup.wait(), self.idle_poll)
+                await wait_set(self.wakeup, self.idle_poll)
                 continue
             job_id = self.store._id(record)
             log.info("job_claimed", job_id=job_id, table=self.store.table.name, worker=number)

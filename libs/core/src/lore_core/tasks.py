@@ -40,6 +40,18 @@ async def periodic(
         yield
 
 
+async def wait_set(event: asyncio.Event, seconds: float) -> bool:
+    """Wait until `event` is set or `seconds` pass; True when it was set. Unlike `asyncio.wait_for` on
+    Python 3.11, a cancellation that arrives as the event is set is never swallowed, so a loop that
+    waits here always stops when its task is cancelled."""
+    try:
+        async with asyncio.timeout(seconds):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
+
+
 @contextlib.asynccontextmanager
 async def background(work: Coroutine[Any, Any, None], name: str) -> AsyncIterator[None]:
     """Run `work` as a task while the context is open; leaving it cancels the task and waits for it."""

@@ -19,6 +19,7 @@ import structlog
 
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest
 from lore_common.providers.embedders import Embedder
+from lore_core.tasks import wait_set
 from lore_mem.kb.models import Community, EntityRecord, RelationRecord
 from lore_mem.kb.store import KbStore
 
@@ -89,8 +90,7 @@ class CommunityUpdater:
 
     async def _loop(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._dirty.wait(), POLL)
+            await wait_set(self._dirty, POLL)
             self._dirty.clear()
             try:
                 if await self.leads():
