@@ -141,3 +141,57 @@ def test_an_embedded_install_moves_to_servers_and_answers_the_same(
     assert FACT in after["kb"]["rag_memory"]
     assert "peanut" in after["vg"]["results"][0]["memory"].lower()
     assert (source_dir / "docdb" / "raw" / "people" / "hopper.txt").is_file()  # the source is untouched
+
+
+def test_gen_moves_its_jobs_and_its_generated_tables(tmp_path: Path, postgres_url: str) -> None:
+    """gen's store holds the tables its table pipeline generated besides its jobs: both move."""
+    from sqlalchemy import text
+
+    from lore_common.stores.migrate import upgrade
+    from lore_common.stores.sql import create_engine
+    from lore_core.settings import DatabaseConfig
+    from lore_gen.database import SCHEMA
+
+    source = tmp_path / "gen"
+
+    async def fill() -> None:
+        engine = create_engine(DatabaseConfig(), source, "gen")
+        await upgrade(engine, SCHEMA)
+        async with engine.begin() as connection:
+            await connection.execute(text("CREATE TABLE people_2026 (name TEXT, born INTEGER, score REAL)"))
+            await connection.execute(
+                text(
+                    "INSERT INTO people_2026 VALUES ('Marie Curie', 1867, 0.5), ('Grace Hopper', 1906, NULL)"
+                )
+            )
+            await connection.execute(
+                text(
+                    "INSERT INTO lore_gen_jobs (id, kind, status, created_at, updated_at, record) "
+                    "VALUES ('t1', 'table', 'completed', '2026-01-01', '2026-01-01', '{\"task_id\": \"t1\"}')"
+                )
+            )
+        await engine.dispose()
+
+    asyncio.run(fill())
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "lore.yaml").write_text(
+        yaml.safe_dump({"gen": {"database": {"url": postgres_url}}})
+    )
+    env = {**os.environ, "LORE__GEN__SERVER__DATA_DIR": str(source)}
+    done = subprocess.run(
+        [sys.executable, "-m", "lore_gen", "move", "--to", str(tmp_path / "target")],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert '"generated_tables": {"people_2026": 2}' in done.stdout and '"lore_gen_jobs": 1' in done.stdout
+
+    async def read() -> list[Any]:
+        engine = create_engine(DatabaseConfig(url=postgres_url), tmp_path, "gen")
+        async with engine.connect() as connection:
+            rows = (
+                await connection.execute(text("SELECT name, born, score FROM people_2026 ORDER BY born"))
+            ).all()
+        await engine.dispose()
+        return [tuple(row) for row in rows]
+
+    assert asyncio.run(read()) == [("Marie Curie", 1867, 0.5), ("Grace Hopper", 1906, None)]
