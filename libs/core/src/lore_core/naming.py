@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Annotated
+
+import msgspec
 
 from lore_core.errors import BadRequest
 
@@ -11,6 +14,11 @@ NAME_PATTERN = r"^[A-Za-z0-9_\-]+$"
 NAME_MAX = 64
 FILENAME_MAX = 255
 _NAME = re.compile(NAME_PATTERN)
+# A dataset or KB name in a request body (the contract's naming rule).
+Name = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, max_length=NAME_MAX, min_length=1)]
+# A name that the service checks itself with `check_name`, for its clearer message; its length is bounded
+# here so that the OpenAPI documents show it.
+NameRef = Annotated[str, msgspec.Meta(max_length=NAME_MAX)]
 
 
 def check_name(kind: str, value: str) -> str:

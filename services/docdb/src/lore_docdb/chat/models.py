@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from lore_core.bounds import Limit, QueryText, Score, TopK
+
 QueryMode = Literal["naive", "rerank", "rewriter", "multihop", "direct"]
 QUERY_MODES = ("naive", "rerank", "rewriter", "multihop", "direct")
 MAX_QUERY = 4096
@@ -24,11 +26,11 @@ class ChatRequestBody(msgspec.Struct, kw_only=True):
 
 class RetrieveRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     kb_id: str
-    query: str
+    query: QueryText
     mode: Literal["naive", "rerank"] = "naive"
-    top_k: int | None = None
-    max_results: int = 20
-    threshold: float | None = None
+    top_k: TopK | None = None
+    max_results: Limit = 20
+    threshold: Score | None = None
 
 
 class DataItem(msgspec.Struct):

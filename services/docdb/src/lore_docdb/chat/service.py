@@ -14,6 +14,7 @@ import structlog
 
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, ModelError, complete_structured
 from lore_common.stores.objects import ObjectStore
+from lore_core.bounds import MAX_RESULTS
 from lore_core.settings import QueryDefaults
 from lore_docdb.chat.models import (
     MAX_QUERY,
@@ -132,12 +133,8 @@ class ChatService:
         mode = body.query_mode if body.query_mode is not None else "naive"
         if mode not in QUERY_MODES:
             raise ChatInputError(f"query_mode {mode!r} is unknown; use one of {', '.join(QUERY_MODES)}")
-        max_results = body.max_results if body.max_results is not None else 20
-        if not isinstance(max_results, int) or isinstance(max_results, bool) or max_results < 1:
-            raise ChatInputError("max_results must be an integer >= 1")
-        top_k = body.top_k if body.top_k is not None else self.defaults().top_k
-        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
-            raise ChatInputError("top_k must be an integer >= 1")
+        max_results = _bounded("max_results", body.max_results if body.max_results is not None else 20)
+        top_k = _bounded("top_k", body.top_k if body.top_k is not None else self.defaults().top_k)
         row = await self.index.cached_kb(kb)
         if row is None:
             raise ChatInputError(f"knowledge base {kb!r} does not exist")
@@ -298,3 +295,9 @@ class ChatService:
             hits = await self.retriever.naive(kb, query, k, limit, trace)
         items = [self._item(kb, hit) for hit in hits[:max_results]]
         return items, {"mode": mode, "top_k": k, **self._info(trace, started)}
+
+
+def _bounded(field: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_RESULTS:
+        raise ChatInputError(f"{field} must be an integer from 1 to {MAX_RESULTS}; got {value!r}")
+    return value

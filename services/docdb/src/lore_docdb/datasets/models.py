@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import msgspec
 
-from lore_core.naming import NAME_MAX, NAME_PATTERN
+from lore_core.naming import Name
 from lore_docdb.envelope import Success
 
-DatasetName = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, max_length=NAME_MAX, min_length=1)]
+DatasetName = Name
 
 
 class CreateDataset(msgspec.Struct, forbid_unknown_fields=True):

@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 import msgspec
 
-from lore_core.naming import NAME_MAX, NAME_PATTERN
+from lore_core.naming import Name
 
 
 class CreateKnowledgeBase(msgspec.Struct, forbid_unknown_fields=True):
-    name: Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, max_length=NAME_MAX, min_length=1)]
+    name: Name
 
 
 class ParseRequest(msgspec.Struct, forbid_unknown_fields=True):

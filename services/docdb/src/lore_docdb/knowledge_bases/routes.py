@@ -8,6 +8,7 @@ from litestar import Controller, Response, delete, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
+from lore_core.bounds import OverviewCount
 from lore_core.web import from_state
 from lore_docdb.envelope import ok
 from lore_docdb.knowledge_bases.models import CreateKnowledgeBase, ParseRequest, query_modes_for
@@ -63,10 +64,9 @@ class KnowledgeBaseController(Controller):
         self,
         knowledge_bases: NamedDependency[KnowledgeBaseService],
         kb_name: FromPath[str],
-        top_nodes: FromQuery[int] = 20,
-        sample_relations: FromQuery[int] = 15,
+        top_nodes: OverviewCount = 20,
+        sample_relations: OverviewCount = 15,
     ) -> dict[str, Any]:
-        top_nodes, sample_relations = max(0, min(top_nodes, 500)), max(0, min(sample_relations, 500))
         overview = await knowledge_bases.overview(kb_name, top_nodes, sample_relations)
         return ok(overview=overview, prompt=overview["prompt"])
 

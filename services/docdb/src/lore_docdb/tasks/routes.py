@@ -10,6 +10,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 
 from lore_common.providers.container import Providers
+from lore_core.bounds import LimitParam
 from lore_core.web import from_state
 from lore_docdb.config.service import ConfigService
 from lore_docdb.envelope import ok
@@ -54,9 +55,9 @@ class TaskController(Controller):
         self,
         tasks: NamedDependency[TaskService],
         status: FromQuery[TaskStatus | None] = None,
-        limit: FromQuery[int] = 50,
+        limit: LimitParam = 50,
     ) -> list[dict[str, Any]]:
-        rows = await tasks.list_tasks(status, max(1, min(limit, 1000)))
+        rows = await tasks.list_tasks(status, limit)
         return [task_object(t) for t in rows]
 
     @get("/tasks/{task_id:str}", summary="One task")

@@ -6,15 +6,18 @@ from typing import Any
 
 import msgspec
 
+from lore_core.bounds import QueryText, Score, TopK, Workers
+from lore_core.naming import NameRef
+
 
 class SubmitRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    question: str
-    sql_question: str | None = None
-    top_k: int = 5
-    threshold: float = 0.5
-    max_workers: int = 16
+    question: QueryText
+    sql_question: QueryText | None = None
+    top_k: TopK = 5
+    threshold: Score = 0.5
+    max_workers: Workers = 16
     # Beyond the contract: the docdb KB whose passages ground the rows (default: gen.kb_name).
-    kb_name: str | None = None
+    kb_name: NameRef | None = None
 
 
 class TableSchema(msgspec.Struct, kw_only=True):

@@ -6,11 +6,14 @@ from typing import Literal
 
 import msgspec
 
+from lore_core.bounds import QueryText
+from lore_core.naming import NameRef
+
 
 class GenerateRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    topic: str
+    topic: QueryText
     mode: Literal["kb", "pure_llm"]
-    kb_name: str | None = None
+    kb_name: NameRef | None = None
 
 
 class NodeReply(msgspec.Struct, kw_only=True):

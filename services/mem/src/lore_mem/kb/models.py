@@ -8,6 +8,7 @@ import msgspec
 from sqlalchemy import JSON, Column, Float, Text
 from sqlmodel import Field, SQLModel
 
+from lore_core.bounds import QueryText
 from lore_core.clock import utc_iso
 
 JobStatus = Literal["accepted", "processing", "done", "failed"]
@@ -56,7 +57,7 @@ class InsertJob(msgspec.Struct, kw_only=True):
 
 
 class QueryRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    query: str
+    query: QueryText
     mode: QueryMode = "hybrid"
     use_pm: bool = False
 

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from sqlmodel import Field, SQLModel
 
+from lore_core.bounds import MESSAGES, Limit, LongText, QueryText, ScopeId, Score
 from lore_core.clock import utcnow
 
 
 class Message(msgspec.Struct):
     role: Literal["user", "assistant", "system"]
-    content: str
+    content: LongText
 
 
 class Scope(msgspec.Struct, kw_only=True):
-    user_id: str | None = None
-    agent_id: str | None = None
-    run_id: str | None = None
+    user_id: ScopeId | None = None
+    agent_id: ScopeId | None = None
+    run_id: ScopeId | None = None
 
     def filters(self) -> dict[str, str]:
         return {
@@ -30,19 +31,19 @@ class Scope(msgspec.Struct, kw_only=True):
 
 
 class AddRequest(Scope, kw_only=True):
-    messages: list[Message]
+    messages: Annotated[list[Message], msgspec.Meta(max_length=MESSAGES)]
     metadata: dict[str, Any] | None = None
     infer: bool = True
 
 
 class SearchRequest(Scope, kw_only=True):
-    query: str
-    limit: int = 10
-    threshold: float | None = None
+    query: QueryText
+    limit: Limit = 10
+    threshold: Score | None = None
 
 
 class UpdateRequest(msgspec.Struct):
-    data: str
+    data: LongText
 
 
 class HistoryRow(SQLModel, table=True):

@@ -8,6 +8,7 @@ from litestar import Controller, delete, get, post, put
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
+from lore_core.bounds import LimitParam
 from lore_core.web import from_state
 from lore_mem.vg.models import AddRequest, Scope, SearchRequest, UpdateRequest
 from lore_mem.vg.service import VgMemory
@@ -34,7 +35,7 @@ class VgController(Controller):
         user_id: FromQuery[str | None] = None,
         agent_id: FromQuery[str | None] = None,
         run_id: FromQuery[str | None] = None,
-        limit: FromQuery[int] = 100,
+        limit: LimitParam = 100,
     ) -> dict[str, Any]:
         return await vg.list_scope(Scope(user_id=user_id, agent_id=agent_id, run_id=run_id), limit)
 

@@ -1,0 +1,32 @@
+"""The limits of the API's inputs, one definition each, so that every route states the same range in
+its OpenAPI document and answers a value outside it with a 4xx naming the field and the range."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+from litestar.params import QueryParameter
+
+MAX_RESULTS = 1000
+QUERY_CHARS = 10_000  # a question or a search: longer than any question, short enough to embed
+TEXT_CHARS = 1_000_000  # a message or a memory's text
+MESSAGES = 1000  # messages in one vg add
+ID_CHARS = 255  # user, agent and run ids
+
+Limit = Annotated[int, msgspec.Meta(ge=1, le=MAX_RESULTS, description=f"1–{MAX_RESULTS}")]
+TopK = Annotated[
+    int, msgspec.Meta(ge=1, le=MAX_RESULTS, description=f"candidates retrieved, 1–{MAX_RESULTS}")
+]
+Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0, description="0–1")]
+QueryText = Annotated[
+    str, msgspec.Meta(max_length=QUERY_CHARS, description=f"at most {QUERY_CHARS} characters")
+]
+LongText = Annotated[str, msgspec.Meta(max_length=TEXT_CHARS, description=f"at most {TEXT_CHARS} characters")]
+ScopeId = Annotated[str, msgspec.Meta(min_length=1, max_length=ID_CHARS)]
+Workers = Annotated[int, msgspec.Meta(ge=1, le=64, description="1–64")]
+
+# The same for query parameters (Litestar checks them; the OpenAPI documents show the range).
+LimitParam = Annotated[int, QueryParameter(ge=1, le=MAX_RESULTS, description=f"1–{MAX_RESULTS}")]
+OVERVIEW_MAX = 500
+OverviewCount = Annotated[int, QueryParameter(ge=0, le=OVERVIEW_MAX, description=f"0–{OVERVIEW_MAX}")]
