@@ -12,18 +12,16 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from lore_common.migrations.operations import table_missing
+
 revision = "0001"
 down_revision = None
 branch_labels = None
 depends_on = None
 
 
-def _missing(name: str) -> bool:
-    return not sa.inspect(op.get_bind()).has_table(name)
-
-
 def upgrade() -> None:
-    if _missing("tasks"):
+    if table_missing("tasks"):
         op.create_table(
             "tasks",
             sa.Column("task_id", sa.String(length=36), nullable=False),
@@ -44,7 +42,7 @@ def upgrade() -> None:
         )
         for column in ("status", "kb_name", "dataset"):
             op.create_index(f"ix_tasks_{column}", "tasks", [column])
-    if _missing("chunks"):
+    if table_missing("chunks"):
         op.create_table(
             "chunks",
             sa.Column("chunk_id", sa.String(length=80), nullable=False),
@@ -58,7 +56,7 @@ def upgrade() -> None:
         )
         for column in ("dataset", "kb_name", "task_id"):
             op.create_index(f"ix_chunks_{column}", "chunks", [column])
-    if _missing("entity_schemas"):
+    if table_missing("entity_schemas"):
         op.create_table(
             "entity_schemas",
             sa.Column("name", sa.String(length=255), nullable=False),
@@ -66,7 +64,7 @@ def upgrade() -> None:
             sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
             sa.PrimaryKeyConstraint("name"),
         )
-    if _missing("kb_datasets"):
+    if table_missing("kb_datasets"):
         op.create_table(
             "kb_datasets",
             sa.Column("kb_name", sa.String(length=64), nullable=False),
@@ -78,14 +76,14 @@ def upgrade() -> None:
             sa.Column("task_id", sa.String(length=36), nullable=True),
             sa.PrimaryKeyConstraint("kb_name", "dataset"),
         )
-    if _missing("kb_versions"):
+    if table_missing("kb_versions"):
         op.create_table(
             "kb_versions",
             sa.Column("kb_name", sa.String(length=64), nullable=False),
             sa.Column("version", sa.Integer(), nullable=False),
             sa.PrimaryKeyConstraint("kb_name"),
         )
-    if _missing("knowledge_bases"):
+    if table_missing("knowledge_bases"):
         op.create_table(
             "knowledge_bases",
             sa.Column("name", sa.String(length=64), nullable=False),

@@ -16,6 +16,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
+from lore_common.migrations.operations import create_job_table_v1
+
 revision = "0002"
 down_revision = "0001"
 branch_labels = None
@@ -62,20 +64,7 @@ def _stamp(value: Any) -> str:
 
 
 def upgrade() -> None:
-    op.create_table(
-        "lore_docdb_jobs",
-        sa.Column("id", sa.String(length=64), nullable=False),
-        sa.Column("kind", sa.String(length=32), nullable=False),
-        sa.Column("status", sa.String(length=16), nullable=False),
-        sa.Column("owner", sa.String(length=200), nullable=True),
-        sa.Column("heartbeat_at", sa.Float(), nullable=True),
-        sa.Column("created_at", sa.String(length=40), nullable=False),
-        sa.Column("updated_at", sa.String(length=40), nullable=False),
-        sa.Column("record", sa.JSON(), nullable=False),
-        sa.PrimaryKeyConstraint("id"),
-    )
-    for column in ("kind", "owner", "status"):
-        op.create_index(f"ix_lore_docdb_jobs_{column}", "lore_docdb_jobs", [column])
+    create_job_table_v1("lore_docdb_jobs")
     op.create_table(
         "raw_datasets",
         sa.Column("name", sa.String(length=64), nullable=False),

@@ -10,8 +10,7 @@ Revises:
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-from alembic import op
+from lore_common.migrations.operations import create_job_table_v1, table_missing
 
 revision = "0001"
 down_revision = None
@@ -19,27 +18,9 @@ branch_labels = None
 depends_on = None
 
 
-def _missing(name: str) -> bool:
-    return not sa.inspect(op.get_bind()).has_table(name)
-
-
 def upgrade() -> None:
-    if _missing("lore_gen_jobs"):
-        op.create_table(
-            "lore_gen_jobs",
-            sa.Column("id", sa.String(length=64), nullable=False),
-            sa.Column("kind", sa.String(length=32), nullable=False),
-            sa.Column("status", sa.String(length=16), nullable=False),
-            sa.Column("owner", sa.String(length=200), nullable=True),
-            sa.Column("heartbeat_at", sa.Float(), nullable=True),
-            sa.Column("created_at", sa.String(length=40), nullable=False),
-            sa.Column("updated_at", sa.String(length=40), nullable=False),
-            sa.Column("record", sa.JSON(), nullable=False),
-            sa.PrimaryKeyConstraint("id"),
-        )
-        op.create_index("ix_lore_gen_jobs_kind", "lore_gen_jobs", ["kind"])
-        op.create_index("ix_lore_gen_jobs_owner", "lore_gen_jobs", ["owner"])
-        op.create_index("ix_lore_gen_jobs_status", "lore_gen_jobs", ["status"])
+    if table_missing("lore_gen_jobs"):
+        create_job_table_v1("lore_gen_jobs")
 
 
 def downgrade() -> None:

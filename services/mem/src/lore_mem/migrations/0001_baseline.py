@@ -13,18 +13,16 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from lore_common.migrations.operations import create_job_table_v1, table_missing
+
 revision = "0001"
 down_revision = None
 branch_labels = None
 depends_on = None
 
 
-def _missing(name: str) -> bool:
-    return not sa.inspect(op.get_bind()).has_table(name)
-
-
 def upgrade() -> None:
-    if _missing("lore_kb_chunks"):
+    if table_missing("lore_kb_chunks"):
         op.create_table(
             "lore_kb_chunks",
             sa.Column("id", sa.String(length=100), nullable=False),
@@ -33,7 +31,7 @@ def upgrade() -> None:
             sa.PrimaryKeyConstraint("id"),
         )
         op.create_index("ix_lore_kb_chunks_job_id", "lore_kb_chunks", ["job_id"])
-    if _missing("lore_kb_communities"):
+    if table_missing("lore_kb_communities"):
         op.create_table(
             "lore_kb_communities",
             sa.Column("id", sa.String(length=32), nullable=False),
@@ -43,14 +41,14 @@ def upgrade() -> None:
             sa.Column("summary", sa.Text(), nullable=False),
             sa.PrimaryKeyConstraint("id"),
         )
-    if _missing("lore_kb_counters"):
+    if table_missing("lore_kb_counters"):
         op.create_table(
             "lore_kb_counters",
             sa.Column("name", sa.String(length=40), nullable=False),
             sa.Column("value", sa.Integer(), nullable=False),
             sa.PrimaryKeyConstraint("name"),
         )
-    if _missing("lore_kb_entities"):
+    if table_missing("lore_kb_entities"):
         op.create_table(
             "lore_kb_entities",
             sa.Column("key", sa.String(length=200), nullable=False),
@@ -62,14 +60,14 @@ def upgrade() -> None:
             sa.PrimaryKeyConstraint("key"),
         )
         op.create_index("ix_lore_kb_entities_name_form", "lore_kb_entities", ["name_form"])
-    if _missing("lore_kb_mentions"):
+    if table_missing("lore_kb_mentions"):
         op.create_table(
             "lore_kb_mentions",
             sa.Column("entity_key", sa.String(length=200), nullable=False),
             sa.Column("chunk_id", sa.String(length=100), nullable=False),
             sa.PrimaryKeyConstraint("entity_key", "chunk_id"),
         )
-    if _missing("lore_kb_relations"):
+    if table_missing("lore_kb_relations"):
         op.create_table(
             "lore_kb_relations",
             sa.Column("source", sa.String(length=200), nullable=False),
@@ -79,23 +77,9 @@ def upgrade() -> None:
             sa.PrimaryKeyConstraint("source", "target"),
         )
         op.create_index("ix_lore_kb_relations_target", "lore_kb_relations", ["target"])
-    if _missing("lore_mem_kb_jobs"):
-        op.create_table(
-            "lore_mem_kb_jobs",
-            sa.Column("id", sa.String(length=64), nullable=False),
-            sa.Column("kind", sa.String(length=32), nullable=False),
-            sa.Column("status", sa.String(length=16), nullable=False),
-            sa.Column("owner", sa.String(length=200), nullable=True),
-            sa.Column("heartbeat_at", sa.Float(), nullable=True),
-            sa.Column("created_at", sa.String(length=40), nullable=False),
-            sa.Column("updated_at", sa.String(length=40), nullable=False),
-            sa.Column("record", sa.JSON(), nullable=False),
-            sa.PrimaryKeyConstraint("id"),
-        )
-        op.create_index("ix_lore_mem_kb_jobs_kind", "lore_mem_kb_jobs", ["kind"])
-        op.create_index("ix_lore_mem_kb_jobs_owner", "lore_mem_kb_jobs", ["owner"])
-        op.create_index("ix_lore_mem_kb_jobs_status", "lore_mem_kb_jobs", ["status"])
-    if _missing("memory_history"):
+    if table_missing("lore_mem_kb_jobs"):
+        create_job_table_v1("lore_mem_kb_jobs")
+    if table_missing("memory_history"):
         op.create_table(
             "memory_history",
             sa.Column("id", sa.String(length=36), nullable=False),
