@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import time
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -16,13 +17,13 @@ import aiohttp
 from litestar import Litestar, MediaType, Request, Response, get
 from litestar.middleware import DefineMiddleware
 
-from lore_core import __version__
+from lore_core import __version__, metrics
 from lore_core.errors import exception_handlers
 from lore_core.heap import frozen_after_startup
 from lore_core.logging import REQUEST_ID_HEADER, RequestIdMiddleware, request_id_from
 from lore_core.settings import GatewayConfig, Settings
 from lore_core.tasks import background
-from lore_core.web import build_from_environment
+from lore_core.web import build_from_environment, metrics_endpoint
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
 NAME = "lore"
@@ -80,11 +81,32 @@ class Gateway:
                     await self._refuse(scope, receive, send)
                     return
                 if scope["type"] == "http":
-                    await self.proxy.http(module, scope, receive, send)
+                    await self._proxied(module, scope, receive, send)
                 else:
                     await self.proxy.websocket(module, scope, receive, send)
                 return
         await self.app(scope, receive, send)  # type: ignore[arg-type]
+
+    async def _proxied(self, module: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """One proxied request, counted and timed per module (the services count per route)."""
+        if not metrics.ENABLED:
+            await self.proxy.http(module, scope, receive, send)
+            return
+        status = 0
+
+        async def counted(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        started = time.perf_counter()
+        try:
+            await self.proxy.http(module, scope, receive, counted)
+        finally:
+            metrics.observe_request(
+                scope["method"], f"/api/v1/{module}", status, time.perf_counter() - started
+            )
 
     # ------------------------------------------------------------ own routes
 
@@ -205,7 +227,7 @@ class Gateway:
             return await gateway.merged_openapi()
 
         return Litestar(
-            route_handlers=[index, health, livez, openapi],
+            route_handlers=[index, health, livez, openapi, metrics_endpoint],
             middleware=[DefineMiddleware(RequestIdMiddleware)],
             exception_handlers=exception_handlers("detail"),
             on_shutdown=[gateway.proxy.close],

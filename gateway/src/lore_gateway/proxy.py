@@ -25,6 +25,7 @@ import msgspec
 import structlog
 from yarl import URL
 
+from lore_core import metrics, tracing
 from lore_core.logging import REQUEST_ID_HEADER, request_id_from
 
 log = structlog.get_logger("lore.gateway")
@@ -59,6 +60,7 @@ WS_SKIP = HOP_BY_HOP | {
 }
 
 
+EVENT_STREAM = "text/event-stream"
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 MAX_RETRY_AFTER_S = 30.0
 
@@ -244,6 +246,7 @@ class Proxy:
 
     async def http(self, module: str, scope: Scope, receive: Receive, send: Send) -> None:
         request_id = request_id_from(scope.get("headers", []))
+        tracing.annotate_request(request_id)
         upstream = self.downstreams[module]
         headers = self._forward_headers(scope, request_id)
         body_sent = False
@@ -295,7 +298,10 @@ class Proxy:
                     await self._failed(module, replica.url, exc, has_body, request_id, send)
                     return
                 upstream.succeeded(replica)
-                await self._relay(module, response, request_id, send)
+                if response.content_type == EVENT_STREAM:
+                    await self._relay_events(module, response, request_id, send, receive)
+                else:
+                    await self._relay(module, response, request_id, send)
                 return
             finally:
                 replica.in_flight -= 1
@@ -306,6 +312,7 @@ class Proxy:
         if has_body and _closed_while_sending(exc) and await self._alive(base):
             # The service answered early (413) and closed while the body was still arriving; the
             # HTTP client cannot read that early answer, so say what it was.
+            metrics.upstream_error(module, "body_refused")
             start, end = _json(
                 413,
                 {
@@ -317,6 +324,7 @@ class Proxy:
             )
         else:
             reason = str(exc) or type(exc).__name__
+            metrics.upstream_error(module, "timeout" if isinstance(exc, TimeoutError) else "unreachable")
             log.warning(
                 "downstream_unreachable", module=module, url=base, error=reason, request_id=request_id
             )
@@ -327,6 +335,30 @@ class Proxy:
         start["headers"].append((REQUEST_ID_HEADER.encode(), request_id.encode()))
         await send(start)
         await send(end)
+
+    async def _relay_events(
+        self, module: str, response: aiohttp.ClientResponse, request_id: str, send: Send, receive: Receive
+    ) -> None:
+        """An event stream, relayed event by event as the service sends it; when the client goes away,
+        the connection to the service is dropped, so that it stops (and stops its model call)."""
+
+        async def client_gone() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+
+        relay = asyncio.ensure_future(self._relay(module, response, request_id, send))
+        watch = asyncio.ensure_future(client_gone())
+        try:
+            await asyncio.wait((relay, watch), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            left = watch.done() and not watch.cancelled() and watch.exception() is None
+            for task in (relay, watch):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            if left:
+                log.info("client_left_stream", module=module, request_id=request_id)
+                response.close()
 
     @staticmethod
     async def _relay(module: str, response: aiohttp.ClientResponse, request_id: str, send: Send) -> None:
@@ -341,6 +373,7 @@ class Proxy:
                 async for chunk in response.content.iter_any():
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
             except aiohttp.ClientPayloadError as exc:
+                metrics.upstream_error(module, "body_broken")
                 log.warning("downstream_body_broken", module=module, error=str(exc), request_id=request_id)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -372,6 +405,7 @@ class Proxy:
                     error=str(exc),
                     request_id=request_id,
                 )
+                metrics.upstream_error(module, "websocket")
                 if not isinstance(exc, aiohttp.ClientConnectorError):
                     break  # the replica was reached and refused: another would refuse too
                 replicas.failed(replica)  # never reached: a handshake carries no work, try the next

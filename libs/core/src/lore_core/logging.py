@@ -12,6 +12,7 @@ from typing import Any
 import structlog
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from lore_core import metrics, tracing
 from lore_core.settings import LoggingConfig, is_secret_key, redact, redact_url
 
 REQUEST_ID_HEADER = "x-request-id"
@@ -98,17 +99,21 @@ class RequestIdMiddleware:
             await send(message)
 
         started = time.perf_counter()
+        tracing.annotate_request(request_id)
         with structlog.contextvars.bound_contextvars(request_id=request_id):
             try:
                 await self.app(scope, receive, send_with_id)
             finally:
-                if scope["path"] != "/health":
+                seconds = time.perf_counter() - started
+                route = str(scope.get("path_template") or "unmatched")
+                metrics.observe_request(str(scope.get("method", "WS")), route, status, seconds)
+                if scope["path"] not in ("/health", "/metrics"):
                     self.log.info(
                         "request",
                         method=scope.get("method", "WS"),
                         path=scope["path"],
                         status=status,
-                        duration_ms=round((time.perf_counter() - started) * 1000, 2),
+                        duration_ms=round(seconds * 1000, 2),
                     )
 
 

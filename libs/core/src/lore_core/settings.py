@@ -287,6 +287,18 @@ class LoggingConfig(Section):
     format: Literal["auto", "json", "console"] = "auto"
 
 
+class TelemetryConfig(Section):
+    """What a process tells its operator beyond logs."""
+
+    # Prometheus metrics at `/metrics` of every process.
+    metrics: bool = True
+    # OpenTelemetry traces go to this OTLP/HTTP endpoint (e.g. http://otel-collector:4318); when unset,
+    # the standard OTEL_EXPORTER_OTLP_ENDPOINT variable is read, and without either tracing is off.
+    otlp_endpoint: str | None = None
+    # The share of requests traced (0-1); a request that arrives with a sampled `traceparent` is traced.
+    sample_ratio: float = 1.0
+
+
 # ---------------------------------------------------------------- pipeline.yaml
 
 
@@ -326,6 +338,7 @@ class Settings(Section):
     gen: GenConfig = msgspec.field(default_factory=GenConfig)
     mem: MemConfig = msgspec.field(default_factory=MemConfig)
     logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
+    telemetry: TelemetryConfig = msgspec.field(default_factory=TelemetryConfig)
     parameter: PipelineParameters = msgspec.field(default_factory=PipelineParameters)
     postgres_batch_size: int = 500
     parse_max_workers: int = 2

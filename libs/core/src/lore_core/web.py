@@ -22,7 +22,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Schema
 from litestar.types import ControllerRouterHandler
 
-from lore_core import __version__
+from lore_core import __version__, metrics, tracing
 from lore_core.errors import ErrorStyle, error_body, exception_handlers
 from lore_core.heap import frozen_after_startup
 from lore_core.logging import RequestIdMiddleware, configure_logging
@@ -107,6 +107,17 @@ async def run_health_checks(
     return dict(results)
 
 
+@get("/metrics", summary="Prometheus metrics", include_in_schema=False)
+async def metrics_endpoint() -> Response[bytes]:
+    """The process's metrics in the Prometheus text format (404 when `telemetry.metrics` is off)."""
+    if not metrics.ENABLED:
+        return Response(
+            b"metrics are off (telemetry.metrics: false)\n", status_code=404, media_type="text/plain"
+        )
+    body, content_type = metrics.exposition()
+    return Response(body, media_type=content_type)
+
+
 def create_service_app(
     *,
     service: str,
@@ -142,7 +153,13 @@ def create_service_app(
         return {"status": "alive", "service": service}
 
     config = AppConfig(
-        route_handlers=[health, livez, *route_handlers, *planned_route_handlers(planned, error_style)],
+        route_handlers=[
+            health,
+            livez,
+            metrics_endpoint,
+            *route_handlers,
+            *planned_route_handlers(planned, error_style),
+        ],
         middleware=[DefineMiddleware(RequestIdMiddleware)],
         exception_handlers=exception_handlers(error_style),
         # Entered in order, so the freeze comes after the service's own start-up.
@@ -207,7 +224,9 @@ def document_errors(app: Litestar, style: ErrorStyle) -> None:
 
 def build_from_environment(service: str, create_app: Callable[[Settings], App]) -> App:
     """The body of every process's granian factory: settings from `$LORE_CONFIG_DIR` (default ./config)
-    and `LORE__*`, logging set up for `service`, then the app."""
+    and `LORE__*`, logging, metrics and tracing set up for `service`, then the app."""
     settings = load_settings()
     configure_logging(settings.logging, service=service)
-    return create_app(settings)
+    metrics.configure(settings.telemetry.metrics)
+    tracing.configure(settings.telemetry, service)
+    return cast(App, tracing.wrap_asgi(create_app(settings)))

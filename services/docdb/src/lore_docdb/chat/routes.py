@@ -8,9 +8,11 @@ import msgspec
 from litestar import Controller, Request, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
+from litestar.response import Stream
 
 from lore_core.errors import BadRequest, NotFound
 from lore_core.logging import current_request_id
+from lore_core.sse import event_stream
 from lore_core.web import from_state
 from lore_docdb.chat.models import ChatRequestBody, ChatResponse, RetrieveRequest
 from lore_docdb.chat.service import ChatService
@@ -28,10 +30,15 @@ class ChatController(Controller):
         summary="Ask a knowledge base; always HTTP 200, the outcome is in `success` and `code`",
         description=(
             "Body: `{query, kb_id, user_id, query_mode (naive|rerank|rewriter|multihop|direct), max_results, "
-            "top_k}`. Answers cite passages as [n]; `citations[]` maps each n to its file."
+            "top_k, stream}`. Answers cite passages as [n]; `citations[]` maps each n to its file. With "
+            "`stream: true` the answer is `text/event-stream`: `passages`, then `delta` events as the model "
+            "writes, then `citations`, then `done` holding the body the non-streaming call returns "
+            "(a failure: an `error` event, then `done`)."
         ),
     )
-    async def chat(self, request: Request[Any, Any, Any], chat: NamedDependency[ChatService]) -> ChatResponse:
+    async def chat(
+        self, request: Request[Any, Any, Any], chat: NamedDependency[ChatService]
+    ) -> ChatResponse | Stream:
         request_id = current_request_id(request.scope)
         raw = await request.body()
         try:
@@ -40,6 +47,11 @@ class ChatController(Controller):
             return ChatResponse(
                 False, 400, f"the body must be a JSON object: {exc}", None, [], 0, None, {}, request_id
             )
+        if body.stream is True:
+            return event_stream(chat.events(body, request_id))
+        if body.stream not in (False, None):
+            message = f"stream must be true or false; got {body.stream!r}"
+            return ChatResponse(False, 400, message, None, [], 0, None, {}, request_id)
         return await chat.chat(body, request_id)
 
     @post(

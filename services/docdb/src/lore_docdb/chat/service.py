@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -82,35 +82,62 @@ class ChatService:
     # ------------------------------------------------------------ entry
 
     async def chat(self, body: ChatRequestBody, request_id: str) -> ChatResponse:
+        """The whole answer at once: the last event of the stream, with the model asked in one call."""
+        final: ChatResponse | None = None
+        async for name, payload in self.events(body, request_id, stream=False):
+            if name == "done":
+                final = payload
+        assert final is not None  # events() always ends with `done`
+        return final
+
+    async def events(
+        self, body: ChatRequestBody, request_id: str, *, stream: bool = True
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """The answer as events: `passages` (what was retrieved), `delta` (answer text as the model
+        writes it), `citations`, then `done` with the body the non-streaming call returns; a failure is
+        an `error` event, then `done` with the failed body."""
         started = time.perf_counter()
         trace = Trace()
         info: dict[str, Any] = {"model": self.llm.name}
         try:
             query, kb, mode, max_results, top_k = await self._validate(body)
             info.update({"mode": mode, "kb_id": kb, "top_k": top_k, "max_results": max_results})
-            answer, hits = await self._run(mode, kb, query, top_k, max_results, trace)
+            hits, request = await self._prepare(mode, kb, query, top_k, max_results, trace)
             data = [self._item(kb, hit) for hit in hits[:max_results]]
+            yield "passages", {"data": data, "total_count": len(data)}
+            parts: list[str] = []
+            model_started = time.perf_counter()
+            trace.model_calls += 1
+            try:
+                if stream:
+                    async for piece in self.llm.stream(request):
+                        parts.append(piece)
+                        yield "delta", {"text": piece}
+                else:
+                    parts.append(await self.llm.complete(request))
+            finally:
+                trace.time("model_ms", model_started)
+            answer = "".join(parts)
             citations = await self._citations(answer, hits) if mode != "direct" else []
+            if stream:
+                yield "citations", {"citations": citations}
             info.update(self._info(trace, started))
-            return ChatResponse(True, 200, "ok", answer, data, len(data), citations, info, request_id)
+            yield "done", ChatResponse(True, 200, "ok", answer, data, len(data), citations, info, request_id)
         except ChatInputError as exc:
             info.update(self._info(trace, started))
-            return ChatResponse(False, 400, str(exc), None, [], 0, None, info, request_id)
+            failed = ChatResponse(False, 400, str(exc), None, [], 0, None, info, request_id)
+            if stream:
+                yield "error", {"code": 400, "message": failed.message}
+            yield "done", failed
         except Exception as exc:
             log.warning("chat_failed", error=f"{type(exc).__name__}: {exc}")
             info.update(self._info(trace, started))
             stage = "model" if isinstance(exc, ModelError) else "retrieval"
-            return ChatResponse(
-                False,
-                500,
-                f"{stage} failed: {type(exc).__name__}: {exc}",
-                None,
-                [],
-                0,
-                None,
-                info,
-                request_id,
-            )
+            message = f"{stage} failed: {type(exc).__name__}: {exc}"
+            failed = ChatResponse(False, 500, message, None, [], 0, None, info, request_id)
+            if stream:
+                yield "error", {"code": 500, "message": message}
+            yield "done", failed
 
     @staticmethod
     def _info(trace: Trace, started: float) -> dict[str, Any]:
@@ -150,9 +177,10 @@ class ChatService:
 
     # ------------------------------------------------------------ the five modes
 
-    async def _run(
+    async def _prepare(
         self, mode: str, kb: str, query: str, top_k: int, max_results: int, trace: Trace
-    ) -> tuple[str, list[Hit]]:
+    ) -> tuple[list[Hit], ChatRequest]:
+        """The passages a mode retrieves and the model request that answers from them."""
         modes: dict[str, Callable[[str, str, int, Trace], Awaitable[list[Hit]]]] = {
             "naive": self._naive,
             "rerank": self._rerank,
@@ -160,17 +188,14 @@ class ChatService:
             "multihop": self._multihop,
         }
         if mode == "direct":
-            answer = await self._ask(
-                ChatRequest(
-                    messages=[ChatMessage("system", DIRECT_SYSTEM), ChatMessage("user", query)], task="direct"
-                ),
-                trace,
+            direct = ChatRequest(
+                messages=[ChatMessage("system", DIRECT_SYSTEM), ChatMessage("user", query)], task="direct"
             )
-            return answer, []
+            return [], direct
         started = time.perf_counter()
         hits = await modes[mode](kb, query, top_k, trace)
         trace.time("retrieval_ms", started)
-        return await self._answer(query, hits[:max_results], trace), hits
+        return hits, self._answer_request(query, hits[:max_results])
 
     def _threshold(self) -> float:
         return self.defaults().threshold
@@ -228,18 +253,11 @@ class ChatService:
 
     # ------------------------------------------------------------ answer and citations
 
-    async def _ask(self, request: ChatRequest, trace: Trace) -> str:
-        started = time.perf_counter()
-        trace.model_calls += 1
-        try:
-            return await self.llm.complete(request)
-        finally:
-            trace.time("model_ms", started)
-
-    async def _answer(self, query: str, hits: list[Hit], trace: Trace) -> str:
+    @staticmethod
+    def _answer_request(query: str, hits: list[Hit]) -> ChatRequest:
         passages = [h.text for h in hits[:ANSWER_PASSAGES]]
         numbered = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(passages, start=1))
-        request = ChatRequest(
+        return ChatRequest(
             messages=[
                 ChatMessage("system", ANSWER_SYSTEM),
                 ChatMessage("user", f"Passages:\n{numbered}\n\nQuestion: {query}"),
@@ -247,7 +265,6 @@ class ChatService:
             task="answer",
             inputs={"question": query, "passages": passages},
         )
-        return await self._ask(request, trace)
 
     async def _citations(self, answer: str, hits: list[Hit]) -> list[Citation]:
         shown = hits[:ANSWER_PASSAGES]

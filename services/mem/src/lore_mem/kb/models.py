@@ -60,6 +60,8 @@ class QueryRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     query: QueryText
     mode: QueryMode = "hybrid"
     use_pm: bool = False
+    # true: answer as server-sent events (see the route's description).
+    stream: bool = False
 
 
 class ChunkRecord(msgspec.Struct, array_like=True):

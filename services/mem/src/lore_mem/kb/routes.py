@@ -12,8 +12,10 @@ from litestar import Controller, Request, get, post
 from litestar.datastructures import UploadFile
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
+from litestar.response import Stream
 
 from lore_core.errors import BadRequest
+from lore_core.sse import event_stream
 from lore_core.web import from_state
 from lore_mem.kb.models import QueryRequest
 from lore_mem.kb.service import MEDIA_KINDS, KbMemory
@@ -79,6 +81,20 @@ class KbController(Controller):
     async def insert_status(self, kb: NamedDependency[KbMemory], job_id: FromPath[str]) -> dict[str, Any]:
         return (await kb.job(job_id)).public()
 
-    @post("/query", status_code=200, summary="Ask the knowledge-graph memory (hybrid, local, global, naive)")
-    async def query(self, kb: NamedDependency[KbMemory], data: JSONBody[QueryRequest]) -> dict[str, Any]:
+    @post(
+        "/query",
+        status_code=200,
+        summary="Ask the knowledge-graph memory (hybrid, local, global, naive)",
+        description=(
+            "With `stream: true` the answer is `text/event-stream`: `passages` (the retrieved context), "
+            "`delta` events as the model writes, `citations`, then `done` holding the body the "
+            "non-streaming call returns; a failure mid-way is an `error` event `{status, detail}`."
+        ),
+    )
+    async def query(
+        self, kb: NamedDependency[KbMemory], data: JSONBody[QueryRequest]
+    ) -> dict[str, Any] | Stream:
+        if data.stream:
+            kb.checked(data)  # a bad question is a 400, not a stream
+            return event_stream(kb.events(data))
         return await kb.query(data)

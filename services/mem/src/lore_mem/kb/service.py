@@ -17,7 +17,7 @@ import asyncio
 import re
 import shutil
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -279,12 +279,27 @@ class KbMemory:
 
     # ------------------------------------------------------------------ query
 
-    async def query(self, request: QueryRequest) -> dict[str, Any]:
+    def checked(self, request: QueryRequest) -> str:
+        """The question, or a 400 saying what is wrong with it (before any answer starts streaming)."""
         question = request.query.strip()
         if not question:
             raise BadRequest("query is empty: ask a question")
         if len(question) > MAX_QUERY_CHARS:
             raise BadRequest(f"query is longer than {MAX_QUERY_CHARS} characters")
+        return question
+
+    async def query(self, request: QueryRequest) -> dict[str, Any]:
+        """The whole answer at once: the `done` event of `events`, with the model asked in one call."""
+        async for name, payload in self.events(request, stream=False):
+            if name == "done":
+                return dict(payload)
+        raise AssertionError("events() always ends with done")  # pragma: no cover
+
+    async def events(self, request: QueryRequest, *, stream: bool = True) -> AsyncIterator[tuple[str, Any]]:
+        """`passages` (the retrieved context), `delta` (answer text as the model writes it), `citations`
+        (the passages the answer cites as [n]), then `done` with the body the non-streaming call
+        returns. A failure after the first event is an `error` event `{status, detail}` and no `done`."""
+        question = self.checked(request)
         body: dict[str, Any] = {
             "query": request.query,
             "mode": request.mode,
@@ -294,33 +309,53 @@ class KbMemory:
             "rag_memory": "",
             "final_answer": "",
         }
-        if request.use_pm and self.pm_llm is not None:
-            pm = await self._ask_pm(question)
-            body["pm_memory"], body["pm_relevant"] = pm.answer, pm.relevant
-            if pm.relevant:
-                body["pm_used"], body["final_answer"] = True, pm.answer
-                return body
         try:
-            context = await self.retrieve(question, request.mode)
+            if request.use_pm and self.pm_llm is not None:
+                pm = await self._ask_pm(question)
+                body["pm_memory"], body["pm_relevant"] = pm.answer, pm.relevant
+                if pm.relevant:
+                    body["pm_used"], body["final_answer"] = True, pm.answer
+                    yield "passages", {"rag_memory": "", "passages": []}
+                    if stream:
+                        yield "delta", {"text": pm.answer}
+                        yield "citations", {"citations": []}
+                    yield "done", body
+                    return
+            try:
+                context = await self.retrieve(question, request.mode)
+            except LoreError:
+                raise
+            except Exception as exc:
+                log.warning("kb_query_failed", mode=request.mode, error=str(exc))
+                raise LoreError(f"kb {request.mode} retrieval failed: {exc}", status_code=500) from exc
             body["rag_memory"] = context.text()
-            body["final_answer"] = await self.llm.complete(
-                ChatRequest(
-                    messages=[
-                        ChatMessage("system", ANSWER_SYSTEM),
-                        ChatMessage(
-                            "user", f"Context:\n{_numbered(context.passages)}\n\nQuestion: {question}"
-                        ),
-                    ],
-                    task="answer",
-                    inputs={"question": question, "passages": context.passages},
-                )
+            yield "passages", {"rag_memory": body["rag_memory"], "passages": context.passages}
+            answer = ChatRequest(
+                messages=[
+                    ChatMessage("system", ANSWER_SYSTEM),
+                    ChatMessage("user", f"Context:\n{_numbered(context.passages)}\n\nQuestion: {question}"),
+                ],
+                task="answer",
+                inputs={"question": question, "passages": context.passages},
             )
-        except LoreError:
-            raise
-        except Exception as exc:
-            log.warning("kb_query_failed", mode=request.mode, error=str(exc))
-            raise LoreError(f"kb {request.mode} retrieval failed: {exc}", status_code=500) from exc
-        return body
+            try:
+                if stream:
+                    parts: list[str] = []
+                    async for piece in self.llm.stream(answer):
+                        parts.append(piece)
+                        yield "delta", {"text": piece}
+                    body["final_answer"] = "".join(parts)
+                    yield "citations", {"citations": _cited(body["final_answer"], context.passages)}
+                else:
+                    body["final_answer"] = await self.llm.complete(answer)
+            except Exception as exc:
+                log.warning("kb_query_failed", mode=request.mode, error=str(exc))
+                raise LoreError(f"kb {request.mode} answer failed: {exc}", status_code=500) from exc
+            yield "done", body
+        except LoreError as exc:
+            if not stream:
+                raise
+            yield "error", {"status": exc.status_code, "detail": exc.message}
 
     async def _ask_pm(self, question: str) -> PmReply:
         assert self.pm_llm is not None
@@ -406,6 +441,15 @@ class KbMemory:
                 continue
             context.passages.append(community.summary)
             lines.append(f"[{len(context.passages)}] {community.title}: {community.summary}")
+
+
+_CITE = re.compile(r"\[(\d{1,3})\]")
+
+
+def _cited(answer: str, passages: Sequence[str]) -> list[dict[str, Any]]:
+    """The passages an answer cites as [n], in number order."""
+    numbers = sorted({int(n) for n in _CITE.findall(answer) if 1 <= int(n) <= len(passages)})
+    return [{"index": n, "passage": passages[n - 1]} for n in numbers]
 
 
 def _numbered(passages: Sequence[str]) -> str:

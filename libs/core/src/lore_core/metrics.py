@@ -1,0 +1,162 @@
+"""Prometheus metrics of a Lore process, served at `/metrics`.
+
+Labels are low-cardinality by design: route templates (never paths with ids), providers and model
+names, store kinds, task states. One process per service, so Prometheus's own `job`/`instance` labels
+tell services and replicas apart. `configure` turns recording off (`telemetry.metrics: false`), which
+the chat benchmark uses to measure what metrics cost.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
+
+from lore_core import tracing
+
+ENABLED = True
+
+_LATENCY = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+_MODEL_LATENCY = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0)
+_STORE_LATENCY = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
+
+REQUESTS = Counter(
+    "lore_http_requests",
+    "HTTP requests answered, by route template and status",
+    ["method", "route", "status"],
+)
+REQUEST_SECONDS = Histogram(
+    "lore_http_request_duration_seconds",
+    "Time to answer an HTTP request (a streamed answer: to its last byte)",
+    ["method", "route"],
+    buckets=_LATENCY,
+)
+MODEL_CALLS = Counter(
+    "lore_model_calls",
+    "Calls to a language model, by outcome (ok or error)",
+    ["provider", "model", "outcome"],
+)
+MODEL_SECONDS = Histogram(
+    "lore_model_call_duration_seconds",
+    "Time of a model call, retries included",
+    ["provider", "model"],
+    buckets=_MODEL_LATENCY,
+)
+MODEL_TOKENS = Counter(
+    "lore_model_tokens",
+    "Tokens the provider reported, direction in or out",
+    ["provider", "model", "direction"],
+)
+MODEL_RETRIES = Counter(
+    "lore_model_retries", "Model calls retried after a 429, 5xx or time-out", ["provider", "model"]
+)
+EMBED_BATCH = Histogram(
+    "lore_embedder_batch_size",
+    "Texts per embedder call",
+    ["model"],
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048),
+)
+EMBED_SECONDS = Histogram(
+    "lore_embedder_duration_seconds", "Time of an embedder call", ["model"], buckets=_LATENCY
+)
+STORE_SECONDS = Histogram(
+    "lore_store_call_duration_seconds",
+    "Time of a call to a store (relational, vector, graph, object)",
+    ["store", "operation"],
+    buckets=_STORE_LATENCY,
+)
+STORE_ERRORS = Counter("lore_store_errors", "Store calls that raised", ["store", "operation"])
+TASKS = Counter(
+    "lore_task_transitions",
+    "Background tasks entering a state (queued, running, done, failed…)",
+    ["kind", "state"],
+)
+TASK_STAGE_SECONDS = Histogram(
+    "lore_task_stage_duration_seconds",
+    "Time a task spent in one stage of its pipeline",
+    ["kind", "stage"],
+    buckets=(0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0),
+)
+UPSTREAM_ERRORS = Counter(
+    "lore_gateway_upstream_errors", "Requests the gateway could not hand to a service", ["module", "reason"]
+)
+
+
+def configure(enabled: bool) -> None:
+    global ENABLED
+    ENABLED = enabled
+
+
+def exposition() -> tuple[bytes, str]:
+    """The registry in the Prometheus text format, and its content type."""
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+def observe_request(method: str, route: str, status: int, seconds: float) -> None:
+    if ENABLED:
+        REQUESTS.labels(method, route, str(status)).inc()
+        REQUEST_SECONDS.labels(method, route).observe(seconds)
+
+
+class ModelCall:
+    """One model call's figures: created when it starts, closed by `done` or `failed`."""
+
+    __slots__ = ("model", "provider", "started")
+
+    def __init__(self, provider: str, model: str) -> None:
+        self.provider, self.model = provider, model
+        self.started = time.perf_counter()
+
+    def done(self, tokens_in: int, tokens_out: int) -> None:
+        if not ENABLED:
+            return
+        MODEL_CALLS.labels(self.provider, self.model, "ok").inc()
+        MODEL_SECONDS.labels(self.provider, self.model).observe(time.perf_counter() - self.started)
+        if tokens_in:
+            MODEL_TOKENS.labels(self.provider, self.model, "in").inc(tokens_in)
+        if tokens_out:
+            MODEL_TOKENS.labels(self.provider, self.model, "out").inc(tokens_out)
+
+    def failed(self) -> None:
+        if ENABLED:
+            MODEL_CALLS.labels(self.provider, self.model, "error").inc()
+            MODEL_SECONDS.labels(self.provider, self.model).observe(time.perf_counter() - self.started)
+
+
+def observe_embedding(model: str, batch: int, seconds: float) -> None:
+    if ENABLED:
+        EMBED_BATCH.labels(model).observe(batch)
+        EMBED_SECONDS.labels(model).observe(seconds)
+
+
+@contextmanager
+def store_call(store: str, operation: str) -> Iterator[None]:
+    """Times a store call (a span too, when tracing is on) and counts it when it raises."""
+    started = time.perf_counter()
+    try:
+        with tracing.span(f"{store}.{operation}", {"db.system": store, "db.operation": operation}):
+            yield
+    except BaseException:
+        if ENABLED:
+            STORE_ERRORS.labels(store, operation).inc()
+        raise
+    finally:
+        if ENABLED:
+            STORE_SECONDS.labels(store, operation).observe(time.perf_counter() - started)
+
+
+def task_state(kind: str, state: str) -> None:
+    if ENABLED:
+        TASKS.labels(kind, state).inc()
+
+
+def task_stage(kind: str, stage: str, seconds: float) -> None:
+    if ENABLED:
+        TASK_STAGE_SECONDS.labels(kind, stage).observe(seconds)
+
+
+def upstream_error(module: str, reason: str) -> None:
+    if ENABLED:
+        UPSTREAM_ERRORS.labels(module, reason).inc()
