@@ -1,4 +1,5 @@
-"""The gateway: `/`, `/health`, a merged OpenAPI document, and the `/api/v1/<module>` proxy.
+"""The gateway: `/`, `/health`, `/metrics`, a merged OpenAPI document, the `/api/v1/<module>` proxy,
+and the MCP server for agents at `/mcp`.
 
 Proxied paths never enter Litestar: a thin ASGI dispatcher sends them straight to the streaming proxy,
 so the gateway adds as little latency as it can; everything else is a small Litestar app.
@@ -24,6 +25,7 @@ from lore_core.logging import REQUEST_ID_HEADER, RequestIdMiddleware, request_id
 from lore_core.settings import GatewayConfig, Settings
 from lore_core.tasks import background
 from lore_core.web import build_from_environment, metrics_endpoint
+from lore_gateway.agent_tools import MCP_PATH, AgentTools
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
 NAME = "lore"
@@ -36,6 +38,7 @@ class Gateway:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
         self.proxy = Proxy(config.upstreams(), config.connect_timeout, config.replica_retry_after)
+        self.tools = AgentTools(self.proxy)
         self.app = self._build_litestar()
         self._keys = [key.encode() for key in config.api_keys if key]
 
@@ -62,7 +65,8 @@ class Gateway:
         await send({"type": "http.response.body", "body": body})
 
     def _authorised(self, scope: Scope) -> bool:
-        """Without configured keys everything passes; with them, `/api/v1/…` needs a matching Bearer key."""
+        """Without configured keys everything passes; with them, `/api/v1/…` and `/mcp` need a matching
+        Bearer key."""
         if not self._keys:
             return True
         for name, value in scope.get("headers", []):
@@ -74,6 +78,13 @@ class Gateway:
         return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].rstrip("/") == MCP_PATH:
+            if not self._authorised(scope):
+                await self._refuse(scope, receive, send)
+                return
+            scope["path"] = MCP_PATH
+            await self.tools.app(scope, receive, send)  # type: ignore[arg-type]
+            return
         if scope["type"] in ("http", "websocket"):
             module = self.proxy.module_of(scope["path"])
             if module is not None:
@@ -231,7 +242,7 @@ class Gateway:
             middleware=[DefineMiddleware(RequestIdMiddleware)],
             exception_handlers=exception_handlers("detail"),
             on_shutdown=[gateway.proxy.close],
-            lifespan=[gateway.replica_watch, frozen_after_startup],
+            lifespan=[gateway.replica_watch, gateway.tools.running, frozen_after_startup],
             openapi_config=None,
             logging_config=None,
         )

@@ -35,6 +35,7 @@ from sqlmodel import SQLModel
 
 from lore_common.providers.chat import ModelError
 from lore_common.stores.sql import create_tables
+from lore_core import metrics
 from lore_core.clock import utc_iso
 from lore_core.errors import LoreError
 from lore_core.tasks import wait_set
@@ -156,6 +157,7 @@ class JobStore(Generic[R]):
         )
         async with self.engine.begin() as connection:
             await connection.execute(statement)
+        metrics.task_state(self.table.name, row["status"])
         if row["status"] not in self.lifecycle.unfinished:
             self._remember(record)
 
@@ -250,6 +252,7 @@ class JobStore(Generic[R]):
                     )
                 )
                 failed.append(record)
+                metrics.task_state(self.table.name, self.lifecycle.failed)
         return failed
 
     async def claim(self, owner: str, change: Callable[[R], R] | None = None) -> R | None:
@@ -287,6 +290,7 @@ class JobStore(Generic[R]):
                     )
                 )
             if result.rowcount == 1:
+                metrics.task_state(self.table.name, lifecycle.running)
                 return record
             # Another claimer took this one between the read and the write (SQLite): try the next.
 
@@ -316,6 +320,7 @@ class JobStore(Generic[R]):
             if to not in self.lifecycle.unfinished:
                 values |= {"owner": None, "heartbeat_at": None}
             await connection.execute(update(table).where(table.c.id == job_id).values(**values))
+        metrics.task_state(self.table.name, to)
         if to not in self.lifecycle.unfinished:
             self._remember(record)
         return record

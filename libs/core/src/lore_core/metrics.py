@@ -8,9 +8,11 @@ the chat benchmark uses to measure what metrics cost.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from typing import ParamSpec, TypeVar
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
 
@@ -145,6 +147,24 @@ def store_call(store: str, operation: str) -> Iterator[None]:
     finally:
         if ENABLED:
             STORE_SECONDS.labels(store, operation).observe(time.perf_counter() - started)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def timed(store: str, operation: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """An async store method timed by `store_call`."""
+
+    def decorate(method: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        @functools.wraps(method)
+        async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            with store_call(store, operation):
+                return await method(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 def task_state(kind: str, state: str) -> None:

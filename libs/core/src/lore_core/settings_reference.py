@@ -22,14 +22,14 @@ END = "<!-- env-reference:end -->"
 
 # Which top-level settings each process reads, and its port.
 PROCESSES: list[tuple[str, str, list[str]]] = [
-    ("gateway", "8000 (`gateway.port`)", ["gateway", "logging"]),
+    ("gateway", "8000 (`gateway.port`)", ["gateway", "logging", "telemetry"]),
     (
         "docdb",
         "8101 (`docdb.server.port`)",
-        ["docdb", "parameter", "postgres_batch_size", "parse_max_workers", "logging"],
+        ["docdb", "parameter", "postgres_batch_size", "parse_max_workers", "logging", "telemetry"],
     ),
-    ("gen", "8102 (`gen.server.port`)", ["gen", "logging"]),
-    ("mem", "8103 (`mem.server.port`)", ["mem", "parameter", "logging"]),
+    ("gen", "8102 (`gen.server.port`)", ["gen", "logging", "telemetry"]),
+    ("mem", "8103 (`mem.server.port`)", ["mem", "parameter", "logging", "telemetry"]),
 ]
 
 

@@ -23,7 +23,16 @@ async def _encoded(events: AsyncIterator[tuple[str, Any]]) -> AsyncIterator[byte
         yield encode(name, payload)
 
 
+class EventStream(Stream):
+    """A stream whose content type stays `text/event-stream`: Litestar's `Stream` takes the route's
+    media type first, and a route that answers JSON unless asked to stream has JSON as its own."""
+
+    def to_asgi_response(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["media_type"] = EVENT_STREAM
+        return super().to_asgi_response(*args, **kwargs)
+
+
 def event_stream(events: AsyncIterator[tuple[str, Any]]) -> Stream:
     """A `text/event-stream` response of `(name, payload)` events. When the client goes away, Litestar
     cancels the iteration, which closes the generators under it (the model's stream included)."""
-    return Stream(_encoded(events), media_type=EVENT_STREAM, headers=HEADERS)
+    return EventStream(_encoded(events), media_type=EVENT_STREAM, headers=HEADERS)

@@ -89,6 +89,21 @@ def span(name: str, attributes: Mapping[str, Any] | None = None) -> Iterator[Non
         yield
 
 
+class _NoSpan:
+    def end(self) -> None:
+        return None
+
+
+def start_span(name: str, attributes: Mapping[str, Any] | None = None) -> Any:
+    """A span that is ended by hand (`.end()`), for work whose boundaries are not one block: the
+    stages of a parse. A no-op object when tracing is off."""
+    if not ENABLED:
+        return _NoSpan()
+    from opentelemetry import trace
+
+    return trace.get_tracer("lore").start_span(name, attributes=dict(attributes or {}))
+
+
 def shutdown() -> None:
     """Flush spans still queued (at process exit)."""
     if ENABLED:

@@ -11,6 +11,7 @@ import hashlib
 import itertools
 import os
 import re
+import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -21,6 +22,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from lore_common.matrix import normalise
 from lore_common.providers.embed_worker import MODELS
 from lore_common.workers import Worker
+from lore_core import metrics, tracing
 from lore_core.settings import EmbeddingConfig
 
 Vectors = np.ndarray[Any, np.dtype[np.float32]]
@@ -127,7 +129,10 @@ class LocalEmbedder:
         return worker
 
     async def _call(self, texts: list[str], query: bool) -> Vectors:
-        rows, dim, body = await self._worker().call("embed", query, texts)
+        started = time.perf_counter()
+        with tracing.span("embedder.embed", {"lore.model": self.name, "lore.batch": len(texts)}):
+            rows, dim, body = await self._worker().call("embed", query, texts)
+        metrics.observe_embedding(self.name, len(texts), time.perf_counter() - started)
         return np.frombuffer(bytearray(body), dtype=np.float32).reshape(rows, dim)
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
@@ -179,6 +184,7 @@ class HTTPEmbedder:
         return self.config.dim
 
     async def _batch(self, texts: list[str]) -> np.ndarray[Any, Any]:
+        started = time.perf_counter()
         async with self._slots:
             try:
                 async for attempt in AsyncRetrying(
@@ -216,6 +222,7 @@ class HTTPEmbedder:
                 f"embedding model {self.config.model} returned shape {matrix.shape} for {len(texts)} texts; "
                 f"embedding_api.dim is {self.config.dim} and must match the model (and the vector collection)"
             )
+        metrics.observe_embedding(self.name, len(texts), time.perf_counter() - started)
         return matrix
 
     async def embed(self, texts: Sequence[str]) -> Vectors:

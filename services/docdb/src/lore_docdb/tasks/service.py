@@ -13,11 +13,13 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import msgspec
 import structlog
 
 from lore_common.jobs import JobQueue
+from lore_core import metrics, tracing
 from lore_core.clock import utcnow
 from lore_core.errors import BadRequest, NotFound
 from lore_core.settings import Settings
@@ -112,11 +114,18 @@ class TaskService:
         task_id = task.task_id
         structlog.contextvars.bind_contextvars(task_id=task_id)
         last_stage = ""
+        stage_started = time.perf_counter()
+        stage_span: Any = tracing.start_span("parse.start")
 
         async def check(stage: str) -> None:
-            nonlocal last_stage
+            nonlocal last_stage, stage_started, stage_span
             if stage != last_stage:
-                last_stage = stage
+                now = time.perf_counter()
+                if last_stage:
+                    metrics.task_stage("parse", last_stage, now - stage_started)
+                stage_span.end()
+                stage_span = tracing.start_span(f"parse.{stage}", {"lore.task_id": task_id})
+                last_stage, stage_started = stage, now
                 current = await self.store.get(task_id)  # a cancel may come through another replica
                 if current is None or current.status == "cancelling":
                     raise Cancelled(stage)
@@ -163,6 +172,9 @@ class TaskService:
                 task_id, "failed", when=["running", "cancelling"], change=_failed(message)
             )
         finally:
+            if last_stage:
+                metrics.task_stage("parse", last_stage, time.perf_counter() - stage_started)
+            stage_span.end()
             self.cancel_requested.discard(task_id)
             structlog.contextvars.unbind_contextvars("task_id")
 
