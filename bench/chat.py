@@ -5,7 +5,14 @@ in docdb (with its embedding and search processes) and in the harness (the fake 
 generator, which share the machine): the median of `--rounds` rounds, with min and max. Goal:
 server-side p50 < 50 ms.
 
+With `--stream`, two docdb processes side by side, one with metrics on and one with them off (each
+with its own copy of a smaller KB), answer streamed chats (`stream: true`) from a fake model that
+writes a word every `--token-ms`: time to the first event, the first answer delta and the last event
+(p50/p95), and the CPU each chat costs in docdb with and without metrics, rounds alternating between
+the two. Goal: metrics add at most 5 % to docdb's CPU per chat.
+
     uv run python bench/chat.py [--chunks 10000] [--clients 32] [--requests 640] [--rounds 3]
+    uv run python bench/chat.py --stream [--chunks 2000] [--clients 16] [--requests 320] [--rounds 4]
 """
 
 from __future__ import annotations
@@ -89,13 +96,146 @@ async def load(
     return server, client_side
 
 
+async def streamed(base: str, clients: int, total: int, rng: random.Random) -> dict[str, list[float]]:
+    """Streamed chats by `clients` closed-loop clients: milliseconds to the first event (the
+    passages), the first answer delta and the last event, per chat."""
+    times: dict[str, list[float]] = {"first_event": [], "first_delta": [], "last_event": []}
+    remaining = total
+    async with aiohttp.ClientSession(base, connector=aiohttp.TCPConnector(limit=clients)) as http:
+
+        async def worker() -> None:
+            nonlocal remaining
+            while remaining > 0:
+                remaining -= 1
+                body = {
+                    "query": f"What {rng.choice(VERBS)} {rng.choice(TOPICS)}?",
+                    "kb_id": "bench",
+                    "user_id": "u",
+                    "max_results": 5,
+                    "stream": True,
+                }
+                started = time.perf_counter()
+                seen: dict[str, float] = {}
+                last = ""
+                async with http.post("/api/v1/docdb/chat", json=body) as response:
+                    async for raw in response.content:
+                        line = raw.decode().strip()
+                        if not line.startswith("event: "):
+                            continue
+                        last = line[7:]
+                        now = (time.perf_counter() - started) * 1000
+                        seen.setdefault("first_event", now)
+                        if last == "delta":
+                            seen.setdefault("first_delta", now)
+                        seen["last_event"] = now
+                if last != "done" or "first_delta" not in seen:
+                    raise RuntimeError(f"stream ended with {last!r}: {seen}")
+                for key, value in seen.items():
+                    times[key].append(value)
+
+        await asyncio.gather(*(worker() for _ in range(clients)))
+    return times
+
+
+def build_kb(base: str, chunks: int) -> int:
+    rng = random.Random(3)
+    with httpx.Client(base_url=base, timeout=600) as client:
+        client.post(DS, json={"name": "notes"})
+        for start in range(0, chunks, 500):
+            files = [
+                ("files", (f"n{i:05d}.txt", paragraph(rng, i).encode()))
+                for i in range(start, min(chunks, start + 500))
+            ]
+            client.post(f"{DS}/notes/files", files=files).raise_for_status()
+        client.post(KB, json={"name": "bench"})
+        reply = client.post(f"{KB}/bench/parse", json={"datasets": ["notes"], "mode": 1}).json()
+        wait_task(client, reply["data"]["tasks"][0]["task_id"])
+        count: int = client.get(f"{KB}/bench/overview").json()["overview"]["chunk_count"]
+        return count
+
+
+def stream_bench(args: argparse.Namespace) -> None:
+    rng = random.Random(5)
+    work = Path(tempfile.mkdtemp(prefix="lore-bench-stream-"))
+    llm, llm_url = start_fake_llm(work, "--token-ms", str(args.token_ms))
+    env = {
+        "LORE__DOCDB__GRAPH_STORE__ENABLED": "false",
+        "LORE__DOCDB__LLM__PROVIDER": "openai",
+        "LORE__DOCDB__LLM__BASE_URL": llm_url,
+        "LORE__DOCDB__LLM__MAX_CONCURRENT_REQUESTS": str(args.clients),
+    }
+    services = {}
+    figures: dict[str, float] = {}
+    try:
+        for name, on in (("on", "true"), ("off", "false")):
+            folder = work / f"metrics-{name}"
+            folder.mkdir()
+            services[name] = start_service("docdb", folder, {**env, "LORE__TELEMETRY__METRICS": on})
+            chunks = build_kb(services[name][1], args.chunks)
+            print(f"docdb with metrics {name}: KB ready, {chunks} chunks", flush=True)
+        figures["chunks"] = chunks
+        for _, base in services.values():
+            asyncio.run(streamed(base, args.clients, args.clients * 2, rng))  # warm-up
+        rounds: dict[str, list[dict[str, float]]] = {"on": [], "off": []}
+        for number in range(1, args.rounds + 1):
+            # Alternate which goes first, so a drift of this machine's speed hits both alike.
+            order = ("on", "off") if number % 2 else ("off", "on")
+            for name in order:
+                process, base = services[name]
+                cpu_before = process.cpu_seconds()
+                started = time.perf_counter()
+                times = asyncio.run(streamed(base, args.clients, args.requests, rng))
+                elapsed = time.perf_counter() - started
+                figure = {
+                    "cpu_ms_per_chat": (process.cpu_seconds() - cpu_before) * 1000 / args.requests,
+                    "chats_per_s": args.requests / elapsed,
+                    **{f"{k}_p50_ms": percentile(v, 0.5) for k, v in times.items()},
+                    **{f"{k}_p95_ms": percentile(v, 0.95) for k, v in times.items()},
+                }
+                rounds[name].append(figure)
+                shown = ", ".join(f"{k} {v:.1f}" for k, v in figure.items())
+                print(f"round {number} metrics {name:3s}: {shown}", flush=True)
+        for name, results in rounds.items():
+            for key in results[0]:
+                figures[f"metrics_{name}_{key}"] = round(statistics.median(r[key] for r in results), 2)
+        on, off = figures["metrics_on_cpu_ms_per_chat"], figures["metrics_off_cpu_ms_per_chat"]
+        figures["metrics_cpu_overhead_ratio"] = round(on / off - 1, 4)
+        for key in ("first_event", "first_delta", "last_event"):
+            print(
+                f"time to {key.replace('_', ' ')}: p50 {figures[f'metrics_on_{key}_p50_ms']} ms, "
+                f"p95 {figures[f'metrics_on_{key}_p95_ms']} ms",
+                flush=True,
+            )
+        print(
+            f"docdb CPU per streamed chat: {on} ms with metrics, {off} ms without "
+            f"(overhead {figures['metrics_cpu_overhead_ratio']:+.1%}; goal at most +5 %)",
+            flush=True,
+        )
+    finally:
+        for process, _ in services.values():
+            process.stop()
+        llm.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    figures |= {"clients": args.clients, "token_ms": args.token_ms, "goal_metrics_overhead_ratio": 0.05}
+    print(json.dumps(figures))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--chunks", type=int, default=10_000)
-    parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--requests", type=int, default=640)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--stream", action="store_true", help="streamed chats, metrics on and off")
+    parser.add_argument("--chunks", type=int, default=None, help="10000; 2000 with --stream")
+    parser.add_argument("--clients", type=int, default=None, help="32; 16 with --stream")
+    parser.add_argument("--requests", type=int, default=None, help="640; 320 with --stream")
+    parser.add_argument("--rounds", type=int, default=None, help="3; 4 with --stream")
+    parser.add_argument("--token-ms", type=float, default=5.0, help="the fake model's pause between words")
     args = parser.parse_args()
+    defaults = (2000, 16, 320, 4) if args.stream else (10_000, 32, 640, 3)
+    for key, value in zip(("chunks", "clients", "requests", "rounds"), defaults, strict=True):
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.stream:
+        stream_bench(args)
+        return
     rng = random.Random(3)
     work = Path(tempfile.mkdtemp(prefix="lore-bench-chat-"))
     llm, llm_url = start_fake_llm(work)

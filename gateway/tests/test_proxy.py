@@ -234,3 +234,33 @@ async def test_api_keys_guard_the_api_but_not_health(guarded: str) -> None:
         async with session.ws_connect(ws, headers={"Authorization": "Bearer key-two-secret"}) as socket:
             await socket.send_str("ping")
             assert (await socket.receive(timeout=10)).data
+
+
+async def test_api_keys_guard_the_mcp_endpoint(guarded: str) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    accept = {"accept": "application/json, text/event-stream"}
+    refused = httpx.post(f"{guarded}/mcp", json=hello, headers=accept, timeout=10)
+    assert refused.status_code == 401 and "Bearer" in refused.json()["detail"]
+    keyed = {"authorization": "Bearer key-one-secret"}
+    async with (
+        httpx2.AsyncClient(headers=keyed, timeout=30) as http,
+        Client(streamable_http_client(f"{guarded}/mcp", http_client=http)) as client,
+    ):
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert "knowledge_ask" in names and "memory_add" in names
+        # mem is down behind this gateway: the tool says so instead of failing the session.
+        down = await client.call_tool("memory_list", {"user_id": "alice"})
+        assert down.is_error and "mem service could not be reached" in down.content[0].text
