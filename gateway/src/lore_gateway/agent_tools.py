@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import aiohttp
@@ -23,9 +21,9 @@ from typing_extensions import TypedDict  # pydantic reads TypedDicts from here o
 
 from lore_core import __version__
 from lore_core.logging import REQUEST_ID_HEADER
+from lore_gateway.mcp_endpoint import MCP_PATH
 from lore_gateway.proxy import Proxy
 
-MCP_PATH = "/mcp"
 TABLE_WAIT_S = 300.0
 
 
@@ -247,7 +245,7 @@ def build_server(services: Services) -> MCPServer:
 
 
 class AgentTools:
-    """The MCP server and its ASGI app; `running` is entered in the gateway's lifespan."""
+    """The MCP server and its ASGI app (`mcp_endpoint` starts them on the first `/mcp` request)."""
 
     def __init__(self, proxy: Proxy) -> None:
         self.server = build_server(Services(proxy))
@@ -258,8 +256,3 @@ class AgentTools:
             # The gateway is reached by many names (a cluster's Service, an ingress): API keys guard it.
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
-
-    @asynccontextmanager
-    async def running(self, _: Any = None) -> AsyncIterator[None]:
-        async with self.server.session_manager.run():
-            yield

@@ -11,7 +11,9 @@ import asyncio
 import hmac
 import json
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -25,7 +27,7 @@ from lore_core.logging import REQUEST_ID_HEADER, RequestIdMiddleware, request_id
 from lore_core.settings import GatewayConfig, Settings
 from lore_core.tasks import background
 from lore_core.web import build_from_environment, metrics_endpoint
-from lore_gateway.agent_tools import MCP_PATH, AgentTools
+from lore_gateway.mcp_endpoint import MCP_PATH, McpEndpoint
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
 NAME = "lore"
@@ -38,7 +40,7 @@ class Gateway:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
         self.proxy = Proxy(config.upstreams(), config.connect_timeout, config.replica_retry_after)
-        self.tools = AgentTools(self.proxy)
+        self.mcp = McpEndpoint(self.proxy)
         self.app = self._build_litestar()
         self._keys = [key.encode() for key in config.api_keys if key]
 
@@ -83,7 +85,7 @@ class Gateway:
                 await self._refuse(scope, receive, send)
                 return
             scope["path"] = MCP_PATH
-            await self.tools.app(scope, receive, send)  # type: ignore[arg-type]
+            await self._counted(MCP_PATH, self.mcp, scope, receive, send)
             return
         if scope["type"] in ("http", "websocket"):
             module = self.proxy.module_of(scope["path"])
@@ -92,16 +94,24 @@ class Gateway:
                     await self._refuse(scope, receive, send)
                     return
                 if scope["type"] == "http":
-                    await self._proxied(module, scope, receive, send)
+                    route = f"/api/v1/{module}"
+                    await self._counted(route, partial(self.proxy.http, module), scope, receive, send)
                 else:
                     await self.proxy.websocket(module, scope, receive, send)
                 return
         await self.app(scope, receive, send)  # type: ignore[arg-type]
 
-    async def _proxied(self, module: str, scope: Scope, receive: Receive, send: Send) -> None:
-        """One proxied request, counted and timed per module (the services count per route)."""
+    @staticmethod
+    async def _counted(
+        route: str,
+        handler: Callable[[Scope, Receive, Send], Awaitable[None]],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """A request outside Litestar (the proxy, `/mcp`), counted and timed under `route`."""
         if not metrics.ENABLED:
-            await self.proxy.http(module, scope, receive, send)
+            await handler(scope, receive, send)
             return
         status = 0
 
@@ -113,11 +123,9 @@ class Gateway:
 
         started = time.perf_counter()
         try:
-            await self.proxy.http(module, scope, receive, counted)
+            await handler(scope, receive, counted)
         finally:
-            metrics.observe_request(
-                scope["method"], f"/api/v1/{module}", status, time.perf_counter() - started
-            )
+            metrics.observe_request(scope["method"], route, status, time.perf_counter() - started)
 
     # ------------------------------------------------------------ own routes
 
@@ -242,7 +250,7 @@ class Gateway:
             middleware=[DefineMiddleware(RequestIdMiddleware)],
             exception_handlers=exception_handlers("detail"),
             on_shutdown=[gateway.proxy.close],
-            lifespan=[gateway.replica_watch, gateway.tools.running, frozen_after_startup],
+            lifespan=[gateway.replica_watch, gateway.mcp.lifespan, frozen_after_startup],
             openapi_config=None,
             logging_config=None,
         )

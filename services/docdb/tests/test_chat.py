@@ -314,3 +314,57 @@ async def test_citations_carry_presigned_urls_with_object_storage(docdb_factory:
         async with httpx.AsyncClient() as http:
             fetched = await http.get(urls["hopper.md"])
         assert fetched.status_code == 200 and fetched.content == DOCS["hopper.md"].encode()
+
+
+class _BrokenStream(httpx.AsyncByteStream):
+    """An OpenAI stream whose connection drops after the first words."""
+
+    async def __aiter__(self) -> Any:
+        chunk = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1732000000,
+            "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": {"content": "Grace Hopper"}, "finish_reason": None}],
+        }
+        yield f"data: {json.dumps(chunk)}\n\n".encode()
+        raise httpx.ReadError("connection reset by peer")
+
+
+def sse_events(text: str) -> list[tuple[str, Any]]:
+    found = []
+    for block in text.strip().split("\n\n"):
+        name, data = (line.split(": ", 1)[1] for line in block.split("\n"))
+        found.append((name, json.loads(data)))
+    return found
+
+
+async def test_a_model_that_fails_mid_stream_ends_with_an_error_event(docdb_factory: Any) -> None:
+    async with docdb_factory() as client:
+        await build_kb(client, mode=0)
+    with respx.mock(assert_all_called=False, using="httpx") as mock:
+        mock.route(host="docdb.test").pass_through()
+        mock.post(f"{LLM}/chat/completions").mock(
+            return_value=httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, stream=_BrokenStream()
+            )
+        )
+        async with docdb_factory(**MODEL) as client:
+            body = {"kb_id": "science", "user_id": "u", "query": "Who developed A-0?", "stream": True}
+            r = await client.post(CHAT, json=body)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+    events = sse_events(r.text)
+    assert [name for name, _ in events] == ["passages", "delta", "error", "done"]
+    assert events[1][1] == {"text": "Grace Hopper"}
+    # Part of the answer was out: no retry (it would repeat it), the failure is final and says why.
+    assert events[2][1]["code"] == 500 and "openai:gpt-4o-mini" in events[2][1]["message"]
+    assert events[3][1]["success"] is False and events[3][1]["code"] == 500
+
+
+async def test_stream_must_be_a_boolean(docdb: Any) -> None:
+    r = await docdb.post(CHAT, json={"kb_id": "science", "user_id": "u", "query": "x", "stream": "yes"})
+    assert (
+        r.status_code == 200
+        and r.json()["code"] == 400
+        and "stream must be true or false" in r.json()["message"]
+    )
