@@ -272,7 +272,10 @@ def test_metrics_of_every_process_parse_and_move_after_a_chat(stack: Stack) -> N
         frozenset({("provider", "openai"), ("model", "fake-gpt")}),
     )
     assert after[latency] == before.get(latency, 0) + 1
-    assert any(name == "lore_store_call_duration_seconds_count" for name, _ in after)
+    stores = {
+        dict(labels)["store"] for name, labels in after if name == "lore_store_call_duration_seconds_count"
+    }
+    assert {"relational", "vector"} <= stores
     assert any(name == "lore_embedder_duration_seconds_count" for name, _ in after)
     assert not any("facts" in dict(labels).values() for _, labels in after)  # no ids in labels
 

@@ -13,6 +13,7 @@ import re
 import sys
 from base64 import b64encode
 from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any, Literal, Protocol, TypeVar
 
 import httpx
@@ -155,61 +156,59 @@ class _RemoteChat:
         log.warning("model_retry", model=self.name, attempt=number)
         metrics.MODEL_RETRIES.labels(self.provider, self.config.model).inc()
 
-    async def complete(self, request: ChatRequest) -> str:
-        attempts = self.config.max_retries + 1
-        call = metrics.ModelCall(self.provider, self.config.model)
+    @asynccontextmanager
+    async def _busy(self, span: str) -> AsyncIterator[metrics.ModelCall]:
+        """A slot of `max_concurrent_requests`, then the call's span and figures (timed from here, so
+        the wait for a slot is not the model's time)."""
         async with self._slots:
             self.in_flight += 1
             try:
                 with tracing.span(
-                    "model.call", {"gen_ai.system": self.provider, "gen_ai.request.model": self.config.model}
+                    span, {"gen_ai.system": self.provider, "gen_ai.request.model": self.config.model}
                 ):
-                    async for attempt in self._retrying(attempts):
-                        with attempt:
-                            if attempt.retry_state.attempt_number > 1:
-                                self._retried(attempt.retry_state.attempt_number)
-                            text, usage = await self._call(request)
-                            call.done(usage.prompt_tokens, usage.completion_tokens)
-                            return text
+                    yield metrics.ModelCall(self.provider, self.config.model)
+            finally:
+                self.in_flight -= 1
+
+    async def complete(self, request: ChatRequest) -> str:
+        attempts = self.config.max_retries + 1
+        async with self._busy("model.call") as call:
+            try:
+                async for attempt in self._retrying(attempts):
+                    with attempt:
+                        if attempt.retry_state.attempt_number > 1:
+                            self._retried(attempt.retry_state.attempt_number)
+                        text, usage = await self._call(request)
+                        call.done(usage.prompt_tokens, usage.completion_tokens)
+                        return text
             except Exception as exc:
                 call.failed()
                 raise self._failure(exc, attempts) from exc
-            finally:
-                self.in_flight -= 1
         raise ModelError(f"model {self.name}: no attempt was made")  # pragma: no cover
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[str]:
         """Retried like `complete` until the first piece arrives; after that a failure is final, since the
         caller already holds part of the answer. Closing the iterator closes the provider's stream."""
         attempts = self.config.max_retries + 1
-        call = metrics.ModelCall(self.provider, self.config.model)
-        async with self._slots:
-            self.in_flight += 1
-            try:
-                with tracing.span(
-                    "model.stream",
-                    {"gen_ai.system": self.provider, "gen_ai.request.model": self.config.model},
-                ):
-                    number = 0
-                    while True:
-                        number += 1
-                        usage = Usage()
-                        produced = False
-                        try:
-                            async for piece in self._stream(request, usage):
-                                produced = True
-                                yield piece
-                        except Exception as exc:
-                            if produced or not is_retryable(exc) or number >= attempts:
-                                call.failed()
-                                raise self._failure(exc, number) from exc
-                            self._retried(number + 1)
-                            await asyncio.sleep(min(30.0, self.retry_backoff * 2 ** (number - 1)))
-                            continue
-                        call.done(usage.prompt_tokens, usage.completion_tokens)
-                        return
-            finally:
-                self.in_flight -= 1
+        async with self._busy("model.stream") as call:
+            number = 0
+            while True:
+                number += 1
+                usage = Usage()
+                produced = False
+                try:
+                    async for piece in self._stream(request, usage):
+                        produced = True
+                        yield piece
+                except Exception as exc:
+                    if produced or not is_retryable(exc) or number >= attempts:
+                        call.failed()
+                        raise self._failure(exc, number) from exc
+                    self._retried(number + 1)
+                    await asyncio.sleep(min(30.0, self.retry_backoff * 2 ** (number - 1)))
+                    continue
+                call.done(usage.prompt_tokens, usage.completion_tokens)
+                return
 
 
 class _Message(msgspec.Struct):

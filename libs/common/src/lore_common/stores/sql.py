@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 import zlib
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import SQLModel
 
+from lore_core import metrics
 from lore_core.settings import DatabaseConfig
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -54,7 +56,37 @@ def create_engine(config: DatabaseConfig, data_dir: Path, name: str) -> AsyncEng
     engine = create_async_engine(url, **kwargs)
     if url.startswith("sqlite"):
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    event.listen(engine.sync_engine, "before_cursor_execute", _statement_started)
+    event.listen(engine.sync_engine, "after_cursor_execute", _statement_done)
+    event.listen(engine.sync_engine, "handle_error", _statement_failed)
     return engine
+
+
+# Each statement's time, as the `relational` store's latency (by its verb: SELECT, INSERT, …).
+_STARTED = "lore_statement_started"
+
+
+def _statement_started(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
+    connection.info[_STARTED] = time.perf_counter()
+
+
+def _verb(statement: str) -> str:
+    word = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else "OTHER"
+    return word if word in _VERBS else "OTHER"
+
+
+_VERBS = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "CREATE", "ALTER", "DROP", "PRAGMA"})
+
+
+def _statement_done(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
+    started = connection.info.pop(_STARTED, None)
+    if started is not None and metrics.ENABLED:
+        metrics.STORE_SECONDS.labels("relational", _verb(statement)).observe(time.perf_counter() - started)
+
+
+def _statement_failed(context: Any) -> None:
+    if metrics.ENABLED:
+        metrics.STORE_ERRORS.labels("relational", _verb(context.statement or "")).inc()
 
 
 async def create_tables(engine: AsyncEngine, tables: Sequence[Any]) -> None:
