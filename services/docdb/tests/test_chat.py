@@ -368,3 +368,10 @@ async def test_stream_must_be_a_boolean(docdb: Any) -> None:
         and r.json()["code"] == 400
         and "stream must be true or false" in r.json()["message"]
     )
+
+
+async def test_the_openapi_document_shows_chat_as_json_or_an_event_stream(docdb: Any) -> None:
+    document = (await docdb.get("/schema/openapi.json")).json()
+    content = document["paths"][CHAT]["post"]["responses"]["200"]["content"]
+    assert content["application/json"]["schema"] == {"$ref": "#/components/schemas/ChatResponse"}
+    assert content["text/event-stream"]["schema"]["type"] == "string"

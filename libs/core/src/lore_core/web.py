@@ -27,6 +27,7 @@ from lore_core.errors import ErrorStyle, error_body, exception_handlers
 from lore_core.heap import frozen_after_startup
 from lore_core.logging import RequestIdMiddleware, configure_logging
 from lore_core.settings import Settings, load_settings
+from lore_core.sse import EVENT_STREAM
 
 HealthCheck = Callable[[], Awaitable[None]]
 App = TypeVar("App")
@@ -181,7 +182,32 @@ def create_service_app(
     for key, value in (state or {}).items():
         app.state[key] = value
     document_errors(app, error_style)
+    document_streams(app)
     return app
+
+
+def document_streams(app: Litestar) -> None:
+    """A route that answers JSON or, with `stream: true`, an event stream (`Model | Stream`): Litestar
+    documents it as `oneOf [Model, {}]`, which every body matches twice. Say what it is instead: the
+    JSON model, or `text/event-stream`."""
+    openapi = app.plugins.get(OpenAPIPlugin).provide_openapi()
+    for item in (openapi.paths or {}).values():
+        for method in ("get", "put", "post", "delete", "patch"):
+            operation = getattr(item, method, None)
+            for response in (operation.responses or {}).values() if operation else ():
+                if not isinstance(response, OpenAPIResponse) or not response.content:
+                    continue
+                json_body = response.content.get("application/json")
+                schema = json_body.schema if json_body else None
+                alternatives = getattr(schema, "one_of", None) or []
+                if len(alternatives) == 2 and Schema() in alternatives:
+                    model = next(a for a in alternatives if a != Schema())
+                    response.content = {
+                        "application/json": OpenAPIMediaType(schema=model),
+                        EVENT_STREAM: OpenAPIMediaType(
+                            schema=Schema(type=OpenAPIType.STRING, description="server-sent events")
+                        ),
+                    }
 
 
 ERROR_STATUSES = ("400", "404", "500")
