@@ -14,6 +14,7 @@ import structlog
 from lore_common.stores.vector import VectorStore
 from lore_common.workers import Worker
 from lore_core.errors import LoreError
+from lore_core.metrics import timed
 
 _NAMESPACE = uuid.UUID("6f0b8a3c-4b5d-4a8e-9f61-2c1d7e3b9a10")
 # Indexed payload keys: the filters that deletes and counts use.
@@ -115,6 +116,7 @@ class VectorIndex:
                 "use the embedder the KB was built with, or re-parse it into a new KB"
             )
 
+    @timed("vector", "upsert")
     async def upsert(
         self, kb: str, vectors: np.ndarray[Any, Any], payloads: Sequence[dict[str, Any]]
     ) -> None:
@@ -128,6 +130,7 @@ class VectorIndex:
                 mirror.update((i, dict(p)) for i, p in zip(ids, payloads, strict=True))
                 await self._change(kb, "put", matrix.shape[1], ids, matrix.tobytes())
 
+    @timed("vector", "delete_where")
     async def delete_where(self, kb: str, key: str, value: str) -> None:
         async with self._loading.setdefault(kb, asyncio.Lock()):
             await self.store.delete_where(collection_name(kb), {key: value})
@@ -138,6 +141,7 @@ class VectorIndex:
                     del mirror[i]
                 await self._change(kb, "remove", gone)
 
+    @timed("vector", "count")
     async def count(self, kb: str, key: str | None = None, value: str | None = None) -> int:
         where = {key: str(value)} if key is not None else None
         return await self.store.count(collection_name(kb), where)
@@ -149,6 +153,7 @@ class VectorIndex:
                 await self._change(kb, "drop")
             await self.store.drop(collection_name(kb))
 
+    @timed("vector", "search")
     async def search(
         self, kb: str, query: np.ndarray[Any, Any], top_k: int, threshold: float, hnsw_ef: int
     ) -> list[VectorHit]:
