@@ -115,7 +115,7 @@ class TaskService:
         structlog.contextvars.bind_contextvars(task_id=task_id)
         last_stage = ""
         stage_started = time.perf_counter()
-        stage_span: Any = tracing.start_span("parse.start")
+        stage_span: Any = None  # the current stage's span, once a stage has begun
 
         async def check(stage: str) -> None:
             nonlocal last_stage, stage_started, stage_span
@@ -123,7 +123,8 @@ class TaskService:
                 now = time.perf_counter()
                 if last_stage:
                     metrics.task_stage("parse", last_stage, now - stage_started)
-                stage_span.end()
+                if stage_span is not None:
+                    stage_span.end()
                 stage_span = tracing.start_span(f"parse.{stage}", {"lore.task_id": task_id})
                 last_stage, stage_started = stage, now
                 current = await self.store.get(task_id)  # a cancel may come through another replica
@@ -174,7 +175,8 @@ class TaskService:
         finally:
             if last_stage:
                 metrics.task_stage("parse", last_stage, time.perf_counter() - stage_started)
-            stage_span.end()
+            if stage_span is not None:
+                stage_span.end()
             self.cancel_requested.discard(task_id)
             structlog.contextvars.unbind_contextvars("task_id")
 
