@@ -239,3 +239,29 @@ async def test_buffered_writes_survive_short_writes(
         os.close(fd)
     assert writer.written == len(b"".join(pieces))
     assert target.read_bytes() == b"#" * 5 + b"".join(pieces)
+
+
+async def test_progress_lists_the_chunks_held_so_a_client_can_resume(docdb: Client, tmp_path: Path) -> None:
+    base = await dataset(docdb)
+    payload = os.urandom(5 * 1000 + 7)
+    chunks = split(payload, 5)
+    upload_id = await init(docdb, base, "resume.bin", 5, len(payload))
+    # Chunk 1 in place (its expected size), chunk 3 shorter than expected (kept apart as a part file).
+    await docdb.post(f"{base}/upload/{upload_id}/chunk", params={"chunk_index": 1}, content=chunks[1])
+    await docdb.post(f"{base}/upload/{upload_id}/chunk", params={"chunk_index": 3}, content=chunks[3][:10])
+    status = await docdb.get(f"{base}/upload/{upload_id}")
+    assert status.status_code == 200, status.text
+    data = status.json()["data"]
+    assert data["received_chunks"] == [1, 3]
+    assert data["received_bytes"] == len(chunks[1]) + 10
+    assert (data["filename"], data["total_chunks"], data["total_size"]) == ("resume.bin", 5, len(payload))
+    # Resume: send what is missing (and the short chunk again), then complete.
+    for index in (0, 2, 3, 4):
+        await docdb.post(f"{base}/upload/{upload_id}/chunk", params={"chunk_index": index}, content=chunks[index])
+    assert (await docdb.get(f"{base}/upload/{upload_id}")).json()["data"]["received_chunks"] == [0, 1, 2, 3, 4]
+    assert (await docdb.post(f"{base}/upload/{upload_id}/complete")).status_code == 200
+    stored = (tmp_path / "docdb" / "raw" / "media" / "resume.bin").read_bytes()
+    assert stored == payload
+    gone = await docdb.get(f"{base}/upload/{upload_id}")
+    assert gone.status_code == 404 and "does not exist" in gone.json()["message"]
+    assert (await docdb.get(f"{DS}/nowhere/upload/{upload_id}")).status_code == 404

@@ -10,6 +10,7 @@ import msgspec
 
 from lore_core.errors import NotFound
 from lore_docdb.datasets.models import UploadedFile
+from lore_docdb.envelope import Success
 
 
 class InitUpload(msgspec.Struct, forbid_unknown_fields=True):
@@ -27,6 +28,23 @@ class UploadSession(msgspec.Struct):
     created_at: str
 
 
+class UploadProgress(msgspec.Struct, kw_only=True):
+    """What a client needs to resume: the chunks the server holds (it sends the others)."""
+
+    upload_id: str
+    filename: str
+    total_chunks: int
+    total_size: int
+    created_at: str
+    received_chunks: list[int]
+    received_bytes: int
+
+
+class UploadStatus(Success, kw_only=True):
+    message: str
+    data: UploadProgress
+
+
 class UploadSessionNotFound(NotFound):
     def __init__(self, upload_id: str) -> None:
         super().__init__(
@@ -40,6 +58,18 @@ def chunk_size_for(session: UploadSession, index: int) -> int:
     if index < session.total_chunks - 1:
         return step
     return session.total_size - step * (session.total_chunks - 1)
+
+
+def progress_of(session: UploadSession, sizes: dict[int, int]) -> UploadProgress:
+    return UploadProgress(
+        upload_id=session.upload_id,
+        filename=session.filename,
+        total_chunks=session.total_chunks,
+        total_size=session.total_size,
+        created_at=session.created_at,
+        received_chunks=sorted(sizes),
+        received_bytes=sum(sizes.values()),
+    )
 
 
 def missing_message(missing: list[int], total: int) -> str:
@@ -65,6 +95,9 @@ class Uploads(ABC):
         body: AsyncIterator[bytes],
         declared: int | None = None,
     ) -> int: ...
+
+    @abstractmethod
+    async def progress(self, dataset: str, upload_id: str) -> UploadProgress: ...
 
     @abstractmethod
     async def complete(self, dataset: str, upload_id: str) -> UploadedFile: ...

@@ -29,7 +29,14 @@ from lore_core.naming import safe_filename
 from lore_docdb.datasets.models import UploadedFile
 from lore_docdb.datasets.objects import ObjectRawStore
 from lore_docdb.datasets.service import DatasetService, stream_to_file
-from lore_docdb.uploads.models import Uploads, UploadSession, UploadSessionNotFound, missing_message
+from lore_docdb.uploads.models import (
+    UploadProgress,
+    Uploads,
+    UploadSession,
+    UploadSessionNotFound,
+    missing_message,
+    progress_of,
+)
 from lore_docdb.uploads.service import CompleteLock
 
 log = structlog.get_logger("lore.docdb.uploads")
@@ -157,14 +164,21 @@ class ObjectUploads(Uploads):
             raise UploadSessionNotFound(upload_id)
         return size
 
+    async def _sizes(self, upload_id: str) -> dict[int, int]:
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(
+                select(_CHUNKS.c.chunk_index, _CHUNKS.c.size).where(_CHUNKS.c.upload_id == upload_id)
+            )
+            return {int(index): int(size) for index, size in rows}
+
+    async def progress(self, dataset: str, upload_id: str) -> UploadProgress:
+        session = await self._load(dataset, upload_id)
+        return progress_of(session, await self._sizes(upload_id))
+
     async def complete(self, dataset: str, upload_id: str) -> UploadedFile:
         async with self._completing(upload_id):
             session = await self._load(dataset, upload_id)
-            async with self.engine.connect() as connection:
-                rows = await connection.execute(
-                    select(_CHUNKS.c.chunk_index, _CHUNKS.c.size).where(_CHUNKS.c.upload_id == upload_id)
-                )
-                sizes = {int(index): int(size) for index, size in rows}
+            sizes = await self._sizes(upload_id)
             missing = [i for i in range(session.total_chunks) if i not in sizes]
             if missing:
                 raise BadRequest(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, Request, delete, post
+from litestar import Controller, Request, delete, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
@@ -12,7 +12,7 @@ from lore_core.web import from_state
 from lore_docdb.datasets.models import Done
 from lore_docdb.datasets.routes import DATASETS
 from lore_docdb.envelope import ok
-from lore_docdb.uploads.models import InitUpload, Uploads
+from lore_docdb.uploads.models import InitUpload, Uploads, UploadStatus
 
 
 class UploadController(Controller):
@@ -61,6 +61,15 @@ class UploadController(Controller):
             message=f"chunk {chunk_index} stored",
             data={"upload_id": upload_id, "chunk_index": chunk_index, "size": size},
         )
+
+    @get(
+        "/{upload_id:str}",
+        summary="An upload's progress: the chunks the server holds (to resume, send the others)",
+    )
+    async def progress(
+        self, uploads: NamedDependency[Uploads], dataset: FromPath[str], upload_id: FromPath[str]
+    ) -> UploadStatus:
+        return UploadStatus(message="upload in progress", data=await uploads.progress(dataset, upload_id))
 
     @post("/{upload_id:str}/complete", status_code=200, summary="Merge all chunks into the dataset")
     async def complete(

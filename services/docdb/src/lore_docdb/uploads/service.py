@@ -33,11 +33,13 @@ from lore_docdb.datasets.models import UploadedFile
 from lore_docdb.datasets.service import BufferedWriter, DatasetService, stream_to_file
 from lore_docdb.datasets.store import UPLOADS, RawFiles
 from lore_docdb.uploads.models import (
+    UploadProgress,
     Uploads,
     UploadSession,
     UploadSessionNotFound,
     chunk_size_for,
     missing_message,
+    progress_of,
 )
 
 log = structlog.get_logger("lore.docdb.uploads")
@@ -147,6 +149,17 @@ class LocalUploads(Uploads):
             if kind in ("ok", "part") and stem.isdigit():
                 found[int(stem)] = kind
         return found
+
+    async def progress(self, dataset: str, upload_id: str) -> UploadProgress:
+        folder, session = await self._load(dataset, upload_id)
+        present = await asyncio.to_thread(self.received, dataset, upload_id)
+        sizes = {
+            index: chunk_size_for(session, index)
+            if kind == "ok"
+            else (folder / f"{index}.part").stat().st_size
+            for index, kind in present.items()
+        }
+        return progress_of(session, sizes)
 
     async def complete(self, dataset: str, upload_id: str) -> UploadedFile:
         async with self._completing(upload_id):
