@@ -1,0 +1,387 @@
+"""What the API answers, as typed Structs. Unknown fields are ignored, so a newer server does not break an
+older client; every field a server may leave out has a default."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+
+class Model(msgspec.Struct, kw_only=True):
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (what the CLI's `--json` prints)."""
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        return data
+
+
+# ---------------------------------------------------------------- system
+
+
+class Info(Model):
+    name: str
+    version: str
+
+
+class Health(Model):
+    status: str
+    version: str = ""
+    gateway: dict[str, Any] = {}
+    services: dict[str, dict[str, Any]] = {}
+
+
+# ---------------------------------------------------------------- docdb: datasets and uploads
+
+
+class FileInfo(Model):
+    name: str
+    size: int
+    modified_time: str
+
+
+class UploadedFile(Model):
+    filename: str
+    size: int
+
+
+class UploadSession(Model):
+    upload_id: str
+    filename: str
+    total_chunks: int
+    total_size: int
+    created_at: str = ""
+
+
+class UploadProgress(UploadSession):
+    received_chunks: list[int] = []
+    received_bytes: int = 0
+
+
+class UploadEvent(Model):
+    """Passed to `upload(on_progress=…)` as bytes reach the server; `done` once a file is stored."""
+
+    path: str
+    filename: str
+    sent_bytes: int
+    total_bytes: int
+    done: bool = False
+    chunked: bool = False
+    resumed_bytes: int = 0  # bytes the server already held from an interrupted upload
+
+
+# ---------------------------------------------------------------- docdb: knowledge bases and tasks
+
+
+class KnowledgeBaseSummary(Model):
+    name: str
+    created_at: str
+    status: str
+
+
+class KbDataset(Model):
+    name: str
+    parsed: bool = False
+    process_mode: int | None = None
+    parsed_at: str | None = None
+
+
+class QueryMode(Model):
+    id: str
+    label: str = ""
+    desc: str = ""
+
+
+class KnowledgeBase(KnowledgeBaseSummary):
+    process_mode: int | None = None
+    datasets: list[KbDataset] = []
+    available_query_modes: list[QueryMode] = []
+
+
+class GraphEntity(Model):
+    name: str
+    type: str = ""
+    description: str = ""
+    degree: int = 0
+    datasets: list[str] = []
+
+
+class GraphRelation(Model):
+    source: str
+    target: str
+    description: str = ""
+    weight: float = 1.0
+
+
+class Overview(Model):
+    name: str
+    datasets: list[KbDataset] = []
+    top_entities: list[GraphEntity] = []
+    sample_relations: list[GraphRelation] = []
+    chunk_count: int = 0
+    prompt: str = ""
+
+
+class ParseTaskRef(Model):
+    task_id: str
+    dataset: str
+
+
+class ParseResult(Model):
+    tasks: list[ParseTaskRef]
+    mode: int
+
+
+TaskStatus = Literal["pending", "running", "cancelling", "completed", "failed", "cancelled"]
+
+
+class Task(Model):
+    """A parse task (contract 2.6). Its `stage` moves through `PARSE_STAGES`."""
+
+    task_id: str
+    status: str
+    task_type: str = "file_processing"
+    metadata: dict[str, Any] = {}
+    stage: str | None = None
+    created_at: str = ""
+    updated_at: str = ""
+    error: str | None = None
+
+    @property
+    def kb_name(self) -> str:
+        return str(self.metadata.get("kb_name", ""))
+
+    @property
+    def dataset(self) -> str:
+        return str(self.metadata.get("dataset", ""))
+
+    @property
+    def skipped_files(self) -> list[dict[str, Any]]:
+        skipped = self.metadata.get("skipped_files") or []
+        return list(skipped)
+
+
+PARSE_STAGES = ("extract", "chunk", "embed", "index", "graph", "merge", "done")
+
+
+class CancelResult(Model):
+    task_id: str
+    status: str
+
+
+class SchemaEntity(Model):
+    type: str
+    description: str = ""
+    attributes: list[Any] = []
+
+
+class SchemaSummary(Model):
+    name: str
+    created_at: str = ""
+    entity_count: int = 0
+
+
+class Schema(Model):
+    name: str
+    entities: list[dict[str, Any]] = []
+    prompt_preview: str = ""
+    created_at: str = ""
+
+
+# ---------------------------------------------------------------- docdb: chat and retrieval
+
+
+class Passage(Model):
+    content: str
+    score: float = 0.0
+    kb_id: str = ""
+    kb_name: str = ""  # the file the passage comes from
+    dataset: str = ""
+    source_id: list[str] = []
+
+
+class Citation(Model):
+    index: int
+    source_file: str
+    dataset: str = ""
+    file_url: str | None = None
+
+
+class ChatResult(Model):
+    response: str | None
+    data: list[Passage] = []
+    total_count: int = 0
+    citations: list[Citation] | None = None
+    query_info: dict[str, Any] = {}
+    request_id: str = ""
+    message: str = ""
+
+
+class RetrieveResult(Model):
+    data: list[Passage] = []
+    total_count: int = 0
+    query_info: dict[str, Any] = {}
+
+
+class ChatEvent(Model):
+    """One event of a streamed answer: `passages`, `delta` (text), `citations`, `error`, then `done`
+    (whose `data` is the body the plain call returns)."""
+
+    event: str
+    data: Any = None
+
+
+# ---------------------------------------------------------------- gen
+
+
+class Table(Model):
+    table_name: str
+    schema: Any = None
+    csv_data: list[dict[str, Any]] = []
+    sql: str = ""
+    query_results: Any = None
+    kb_name: str | None = None
+
+
+class TableTask(Model):
+    task_id: str
+    status: str
+    result: Table | None = None
+    error: str | None = None
+    step: int | None = None
+    step_name: str | None = None
+    progress: dict[str, Any] | None = None
+    created_at: str = ""
+    updated_at: str = ""
+
+
+class TableEvent(Model):
+    """A message of the table stream: `progress` (`step`, `name`, …), `result` (`data`) or `error`."""
+
+    type: str
+    step: int | None = None
+    name: str | None = None
+    task_id: str | None = None
+    done: int | None = None
+    total: int | None = None
+    data: Table | None = None
+    message: str | None = None
+
+
+class TreeNode(Model):
+    node_name: str
+    category: str = ""
+    description: str = ""
+    children: list[TreeNode] = []
+
+
+class TagTree(Model):
+    tree_name: str
+    tree_description: str = ""
+    node_count: int = 0
+    nodes: list[TreeNode] = []
+    kb_name: str | None = None
+    kb_entity_nodes: int | None = None
+
+
+class TreeTask(Model):
+    task_id: str
+    status: str
+    result: TagTree | None = None
+    error: str | None = None
+    node_count: int | None = None
+    created_at: str = ""
+    updated_at: str = ""
+
+
+# ---------------------------------------------------------------- mem
+
+
+class Memory(Model):
+    id: str
+    memory: str
+    hash: str = ""
+    created_at: str | None = None
+    updated_at: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    score: float | None = None
+
+
+class MemoryEvent(Model):
+    id: str
+    memory: str
+    event: str
+    previous_memory: str | None = None
+
+
+class AddResult(Model):
+    results: list[MemoryEvent]
+    relations: dict[str, Any] = {}
+
+
+class SearchResult(Model):
+    results: list[Memory]
+    relations: list[Any] = []
+
+
+class UpdateResult(Model):
+    id: str
+    memory: str
+    event: str = "UPDATE"
+    previous_memory: str | None = None
+    message: str = ""
+
+
+class HistoryRecord(Model):
+    id: str
+    memory_id: str
+    event: str
+    old_memory: str | None = None
+    new_memory: str | None = None
+    created_at: str = ""
+    is_deleted: bool = False
+
+
+class InsertJob(Model):
+    """A `kb` memory insert (contract 2.12): `accepted`, `processing`, then `done` or `failed`."""
+
+    id: str
+    query: str
+    status: str
+    videocaption: str | None = None
+    audiocaption: str | None = None
+    imagecaption: str | None = None
+    error: str | None = None
+    chunks: int | None = None
+    entities: int | None = None
+    relations: int | None = None
+    created_at: str = ""
+    updated_at: str = ""
+
+
+class KbAnswer(Model):
+    query: str
+    mode: str
+    final_answer: str
+    rag_memory: str = ""
+    pm_used: bool = False
+    pm_memory: str | None = None
+    pm_relevant: bool = False
+
+
+# ---------------------------------------------------------------- waiting
+
+
+class TaskProgress(Model):
+    """Passed to `wait(on_progress=…)` each time a task's state changes."""
+
+    kind: Literal["parse", "table", "tree", "kb_insert"]
+    task_id: str
+    status: str
+    stage: str | None = None
+    step: int | None = None  # how far along: a parse's stage number, a table's step
+    steps: int | None = None
+    done: int | None = None  # rows of a table filled so far
+    total: int | None = None
