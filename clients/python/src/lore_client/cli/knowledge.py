@@ -1,0 +1,292 @@
+"""`lore ingest`, `lore kb …`, `lore tasks`, `lore chat`: documents into knowledge bases, and questions."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.live import Live
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+from rich.table import Table
+
+from lore_client._upload import MIB, expand
+from lore_client.cli.output import JsonFlag, client, console, emit, fail, handled
+from lore_client.errors import TaskFailed
+from lore_client.models import PARSE_STAGES, Task, TaskProgress, UploadEvent
+from lore_client.sync import Lore
+
+kb_app = typer.Typer(help="Knowledge bases: list, show, delete.", no_args_is_help=True)
+ACTIVE = ("pending", "running", "cancelling")
+
+
+class UploadBars:
+    """One bar for the whole upload, and one per chunked (large) file while it is sent."""
+
+    def __init__(self, progress: Progress, total: int) -> None:
+        self.progress = progress
+        self.overall = progress.add_task("all files", total=total)
+        self.files: dict[str, TaskID] = {}
+        self.sent: dict[str, int] = {}
+
+    def __call__(self, event: UploadEvent) -> None:
+        before = self.sent.get(event.path, 0)
+        self.sent[event.path] = event.sent_bytes
+        self.progress.advance(self.overall, event.sent_bytes - before)
+        if not event.chunked:
+            return
+        if event.path not in self.files:
+            label = escape(event.filename) + (" (resumed)" if event.resumed_bytes else "")
+            self.files[event.path] = self.progress.add_task(label, total=event.total_bytes)
+        self.progress.update(self.files[event.path], completed=event.sent_bytes)
+        if event.done:
+            self.progress.remove_task(self.files.pop(event.path))
+
+
+@handled
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (walked recursively).")],
+    kb: Annotated[str, typer.Option("--kb", "-k", help="Knowledge base (created if missing).")],
+    dataset: Annotated[
+        str | None,
+        typer.Option("--dataset", "-d", help="Dataset (created if missing); default: the KB's name."),
+    ] = None,
+    mode: Annotated[int, typer.Option(help="0: vectors + knowledge graph, 1: vectors only.")] = 0,
+    schema: Annotated[str | None, typer.Option(help="Entity schema for the graph (mode 0).")] = None,
+    chunk_mib: Annotated[int, typer.Option(help="Files larger than this go in chunks of this size.")] = 8,
+    parallel: Annotated[int, typer.Option(help="Chunks sent at once.")] = 4,
+    as_json: JsonFlag = False,
+) -> None:
+    """Upload files into a dataset, parse it into a knowledge base and wait until it is done.
+
+    Files already in the dataset with the same name and size are not sent again; a dataset already
+    parsed is parsed again only when something new arrived.
+    """
+    dataset = dataset or kb
+    files = expand(paths)
+    if not files:
+        raise fail("no files to ingest", 2)
+    with client() as lore:
+        if dataset not in lore.list_datasets():
+            lore.create_dataset(dataset)
+        held = {f.name: f.size for f in lore.list_files(dataset)}
+        new = [f for f in files if held.get(f.name) != f.stat().st_size]
+        unchanged = [str(f) for f in files if f not in new]
+        uploaded = _upload(lore, dataset, new, chunk_mib * MIB, parallel, quiet=as_json)
+        if kb not in {k.name for k in lore.list_knowledge_bases()}:
+            lore.create_knowledge_base(kb)
+        parsed = {d.name for d in lore.get_knowledge_base(kb).datasets if d.parsed}
+        task: Task | None = None
+        if uploaded or dataset not in parsed:
+            started = lore.parse(kb, [dataset], mode=mode, schema_name=schema, force=dataset in parsed)
+            task = _wait(lore, started.tasks[0].task_id, quiet=as_json)
+        chunks = lore.overview(kb, top_nodes=1, sample_relations=1).chunk_count
+    summary: dict[str, Any] = {
+        "kb": kb,
+        "dataset": dataset,
+        "uploaded": [u.to_dict() for u in uploaded],
+        "unchanged": unchanged,
+        "task": task.to_dict() if task else None,
+        "skipped_files": task.skipped_files if task else [],
+        "chunk_count": chunks,
+    }
+    if as_json:
+        emit(summary)
+    else:
+        _print_summary(summary)
+    if task is not None and task.status != "completed":
+        raise typer.Exit(1)
+
+
+def _upload(lore: Lore, dataset: str, files: list[Path], chunk: int, parallel: int, quiet: bool) -> list[Any]:
+    if not files:
+        return []
+    total = sum(f.stat().st_size for f in files)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, disable=quiet, transient=True) as progress:
+        return lore.upload(
+            dataset, files, chunk_size=chunk, parallel=parallel, on_progress=UploadBars(progress, total)
+        )
+
+
+def _wait(lore: Lore, task_id: str, quiet: bool) -> Task:
+    """The task's stage on one live line until it ends (a failed task is returned, not raised)."""
+    with console.status(f"parse {task_id[:8]}: queued", spinner="dots") as status:
+
+        def show(p: TaskProgress) -> None:
+            if not quiet:
+                status.update(
+                    f"parse {task_id[:8]}: {p.status}, stage {p.stage or '-'} "
+                    f"({p.step or 0}/{len(PARSE_STAGES)})"
+                )
+
+        try:
+            return lore.wait(task_id, on_progress=show)
+        except TaskFailed as exc:
+            if isinstance(exc.task, Task):
+                return exc.task
+            raise
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    task = summary["task"]
+    console.print(f"[bold]{escape(summary['kb'])}[/bold] ← dataset [bold]{escape(summary['dataset'])}[/bold]")
+    console.print(f"  uploaded {len(summary['uploaded'])} file(s), {len(summary['unchanged'])} unchanged")
+    if task is None:
+        console.print("  already parsed and nothing new: up to date")
+    else:
+        colour = "green" if task["status"] == "completed" else "red"
+        line = f"  parse {task['task_id']}: [{colour}]{task['status']}[/{colour}]"
+        console.print(line + (f" ({escape(task['error'])})" if task.get("error") else ""))
+    for skipped in summary["skipped_files"]:
+        console.print(f"  skipped {escape(str(skipped.get('file')))}: {escape(str(skipped.get('reason')))}")
+    console.print(f"  {summary['chunk_count']} chunk(s) in the knowledge base")
+
+
+@kb_app.command("ls")
+@handled
+def kb_list(as_json: JsonFlag = False) -> None:
+    """Every knowledge base with its status."""
+    with client() as lore:
+        kbs = lore.list_knowledge_bases()
+    if as_json:
+        emit(kbs)
+        return
+    table = Table("name", "status", "created")
+    for kb in kbs:
+        table.add_row(escape(kb.name), kb.status, kb.created_at)
+    console.print(table)
+
+
+@kb_app.command("show")
+@handled
+def kb_show(name: str, as_json: JsonFlag = False) -> None:
+    """A knowledge base: its datasets, query modes and most connected entities."""
+    with client() as lore:
+        kb = lore.get_knowledge_base(name)
+        overview = lore.overview(name, top_nodes=10, sample_relations=5)
+    if as_json:
+        emit({"knowledge_base": kb, "overview": overview})
+        return
+    console.print(
+        f"[bold]{escape(kb.name)}[/bold]  {kb.status}  mode {kb.process_mode}  "
+        f"{overview.chunk_count} chunk(s)"
+    )
+    for d in kb.datasets:
+        console.print(
+            f"  dataset {escape(d.name)}: {'parsed ' + (d.parsed_at or '') if d.parsed else 'not parsed'}"
+        )
+    console.print("  query modes: " + ", ".join(m.id for m in kb.available_query_modes))
+    if overview.top_entities:
+        console.print(
+            "  top entities: " + ", ".join(f"{escape(e.name)} ({e.degree})" for e in overview.top_entities)
+        )
+
+
+@kb_app.command("rm")
+@handled
+def kb_remove(
+    name: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    keep_data: Annotated[
+        bool, typer.Option(help="Keep its chunks, vectors and graph (purge_db false).")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Delete a knowledge base (in the background)."""
+    if not yes and not typer.confirm(f"Delete knowledge base {name!r}?"):
+        raise typer.Exit(1)
+    with client() as lore:
+        status = lore.delete_knowledge_base(name, purge_db=not keep_data)
+    if as_json:
+        emit({"name": name, "status": status})
+    else:
+        console.print(f"{escape(name)}: {status}")
+
+
+@handled
+def tasks(
+    status: Annotated[str | None, typer.Option(help="Only tasks in this state.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 50,
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh until no task is active.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Parse tasks with their state and stage."""
+    with client() as lore:
+        if as_json or not watch:
+            found = lore.list_tasks(status=status, limit=limit)
+            emit(found) if as_json else console.print(_task_table(found))
+            return
+        with Live(console=console, refresh_per_second=4) as live:
+            while True:
+                found = lore.list_tasks(status=status, limit=limit)
+                live.update(_task_table(found))
+                if not any(t.status in ACTIVE for t in found):
+                    return
+                time.sleep(1)
+
+
+def _task_table(found: list[Task]) -> Table:
+    table = Table("task", "kb", "dataset", "status", "stage", "updated")
+    for t in found:
+        table.add_row(t.task_id, escape(t.kb_name), escape(t.dataset), t.status, t.stage or "", t.updated_at)
+    return table
+
+
+@handled
+def chat(
+    kb: str,
+    question: str,
+    mode: Annotated[str, typer.Option(help="naive, rerank, rewriter, multihop or direct.")] = "naive",
+    user: Annotated[str, typer.Option(help="Who asks (the contract's user_id).")] = "lore-cli",
+    max_results: Annotated[int, typer.Option(help="Passages to use.")] = 20,
+    stream: Annotated[bool, typer.Option(help="Print the answer as it is written.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Ask a knowledge base; the answer cites its passages as [n], listed with their files."""
+    with client() as lore:
+        if stream and not as_json:
+            done: dict[str, Any] = {}
+            for event in lore.chat_stream(kb, question, mode=mode, user_id=user, max_results=max_results):
+                if event.event == "delta":  # the pieces join to exactly the answer
+                    sys.stdout.write(event.data.get("text", ""))
+                    sys.stdout.flush()
+                elif event.event == "error":
+                    raise fail(str(event.data.get("message")))
+                elif event.event == "done":
+                    done = event.data
+            console.print()
+            _print_sources(done.get("citations") or [])
+            return
+        answer = lore.chat(kb, question, mode=mode, user_id=user, max_results=max_results)
+    if as_json:
+        emit(answer)
+        return
+    console.print(answer.response or "(no answer)", highlight=False, markup=False)
+    _print_sources([c.to_dict() for c in answer.citations or []])
+
+
+def _print_sources(citations: list[dict[str, Any]]) -> None:
+    if citations:
+        console.print("\n[bold]Sources[/bold]")
+    for c in citations:
+        console.print(
+            f"  [{c['index']}] {escape(c['source_file'])} (dataset {escape(c.get('dataset') or '')})"
+        )
