@@ -257,8 +257,9 @@ async def test_progress_lists_the_chunks_held_so_a_client_can_resume(docdb: Clie
     assert (data["filename"], data["total_chunks"], data["total_size"]) == ("resume.bin", 5, len(payload))
     # Resume: send what is missing (and the short chunk again), then complete.
     for index in (0, 2, 3, 4):
-        await docdb.post(f"{base}/upload/{upload_id}/chunk", params={"chunk_index": index}, content=chunks[index])
-    assert (await docdb.get(f"{base}/upload/{upload_id}")).json()["data"]["received_chunks"] == [0, 1, 2, 3, 4]
+        await docdb.post(f"{base}/upload/{upload_id}/chunk?chunk_index={index}", content=chunks[index])
+    held = (await docdb.get(f"{base}/upload/{upload_id}")).json()["data"]["received_chunks"]
+    assert held == [0, 1, 2, 3, 4]
     assert (await docdb.post(f"{base}/upload/{upload_id}/complete")).status_code == 200
     stored = (tmp_path / "docdb" / "raw" / "media" / "resume.bin").read_bytes()
     assert stored == payload

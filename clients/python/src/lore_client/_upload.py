@@ -166,9 +166,12 @@ class Uploader(Docdb):
                 sent += len(content)
                 report(file.event(sent, chunked=True, resumed_bytes=resumed))
 
-        async with asyncio.TaskGroup() as group:
-            for _ in range(min(parallel, len(todo))):
-                group.create_task(worker())
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(min(parallel, len(todo))):
+                    group.create_task(worker())
+        except BaseExceptionGroup as failed:  # the first stream's error, as a caller expects it
+            raise failed.exceptions[0] from None
         result = await self.complete_upload(dataset, upload_id)
         await asyncio.to_thread(state.forget)
         report(file.event(file.size, done=True, chunked=True, resumed_bytes=resumed))

@@ -1,0 +1,187 @@
+"""The `lore` command against a real stack: typer's CliRunner for each command group (its `--json`
+parsed), exit codes and messages on failure, and one real subprocess run of `lore ingest` and
+`lore chat` on a folder of SciFact abstracts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+import pytest
+from typer.testing import CliRunner
+
+from lore_client.cli import app
+
+from .conftest import ROOT, Stack
+
+SCIFACT = ROOT / "tests" / "data" / "scifact-sample"
+PEOPLE = ROOT / "examples" / "people"
+
+
+@pytest.fixture
+def run(stack: Stack) -> Any:
+    runner = CliRunner()
+
+    def invoke(*args: str, code: int = 0, answer: str | None = None) -> Any:
+        env = {"LORE_URL": stack.url, "LORE_API_KEY": ""}
+        result = runner.invoke(app, list(args), env=env, input=answer)
+        assert result.exit_code == code, f"{args}: {result.stdout}\n{result.stderr}\n{result.exception!r}"
+        return result
+
+    return invoke
+
+
+def as_json(result: Any) -> Any:
+    return json.loads(result.stdout)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def test_health(run: Any) -> None:
+    report = as_json(run("health", "--json"))
+    assert report["status"] == "ok" and set(report["services"]) == {"docdb", "gen", "mem"}
+    assert "docdb" in run("health").stdout
+
+
+def test_ingest_uploads_parses_and_is_idempotent_then_kb_and_tasks(run: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "people"
+    shutil.copytree(PEOPLE, folder)
+    (folder / "notes").mkdir()
+    (folder / "notes" / "lovelace.txt").write_text("Ada Lovelace wrote the first published program in 1843.")
+    kb = unique("people")
+    first = as_json(run("ingest", str(folder), "--kb", kb, "--json"))
+    assert sorted(f["filename"] for f in first["uploaded"]) == ["curie.md", "hopper.md", "lovelace.txt"]
+    assert first["task"]["status"] == "completed" and first["dataset"] == kb and first["chunk_count"] == 3
+    again = as_json(run("ingest", str(folder), "--kb", kb, "--json"))
+    assert again["uploaded"] == [] and len(again["unchanged"]) == 3 and again["task"] is None
+    (folder / "turing.md").write_text("Alan Turing described the universal machine in 1936.")
+    more = as_json(run("ingest", str(folder), "--kb", kb, "--json"))
+    assert [f["filename"] for f in more["uploaded"]] == ["turing.md"] and more["task"][
+        "status"
+    ] == "completed"
+    assert more["chunk_count"] == 4  # parsed again with force: every file once
+    human = run("ingest", str(folder), "--kb", kb).stdout
+    assert "up to date" in human and "4 chunk(s)" in human
+
+    assert kb in {k["name"] for k in as_json(run("kb", "ls", "--json"))}
+    shown = as_json(run("kb", "show", kb, "--json"))
+    assert shown["knowledge_base"]["datasets"][0]["parsed"] and shown["overview"]["chunk_count"] == 4
+    tasks = as_json(run("tasks", "--json", "--limit", "200"))
+    assert {t["task_id"] for t in tasks} >= {first["task"]["task_id"], more["task"]["task_id"]}
+    assert "completed" in run("tasks", "--watch").stdout  # nothing active: one table, then it ends
+
+    answer = as_json(run("chat", kb, "Who developed the first compiler?", "--json"))
+    assert answer["citations"][0]["source_file"] == "hopper.md"
+    printed = run("chat", kb, "Who developed the first compiler?", "--mode", "rerank").stdout
+    assert "Grace Hopper" in printed and "[1] hopper.md" in printed
+    streamed = run("chat", kb, "Who developed the first compiler?", "--stream").stdout
+    assert "Grace Hopper" in streamed and "[1] hopper.md" in streamed
+
+    table = as_json(run("table", "What do we know about Grace Hopper?", "--kb", kb, "--json"))
+    assert table["type"] == "result" and table["data"]["csv_data"][0]["name"] == "Grace Hopper"
+    rendered = run("table", "What do we know about Marie Curie?", "--kb", kb).stdout
+    assert "Marie Curie" in rendered and "SELECT" in rendered and "step 4" in rendered
+
+    tree = as_json(run("tree", "generate", "science", "--kb", kb, "--json"))
+    assert tree["status"] == "completed" and tree["result"]["kb_name"] == kb
+    assert "science" in run("tree", "show", tree["task_id"]).stdout
+
+    run("kb", "rm", kb, code=1, answer="n\n")  # asked, and refused: nothing happens
+    assert as_json(run("kb", "show", kb, "--json"))["knowledge_base"]["status"] == "ready"
+    assert as_json(run("kb", "rm", kb, "--yes", "--json"))["status"] == "deleting"
+
+
+def test_failures_exit_non_zero_with_the_servers_message(run: Any, tmp_path: Path) -> None:
+    missing = run("kb", "show", unique("nokb"), code=1)
+    assert "does not exist" in missing.stderr and "404" in missing.stderr
+    assert "name a scope" in run("mem", "search", "x", code=2).stderr
+    assert "no such file" in run("ingest", str(tmp_path / "absent"), "--kb", "x", code=2).stderr
+    failed = run("table", "every person and their discovery", code=1)
+    assert "no entities" in failed.stderr
+
+
+def test_tree_import(run: Any, tmp_path: Path) -> None:
+    book = openpyxl.Workbook()
+    for row in (["Energy", "Solar", "Panels"], ["Energy", "Wind"], ["Water"]):
+        book.active.append(row)
+    book.save(tmp_path / "tags.xlsx")
+    tree = as_json(run("tree", "import", str(tmp_path / "tags.xlsx"), "--name", "tags", "--json"))
+    assert tree["result"]["node_count"] == 5 and [n["node_name"] for n in tree["result"]["nodes"]] == [
+        "Energy",
+        "Water",
+    ]
+    printed = run("tree", "import", str(tmp_path / "tags.xlsx")).stdout
+    assert "Panels" in printed and "Wind" in printed
+
+
+def test_memory_commands(run: Any) -> None:
+    user = unique("user")
+    added = as_json(run("mem", "add", "I am allergic to peanuts.", "--user", user, "--json"))
+    memory_id = added["results"][0]["id"]
+    run("mem", "add", "I live in Lisbon.", "--user", user, "--no-infer")
+    found = as_json(run("mem", "search", "peanut allergy", "--user", user, "--limit", "1", "--json"))
+    assert len(found) == 1 and found[0]["id"] == memory_id
+    assert len(as_json(run("mem", "ls", "--user", user, "--json"))) == 2
+    assert "peanuts" in run("mem", "ls", "--user", user).stdout
+    history = as_json(run("mem", "history", memory_id, "--json"))
+    assert [h["event"] for h in history] == ["ADD"]
+    assert as_json(run("mem", "rm", memory_id, "--json")) == {"deleted": 1}
+    assert as_json(run("mem", "rm", "--user", user, "--yes", "--json")) == {"deleted": 1}
+    assert as_json(run("mem", "ls", "--user", user, "--json")) == []
+
+    job = as_json(run("mem", "kb", "insert", "Rosalind Franklin photographed DNA in 1952.", "--json"))
+    assert job["status"] == "done" and job["entities"] >= 1
+    answer = as_json(run("mem", "kb", "query", "Who photographed DNA?", "--mode", "naive", "--json"))
+    assert "Rosalind Franklin" in answer["final_answer"]
+
+
+def test_lore_ingest_and_chat_as_a_real_process_on_scifact(stack: Stack, tmp_path: Path) -> None:
+    lore = shutil.which("lore", path=str(Path(sys.executable).parent))
+    assert lore, "the lore command is installed with lore-client[cli]"
+    env = {**os.environ, "LORE_URL": stack.url, "COLUMNS": "120"}
+    kb = unique("scifact")
+    ingest = subprocess.run(
+        [lore, "ingest", str(SCIFACT), "--kb", kb, "--mode", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert ingest.returncode == 0, ingest.stderr
+    assert "uploaded 12 file(s)" in ingest.stdout and "completed" in ingest.stdout
+    claims = {
+        "ADAR1 binds to Dicer to cleave pre-miRNA.": "5953485.txt",
+        "AIRE is expressed in some skin tumors.": "12580014.txt",
+        "ALDH1 expression is associated with poorer prognosis in breast cancer.": "45638119.txt",
+    }
+    for claim, evidence in claims.items():
+        chat = subprocess.run(
+            [lore, "chat", kb, claim, "--mode", "rerank", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert chat.returncode == 0, chat.stderr
+        answer = json.loads(chat.stdout)
+        assert answer["citations"][0]["source_file"] == evidence, (claim, answer["citations"])
+    missing = subprocess.run(
+        [lore, "chat", unique("nokb"), "anything"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert missing.returncode == 1 and "does not exist" in missing.stderr
