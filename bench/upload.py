@@ -5,7 +5,11 @@ Also the peak RSS of the gateway and of docdb. Starts both on loopback; stops th
 
 Goal: upload MB/s >= 0.5 x disk MB/s; peak RSS of each process < 200 MB.
 
-    uv run python bench/upload.py [--size-mib 1024] [--chunk-mib 8] [--streams 4]
+`--client` adds, in each round, the same file through `lore-client`'s `AsyncLore.upload()` (chunked,
+`--streams` in parallel, resumable), so the client's rate is measured beside the raw HTTP one and the
+disk's on the same minute (same goal: >= 0.5 x disk).
+
+    uv run python bench/upload.py [--size-mib 1024] [--chunk-mib 8] [--streams 4] [--client]
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 
 import aiohttp
 
+from lore_client import AsyncLore
 from lore_common.testing.processes import ServerProcess, free_port
 
 MIB = 1024 * 1024
@@ -106,12 +111,29 @@ async def upload(base: str, source: Path, size: int, chunk: int, streams: int) -
         return time.perf_counter() - started, result
 
 
+async def client_upload(url: str, source: Path, chunk: int, streams: int, state: Path) -> tuple[float, str]:
+    """The same file through lore-client: returns the seconds and the stored name."""
+    async with AsyncLore(url) as lore:
+        started = time.perf_counter()
+        [stored] = await lore.upload("bench", [source], chunk_size=chunk, parallel=streams, state_dir=state)
+        return time.perf_counter() - started, stored.filename
+
+
+def sha256_of(path: Path, block: int) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while piece := handle.read(block):
+            digest.update(piece)
+    return digest.hexdigest()
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size-mib", type=int, default=1024)
     parser.add_argument("--chunk-mib", type=int, default=8)
     parser.add_argument("--streams", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--client", action="store_true", help="also upload through lore-client, side by side")
     args = parser.parse_args()
     size, chunk = args.size_mib * MIB, args.chunk_mib * MIB
     work = Path(tempfile.mkdtemp(prefix="lore-bench-upload-", dir=os.environ.get("LORE_BENCH_DIR")))
@@ -140,31 +162,40 @@ async def main() -> None:
         baseline = {"gateway": gateway.rss_bytes(), "docdb": docdb.rss_bytes()}
         sampler.start()
         base = f"http://127.0.0.1:{gateway_port}/api/v1/docdb/files/raw-files/datasets"
-        disks, rates, ratios = [], [], []
+        disks, rates, ratios, client_rates, client_ratios = [], [], [], [], []
+        client_identical = True
+        raw_dir = work / "docdb" / "raw" / "bench"
+        gateway_url = f"http://127.0.0.1:{gateway_port}"
         for round_ in range(args.rounds):
             disks.append(disk_write_mb_s(work, size, chunk))
+            # With --client the two uploads take turns going first, so neither always follows the other.
+            client_first = args.client and round_ % 2 == 1
+            if client_first:
+                seconds, name = await client_upload(gateway_url, source, chunk, args.streams, work / "state")
             elapsed, result = await upload(base, source, size, chunk, args.streams)
+            if args.client and not client_first:
+                seconds, name = await client_upload(gateway_url, source, chunk, args.streams, work / "state")
             rates.append(size / MIB / elapsed)
             ratios.append(rates[-1] / disks[-1])
-            print(
-                f"round {round_ + 1}: disk {disks[-1]:.0f} MB/s, upload {rates[-1]:.0f} MB/s, "
-                f"ratio {ratios[-1]:.2f}",
-                flush=True,
-            )
+            line = f"round {round_ + 1}: disk {disks[-1]:.0f} MB/s, upload {rates[-1]:.0f} MB/s"
+            line += f", ratio {ratios[-1]:.2f}"
+            if args.client:
+                client_rates.append(size / MIB / seconds)
+                client_ratios.append(client_rates[-1] / disks[-1])
+                line += f"; lore-client {client_rates[-1]:.0f} MB/s, ratio {client_ratios[-1]:.2f}"
+                if round_ == args.rounds - 1:
+                    client_identical = sha256_of(raw_dir / name, chunk) == expected
+                (raw_dir / name).unlink()
+            print(line, flush=True)
             if round_ < args.rounds - 1:
-                (work / "docdb" / "raw" / "bench" / result["data"]["filename"]).unlink()
+                (raw_dir / result["data"]["filename"]).unlink()
         # The same upload straight to docdb, to show what the gateway costs.
         direct = f"http://127.0.0.1:{docdb_port}/api/v1/docdb/files/raw-files/datasets"
         direct_elapsed, _ = await upload(direct, source, size, chunk, args.streams)
         direct_rate = size / MIB / direct_elapsed
         sampler.done.set()
         sampler.join()
-        stored = work / "docdb" / "raw" / "bench" / result["data"]["filename"]
-        digest = hashlib.sha256()
-        with stored.open("rb") as handle:
-            while block := handle.read(chunk):
-                digest.update(block)
-        identical = digest.hexdigest() == expected
+        identical = sha256_of(raw_dir / result["data"]["filename"], chunk) == expected and client_identical
     finally:
         gateway.stop()
         docdb.stop()
@@ -188,6 +219,17 @@ async def main() -> None:
         "docdb_start_rss_mb": round(baseline["docdb"] / MIB, 1),
         "byte_identical": int(identical),
         "goal_ratio": 0.5,
+        **(
+            {
+                "client_upload_mb_s": round(statistics.median(client_rates), 1),
+                "client_vs_disk_ratio": round(statistics.median(client_ratios), 3),
+                "client_vs_raw_http_ratio": round(statistics.median(client_rates) / rate, 3),
+                "client_upload_min_mb_s": round(min(client_rates), 1),
+                "client_upload_max_mb_s": round(max(client_rates), 1),
+            }
+            if args.client
+            else {}
+        ),
         "goal_peak_rss_mb": 200,
     }
     print(
@@ -197,6 +239,12 @@ async def main() -> None:
         f"{figures['docdb_peak_rss_mb']}/{figures['docdb_worker_peak_rss_mb']} MB (goal < 200); "
         f"byte-identical: {identical}"
     )
+    if args.client:
+        print(
+            f"lore-client: median {figures['client_upload_mb_s']} MB/s, ratio "
+            f"{figures['client_vs_disk_ratio']} x disk (goal >= 0.5), "
+            f"{figures['client_vs_raw_http_ratio']} x the raw HTTP upload"
+        )
     print(json.dumps(figures))
 
 
