@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from importlib.metadata import PackageNotFoundError, requires
 
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
+from lore_common.testing.packaging import installed_closure
 
 HEAVY = {
     "numpy",
@@ -19,26 +17,6 @@ HEAVY = {
     "sqlalchemy",
     "lore-common",
 }
-
-
-def installed_closure(package: str) -> set[str]:
-    """Every distribution `package` pulls in when installed without extras (what its image gets)."""
-    seen: set[str] = set()
-    pending = [canonicalize_name(package)]
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        try:
-            declared = requires(name) or []
-        except PackageNotFoundError:
-            continue
-        for line in declared:
-            requirement = Requirement(line)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                pending.append(canonicalize_name(requirement.name))
-    return seen
 
 
 def test_the_gateway_declares_none_of_the_heavy_libraries() -> None:

@@ -1,9 +1,12 @@
-"""The README's walkthrough, run as a user would run it: its curl commands, unchanged but for the
-address, against `lore-up` on embedded stores, from the repository's root."""
+"""The README's walkthrough and Python example and the docs' curl walkthrough, run as a user would run
+them, unchanged but for the address, against one `lore-up` on embedded stores, from the repository's
+root: curl first, then the `lore` commands (which find the KB built and say it is up to date), then
+the Python example."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -14,12 +17,14 @@ from lore_common.testing.processes import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "docs" / "walkthrough.sh"
+HTTP_SCRIPT = ROOT / "docs" / "walkthrough-http.sh"
+EXAMPLE = ROOT / "docs" / "example.py"
 
 
-def readme_walkthrough() -> str:
+def readme_block(marker: str, language: str) -> str:
     readme = (ROOT / "README.md").read_text()
-    found = re.search(r"<!-- walkthrough -->\n```bash\n(.*?)```", readme, re.S)
-    assert found, "README.md has no walkthrough block"
+    found = re.search(rf"<!-- {marker} -->\n```{language}\n(.*?)```", readme, re.S)
+    assert found, f"README.md has no {marker} block"
     return found.group(1)
 
 
@@ -35,9 +40,11 @@ def documents(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def test_the_readme_shows_the_walkthrough_the_docs_include() -> None:
-    assert readme_walkthrough() == SCRIPT.read_text()
-    assert '--8<-- "walkthrough.sh"' in (ROOT / "docs" / "getting-started.md").read_text()
+def test_the_readme_shows_the_walkthrough_and_example_the_docs_include() -> None:
+    assert readme_block("walkthrough", "bash") == SCRIPT.read_text()
+    assert readme_block("python-example", "python") == EXAMPLE.read_text()
+    started = (ROOT / "docs" / "getting-started.md").read_text()
+    assert '--8<-- "walkthrough.sh"' in started and '--8<-- "walkthrough-http.sh"' in started
 
 
 def test_the_walkthrough_runs_against_lore_up(tmp_path: Path) -> None:
@@ -53,15 +60,47 @@ def test_the_walkthrough_runs_against_lore_up(tmp_path: Path) -> None:
     )
     try:
         launcher.wait_healthy(f"{url}/health", timeout=120)
-        script = readme_walkthrough().replace("http://127.0.0.1:8000", url)
-        done = subprocess.run(
-            ["bash", "-e", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=240, check=False
+        http = subprocess.run(
+            ["bash", "-e", "-c", HTTP_SCRIPT.read_text().replace("http://127.0.0.1:8000", url)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+        cli_env = {**os.environ, "LORE_URL": url}
+        cli = subprocess.run(
+            ["bash", "-e", "-c", SCRIPT.read_text()],
+            cwd=ROOT,
+            env=cli_env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+        example = subprocess.run(
+            [sys.executable, "-c", EXAMPLE.read_text().replace("http://127.0.0.1:8000", url)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
     finally:
         launcher.stop()
-    assert done.returncode == 0, done.stderr + launcher.log_tail()
-    replies = documents(done.stdout)
+    assert http.returncode == 0, http.stderr + launcher.log_tail()
+    replies = documents(http.stdout)
     chat = next(r for r in replies if "citations" in r)
     assert "Grace Hopper" in chat["response"] and chat["citations"][0]["source_file"] == "hopper.md"
     search = replies[-1]
     assert "peanut" in search["results"][0]["memory"].lower()
+
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert "up to date" in cli.stdout  # the KB the curl walkthrough built
+    answer = cli.stdout.split("Sources")[0]
+    assert "Grace Hopper" in answer and "[1] hopper.md" in cli.stdout
+    assert "peanuts" in cli.stdout.split("score")[-1]  # the search's table of memories
+
+    assert example.returncode == 0, example.stderr
+    assert "Grace Hopper" in example.stdout and "[1] hopper.md" in example.stdout
+    assert "peanuts" in example.stdout.splitlines()[-1]
