@@ -189,6 +189,9 @@ def test_knowledge_bases_tasks_schemas_and_configuration(lore: Lore) -> None:
     overview = lore.overview(name, top_nodes=3, sample_relations=2)
     assert overview.chunk_count == 2 and 0 < len(overview.top_entities) <= 3 and overview.prompt
     assert name in {k.name for k in lore.list_knowledge_bases()}
+    first, rest = lore.graph(name, limit=2), lore.graph(name, offset=2, limit=2000)
+    assert first.total_nodes == len(first.nodes) + len(rest.nodes) and len(first.nodes) == 2
+    assert first.nodes[0].name == overview.top_entities[0].name
 
     schema = unique("people")
     entities = [{"type": "客观实体", "subtype": "Person", "attributes": ["born"]}]

@@ -78,6 +78,26 @@ async def test_parse_mode_0_builds_vectors_chunks_and_graph(docdb_factory: Any) 
         assert len(top) == 3 and top[0]["name"] == "Marie Curie"
         assert len(overview["overview"]["sample_relations"]) == 2
         assert "Marie Curie" in overview["prompt"] and "papers (parsed)" in overview["prompt"]
+
+        # The graph route pages through every entity; the relations come once each, among those paged.
+        seen_nodes: list[dict[str, Any]] = []
+        seen_edges: list[tuple[str, str]] = []
+        for offset in range(0, nodes + 3, 3):
+            page = (await client.get(f"{KB}/science/graph", params={"offset": offset, "limit": 3})).json()
+            assert page["total_nodes"] == nodes and page["offset"] == offset
+            seen_nodes += page["nodes"]
+            seen_edges += [(e["source"], e["target"]) for e in page["edges"]]
+            held = {n["name"] for n in seen_nodes}
+            assert all(source in held and target in held for source, target in seen_edges)
+        assert len(seen_nodes) == len({n["name"] for n in seen_nodes}) == nodes
+        assert seen_nodes[0]["name"] == "Marie Curie" and seen_nodes[0]["degree"] >= seen_nodes[-1]["degree"]
+        assert len(seen_edges) == len(set(seen_edges)) == edges
+        whole = (await client.get(f"{KB}/science/graph")).json()
+        assert len(whole["nodes"]) == nodes and len(whole["edges"]) == edges and whole["limit"] == 500
+        assert (await client.get(f"{KB}/nope/graph")).status_code == 404
+        for bad in ({"limit": 0}, {"limit": 2001}, {"offset": -1}):
+            refused = await client.get(f"{KB}/science/graph", params=bad)
+            assert refused.status_code == 400, refused.text
         again = await client.post(f"{KB}/science/parse", json={"datasets": ["papers"]})
         assert again.status_code == 409 and "force" in again.json()["message"]
 

@@ -17,6 +17,7 @@ from lore_client.models import (
     ChatEvent,
     ChatResult,
     FileInfo,
+    GraphPage,
     KnowledgeBase,
     KnowledgeBaseSummary,
     Overview,
@@ -135,6 +136,10 @@ class Docdb(Core):
         path = f"{KBS}/{name}/overview"
         reply = await self._get(path, OverviewReply, top_nodes=top_nodes, sample_relations=sample_relations)
         return reply.overview
+
+    async def graph(self, name: str, offset: int = 0, limit: int = 500) -> GraphPage:
+        """A page of the KB's knowledge graph (`limit` 1-2000 entities from `offset`)."""
+        return await self._get(f"{KBS}/{name}/graph", GraphPage, offset=offset, limit=limit)
 
     async def delete_knowledge_base(self, name: str, purge_db: bool = True) -> str:
         """Start deleting a KB (it goes on in the background); returns its status (`deleting`)."""

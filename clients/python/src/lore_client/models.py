@@ -121,6 +121,18 @@ class Overview(Model):
     prompt: str = ""
 
 
+class GraphPage(Model):
+    """A page of a KB's graph: entities by degree from `offset`, and the relations between each of them
+    and the entities ranked before it (page from 0 and every relation arrives once)."""
+
+    kb: str
+    total_nodes: int
+    offset: int
+    limit: int
+    nodes: list[GraphEntity] = []
+    edges: list[GraphRelation] = []
+
+
 class ParseTaskRef(Model):
     task_id: str
     dataset: str

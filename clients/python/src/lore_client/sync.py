@@ -160,6 +160,7 @@ class Lore:
     create_knowledge_base = _Blocking(AsyncLore.create_knowledge_base)
     get_knowledge_base = _Blocking(AsyncLore.get_knowledge_base)
     overview = _Blocking(AsyncLore.overview)
+    graph = _Blocking(AsyncLore.graph)
     delete_knowledge_base = _Blocking(AsyncLore.delete_knowledge_base)
     remove_dataset = _Blocking(AsyncLore.remove_dataset)
     parse = _Blocking(AsyncLore.parse)

@@ -30,3 +30,6 @@ Workers = Annotated[int, msgspec.Meta(ge=1, le=64, description="1–64")]
 LimitParam = Annotated[int, QueryParameter(ge=1, le=MAX_RESULTS, description=f"1–{MAX_RESULTS}")]
 OVERVIEW_MAX = 500
 OverviewCount = Annotated[int, QueryParameter(ge=0, le=OVERVIEW_MAX, description=f"0–{OVERVIEW_MAX}")]
+GRAPH_PAGE_MAX = 2000
+GraphPage = Annotated[int, QueryParameter(ge=1, le=GRAPH_PAGE_MAX, description=f"1–{GRAPH_PAGE_MAX}")]
+Offset = Annotated[int, QueryParameter(ge=0, le=10_000_000, description="0–10,000,000")]

@@ -21,7 +21,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 console = Console()
-errors = Console(stderr=True)
+errors = Console(stderr=True, soft_wrap=True)  # a message stays one line, whatever the width
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (for scripts).")]
 

@@ -164,6 +164,53 @@ class GraphIndex:
             for r in result.result_set
         ]
 
+    async def page(
+        self, kb: str, offset: int, limit: int
+    ) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
+        """Entities ranked as `top_entities` ranks them, `limit` from `offset`, with the relations
+        between each of them and any entity ranked before it: a client that pages from 0 has every
+        relation among what it holds, each once. Returns (entity count, nodes, edges)."""
+        if not await self.exists(kb):
+            return 0, [], []
+        graph = self._graph(kb)
+        total = int((await graph.query("MATCH (n:Entity) RETURN count(n)")).result_set[0][0])
+        ranked = await graph.query(
+            "MATCH (n:Entity) OPTIONAL MATCH (n)-[r:RELATED]-() "
+            "WITH n, count(r) AS degree RETURN n.name, n.type, n.description, degree, n.datasets "
+            "ORDER BY degree DESC, n.name LIMIT $upto",
+            {"upto": offset + limit},
+        )
+        rows = ranked.result_set
+        rank = {r[0]: i for i, r in enumerate(rows)}
+        nodes = [
+            {
+                "name": r[0],
+                "type": r[1],
+                "description": (r[2] or "")[:300],
+                "degree": int(r[3]),
+                "datasets": r[4],
+            }
+            for r in rows[offset:]
+        ]
+        names = [n["name"] for n in nodes]
+        found = await graph.query(
+            "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.name IN $names OR b.name IN $names "
+            "RETURN a.name, b.name, r.description, r.weight",
+            {"names": names},
+        )
+        edges = []
+        for source, target, description, weight in found.result_set:
+            if source in rank and target in rank and max(rank[source], rank[target]) >= offset:
+                edges.append(
+                    {
+                        "source": source,
+                        "target": target,
+                        "description": (description or "")[:300],
+                        "weight": float(weight),
+                    }
+                )
+        return total, nodes, edges
+
     async def sample_relations(self, kb: str, limit: int) -> list[dict[str, Any]]:
         if not await self.exists(kb):
             return []

@@ -8,7 +8,7 @@ from litestar import Controller, Response, delete, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
-from lore_core.bounds import OverviewCount
+from lore_core.bounds import GraphPage, Offset, OverviewCount
 from lore_core.web import from_state
 from lore_docdb.envelope import ok
 from lore_docdb.knowledge_bases.models import CreateKnowledgeBase, ParseRequest, query_modes_for
@@ -69,6 +69,19 @@ class KnowledgeBaseController(Controller):
     ) -> dict[str, Any]:
         overview = await knowledge_bases.overview(kb_name, top_nodes, sample_relations)
         return ok(overview=overview, prompt=overview["prompt"])
+
+    @get(
+        "/{kb_name:str}/graph",
+        summary="The knowledge graph by pages: entities by degree, relations among those paged so far",
+    )
+    async def graph(
+        self,
+        knowledge_bases: NamedDependency[KnowledgeBaseService],
+        kb_name: FromPath[str],
+        offset: Offset = 0,
+        limit: GraphPage = 500,
+    ) -> dict[str, Any]:
+        return ok(**await knowledge_bases.graph_page(kb_name, offset, limit))
 
     @delete(
         "/{kb_name:str}", status_code=202, summary="Delete asynchronously: 202, or 200 when already deleting"

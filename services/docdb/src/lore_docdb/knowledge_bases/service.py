@@ -110,6 +110,18 @@ class KnowledgeBaseService:
             "prompt": overview_prompt(kb, dataset_items, entities, relations, chunk_count),
         }
 
+    async def graph_page(self, name: str, offset: int, limit: int) -> dict[str, Any]:
+        await self.require(name)
+        total, nodes, edges = await self.graph.page(name, offset, limit)
+        return {
+            "kb": name,
+            "total_nodes": total,
+            "offset": offset,
+            "limit": limit,
+            "nodes": nodes,
+            "edges": edges,
+        }
+
     # ------------------------------------------------------------ parse
 
     async def parse(
