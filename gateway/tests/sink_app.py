@@ -43,6 +43,9 @@ async def echo(socket: WebSocket[Any, Any, Any]) -> None:
         if text == "bye":
             await socket.close(code=1000)
             return
+        if text == "query":  # what reached the service of the URL's query string
+            await socket.send_text(socket.scope["query_string"].decode())
+            continue
         await socket.send_text(f"echo:{text}")
 
 

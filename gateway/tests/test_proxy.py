@@ -234,6 +234,33 @@ async def test_api_keys_guard_the_api_but_not_health(guarded: str) -> None:
         async with session.ws_connect(ws, headers={"Authorization": "Bearer key-two-secret"}) as socket:
             await socket.send_str("ping")
             assert (await socket.receive(timeout=10)).data
+        # A browser cannot set headers on a WebSocket: the key may come as `access_token`, which the
+        # gateway checks and removes before the service sees the URL.
+        with pytest.raises(aiohttp.WSServerHandshakeError):
+            await session.ws_connect(ws + "?access_token=wrong")
+        async with session.ws_connect(ws + "?x=1&access_token=key-one-secret&y=2") as socket:
+            await socket.send_str("query")
+            assert (await socket.receive(timeout=10)).data == "x=1&y=2"
+    assert httpx.get(f"{path}?access_token=key-one-secret", timeout=10).status_code == 401  # not for HTTP
+
+
+async def test_the_console_is_served_without_a_key_and_asks_for_one(guarded: str) -> None:
+    page = httpx.get(f"{guarded}/console/", timeout=10)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "/console/vendor/alpine.min.js" in page.text and "/console/vendor/cytoscape.min.js" in page.text
+    for asset, kind in (
+        ("console.js", "javascript"),
+        ("console.css", "text/css"),
+        ("vendor/alpine.min.js", "javascript"),
+    ):
+        response = httpx.get(f"{guarded}/console/{asset}", timeout=10)
+        assert response.status_code == 200 and kind in response.headers["content-type"] and response.content
+    assert (
+        "Bearer" in httpx.get(f"{guarded}/console/console.js", timeout=10).text
+    )  # it sends the key it is given
+    assert httpx.get(f"{guarded}/console/../app.py", timeout=10).status_code == 404
+    assert httpx.get(f"{guarded}/console/%2e%2e/app.py", timeout=10).status_code == 404
+    assert httpx.get(f"{guarded}/console/nothing.js", timeout=10).status_code == 404
 
 
 async def test_api_keys_guard_the_mcp_endpoint(guarded: str) -> None:
@@ -264,3 +291,18 @@ async def test_api_keys_guard_the_mcp_endpoint(guarded: str) -> None:
         # mem is down behind this gateway: the tool says so instead of failing the session.
         down = await client.call_tool("memory_list", {"user_id": "alice"})
         assert down.is_error and "mem service could not be reached" in down.content[0].text
+
+
+def test_close_codes_that_only_describe_a_closure_are_never_sent_on() -> None:
+    from lore_gateway.proxy import sendable_close_code
+
+    assert [sendable_close_code(c) for c in (None, 1000, 1005, 1006, 1008, 1015, 4001, 999)] == [
+        1000,
+        1000,
+        1000,
+        1011,
+        1008,
+        1011,
+        4001,
+        1011,
+    ]

@@ -1,5 +1,5 @@
 """The gateway: `/`, `/health`, `/metrics`, a merged OpenAPI document, the `/api/v1/<module>` proxy,
-and the MCP server for agents at `/mcp`.
+the MCP server for agents at `/mcp`, and the web console at `/console/`.
 
 Proxied paths never enter Litestar: a thin ASGI dispatcher sends them straight to the streaming proxy,
 so the gateway adds as little latency as it can; everything else is a small Litestar app.
@@ -14,11 +14,15 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from functools import partial
+from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import aiohttp
 from litestar import Litestar, MediaType, Request, Response, get
+from litestar.datastructures import CacheControlHeader
 from litestar.middleware import DefineMiddleware
+from litestar.static_files import create_static_files_router
 
 from lore_core import __version__, metrics
 from lore_core.errors import exception_handlers
@@ -32,6 +36,7 @@ from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
 NAME = "lore"
 OPENAPI_PATH = "/schema/openapi.json"
+CONSOLE = Path(__file__).with_name("console")
 
 
 class Gateway:
@@ -68,16 +73,19 @@ class Gateway:
 
     def _authorised(self, scope: Scope) -> bool:
         """Without configured keys everything passes; with them, `/api/v1/…` and `/mcp` need a matching
-        Bearer key."""
+        Bearer key. A browser cannot set headers on a WebSocket, so a WebSocket may offer the key as the
+        `access_token` query parameter instead; it is removed before the request goes on."""
         if not self._keys:
             return True
+        offered = b""
         for name, value in scope.get("headers", []):
             if name.lower() == b"authorization":
                 scheme, _, token = value.decode("latin-1").partition(" ")
-                offered = token.strip().encode()
-                if scheme.lower() == "bearer" and offered:
-                    return any(hmac.compare_digest(offered, key) for key in self._keys)
-        return False
+                if scheme.lower() == "bearer":
+                    offered = token.strip().encode()
+        if not offered and scope["type"] == "websocket":
+            offered = _take_query_token(scope)
+        return bool(offered) and any(hmac.compare_digest(offered, key) for key in self._keys)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"].rstrip("/") == MCP_PATH:
@@ -245,8 +253,16 @@ class Gateway:
         async def openapi(request: Request[Any, Any, Any]) -> dict[str, Any]:
             return await gateway.merged_openapi()
 
+        # The console: static files (no build step, libraries vendored) that call the public API.
+        console = create_static_files_router(
+            "/console",
+            directories=[CONSOLE],
+            html_mode=True,
+            name="console",
+            cache_control=CacheControlHeader(no_cache=True),
+        )
         return Litestar(
-            route_handlers=[index, health, livez, openapi, metrics_endpoint],
+            route_handlers=[index, health, livez, openapi, metrics_endpoint, console],
             middleware=[DefineMiddleware(RequestIdMiddleware)],
             exception_handlers=exception_handlers("detail"),
             on_shutdown=[gateway.proxy.close],
@@ -254,6 +270,13 @@ class Gateway:
             openapi_config=None,
             logging_config=None,
         )
+
+
+def _take_query_token(scope: Scope) -> bytes:
+    pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    token = next((value for name, value in pairs if name == "access_token"), "")
+    scope["query_string"] = urlencode([(n, v) for n, v in pairs if n != "access_token"]).encode("latin-1")
+    return token.encode("latin-1")
 
 
 def create_app(settings: Settings) -> Gateway:

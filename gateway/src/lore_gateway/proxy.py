@@ -427,7 +427,7 @@ class Proxy:
             while True:
                 message = await receive()
                 if message["type"] == "websocket.disconnect":
-                    await upstream.close(code=int(message.get("code") or 1000))
+                    await upstream.close(code=sendable_close_code(message.get("code")))
                     return
                 if message.get("text") is not None:
                     await upstream.send_str(message["text"])
@@ -454,9 +454,20 @@ class Proxy:
             if from_upstream in done:
                 # The service ended the conversation: pass its close code on to the client.
                 with contextlib.suppress(Exception):
-                    await send({"type": "websocket.close", "code": upstream.close_code or 1000, "reason": ""})
+                    code = sendable_close_code(upstream.close_code)
+                    await send({"type": "websocket.close", "code": code, "reason": ""})
         finally:
             await upstream.close()
+
+
+def sendable_close_code(code: int | None) -> int:
+    """A close code one side reported, as one that may be sent on: 1005 (no code given) and 1006 (the
+    connection dropped) only describe a closure, and a browser fails a connection closed with them."""
+    if code is None or code == 1005:
+        return 1000
+    if code in (1004, 1006, 1015) or not 1000 <= code <= 4999:
+        return 1011
+    return code
 
 
 def _closed_while_sending(exc: BaseException) -> bool:

@@ -1,0 +1,277 @@
+"""The web console in a real headless Chromium (Debian's `chromium`, driven by Playwright): each flow a
+user would follow, against `lore-up`, with a screenshot per test under `test-artifacts/console/` and
+no browser console error allowed. Without Chromium the tests skip, saying how to install it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lore_client import Lore, NotFound
+from lore_common.testing.processes import ServerProcess, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts" / "console"
+PEOPLE = ROOT / "examples" / "people"
+CHROMIUM = os.environ.get("LORE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no Chromium: install Debian's (apt-get install chromium) or set LORE_CHROMIUM to its path",
+)
+
+
+@dataclass
+class Stack:
+    url: str
+    env: dict[str, str]
+    kb: str = "people"
+
+
+@dataclass
+class Tab:
+    """A page with the browser console's errors collected."""
+
+    page: Any
+    url: str
+    errors: list[str] = field(default_factory=list)
+
+    def open(self, section: str) -> Any:
+        self.page.goto(f"{self.url}/console/#{section}")
+        self.page.wait_for_selector(f"section[aria-labelledby='{section}-title']", state="visible")
+        return self.page.locator(f"section[aria-labelledby='{section}-title']")
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    data = tmp_path_factory.mktemp("console-stack")
+    port = free_port()
+    env = {
+        "LORE_CONFIG_DIR": str(ROOT / "config"),
+        "LORE__LOGGING__LEVEL": "WARNING",
+        "LORE__GATEWAY__PORT": str(port),
+        "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
+        "LORE__GEN__EMBEDDING_API__PROVIDER": "hashing",
+        "LORE__MEM__EMBEDDING_API__PROVIDER": "hashing",
+        "LORE__MEM__MEMORYKB__EMBEDDING__PROVIDER": "hashing",
+    }
+    for name in ("docdb", "gen", "mem"):
+        service_port = free_port()
+        env[f"LORE__{name.upper()}__SERVER__PORT"] = str(service_port)
+        env[f"LORE__{name.upper()}__SERVER__DATA_DIR"] = str(data / name)
+        env[f"LORE__GATEWAY__{name.upper()}_URL"] = f"http://127.0.0.1:{service_port}"
+    env["LORE__GEN__DOCDB_URL"] = env["LORE__GATEWAY__DOCDB_URL"]
+    launcher = ServerProcess(
+        [sys.executable, "-m", "lore_gateway.launch"], env=env, cwd=data, log_path=data / "lore.log"
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        launcher.wait_healthy(f"{url}/health", timeout=120)
+        with Lore(url) as lore:  # a parsed KB for the chat, graph and table tests
+            lore.create_dataset("people")
+            lore.upload("people", [PEOPLE])
+            lore.create_knowledge_base("people")
+            lore.wait(lore.parse("people", ["people"]).tasks[0], timeout=60)
+        yield Stack(url, env)
+    finally:
+        launcher.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+def new_tab(browser: Any, url: str, viewport: dict[str, int]) -> Tab:
+    page = browser.new_page(viewport=viewport)
+    tab = Tab(page, url)
+    page.on("console", lambda message: tab.errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: tab.errors.append(str(error)))
+    page.on(
+        "response",
+        lambda response: (
+            tab.errors.append(f"{response.status} {response.url}") if response.status >= 400 else None
+        ),
+    )
+    return tab
+
+
+@pytest.fixture
+def tab(browser: Any, stack: Stack, request: pytest.FixtureRequest) -> Iterator[Tab]:
+    opened = new_tab(browser, stack.url, DESKTOP)
+    yield opened
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    opened.page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    opened.page.close()
+    assert opened.errors == [], f"browser console errors: {opened.errors}"
+
+
+def test_ingest_a_folder_and_watch_the_parse_complete(tab: Tab, stack: Stack, tmp_path: Path) -> None:
+    name = unique("papers")
+    section = tab.open("knowledge")
+    section.locator("#new-dataset").fill(name)
+    section.get_by_role("button", name="Create").first.click()
+    section.get_by_role("heading", name=f"Files of {name}").wait_for()
+    section.locator("input[type=file]").set_input_files([str(PEOPLE / "curie.md"), str(PEOPLE / "hopper.md")])
+    files = section.get_by_role("table", name="Files")
+    files.get_by_role("cell", name="hopper.md", exact=True).wait_for()
+    files.get_by_role("cell", name="curie.md", exact=True).wait_for()
+    assert section.get_by_role("list", name="Uploads").get_by_text("stored").count() == 2
+
+    section.locator("#new-kb").fill(name)
+    section.get_by_role("button", name="Create").nth(1).click()
+    section.get_by_role("heading", name=f"Parse into {name}").wait_for()
+    section.locator("#parse-datasets").select_option([name])
+    section.get_by_role("button", name="Parse").click()
+    row = section.locator("tr", has=tab.page.get_by_role("cell", name=name, exact=True)).first
+    row.locator("td.status", has_text="completed").wait_for(timeout=60_000)
+    assert row.get_attribute("data-status") == "completed"
+    with Lore(stack.url) as lore:
+        assert lore.get_knowledge_base(name).datasets[0].parsed
+
+
+def test_chat_and_open_a_citation(tab: Tab, stack: Stack) -> None:
+    section = tab.open("chat")
+    section.locator("#chat-kb").select_option(stack.kb)
+    section.locator("#chat-mode").select_option("rerank")
+    section.locator("#chat-query").fill("Who developed the first compiler?")
+    section.get_by_role("button", name="Ask").click()
+    citation = section.get_by_role("button", name="citation 1").first
+    citation.wait_for()
+    assert "Grace Hopper" in section.locator(".response").inner_text()
+    citation.click()
+    passage = section.get_by_role("region", name="Cited passage")
+    passage.wait_for()
+    assert "hopper.md" in passage.inner_text() and "first compiler" in passage.inner_text()
+    assert "[1] hopper.md" in section.locator(".sources").inner_text()
+
+
+def test_the_graph_draws_the_knowledge_bases_entities(tab: Tab, stack: Stack) -> None:
+    section = tab.open("graph")
+    section.locator("#graph-kb").select_option(stack.kb)
+    section.locator("#graph-limit").fill("300")
+    section.get_by_role("button", name="Draw").click()
+    tab.page.wait_for_function("document.querySelector('.count').textContent !== '0'")
+    with Lore(stack.url) as lore:
+        expected = lore.graph(stack.kb, limit=300)
+    assert len(expected.nodes) == expected.total_nodes > 3
+    assert int(section.locator(".count").inner_text()) == len(expected.nodes)
+    assert int(tab.page.locator("[data-edges]").inner_text()) == len(expected.edges)
+    drawn = tab.page.evaluate("document.querySelector('#graph canvas') !== null")
+    assert drawn
+    section.locator("#graph-search").fill("Grace")
+    section.get_by_role("heading", name="Grace Hopper").wait_for()
+
+
+def test_search_and_delete_a_vg_memory(tab: Tab, stack: Stack) -> None:
+    user = unique("user")
+    with Lore(stack.url) as lore:
+        kept = lore.add_memory("I live in Lisbon.", user_id=user, infer=False).results[0].id
+        gone = lore.add_memory("I am allergic to peanuts.", user_id=user, infer=False).results[0].id
+    section = tab.open("memory")
+    section.locator("#mem-scope").fill(user)
+    section.locator("#mem-query").fill("peanut allergy")
+    section.get_by_role("button", name="Search").click()
+    memories = section.get_by_role("table", name="Memories")
+    memories.get_by_role("cell", name="I am allergic to peanuts.", exact=True).wait_for()
+    memories.get_by_role("button", name="delete memory I am allergic to peanuts.").click()
+    memories.get_by_role("cell", name="I am allergic to peanuts.", exact=True).wait_for(state="detached")
+    with Lore(stack.url) as lore:
+        with pytest.raises(NotFound):
+            lore.get_memory(gone)
+        assert lore.get_memory(kept).memory == "I live in Lisbon."
+
+
+def test_a_table_streams_its_steps_and_renders_sortable_rows(tab: Tab, stack: Stack) -> None:
+    section = tab.open("gen")
+    section.locator("#table-question").fill("What do we know about Marie Curie and Grace Hopper?")
+    section.locator("#table-kb").select_option(stack.kb)
+    section.get_by_role("button", name="Build").click()
+    table = section.get_by_role("table", name="Generated table")
+    table.get_by_role("cell", name="Grace Hopper", exact=True).wait_for(timeout=60_000)
+    steps = section.get_by_role("list", name="Steps").inner_text()
+    assert "step 1" in steps and "step 4" in steps
+    assert "SELECT" in section.locator(".sql").inner_text()
+    table.get_by_role("button", name="name").click()
+    first = table.locator("tbody tr").first.locator("td").first.inner_text()
+    table.get_by_role("button", name="name ▲").click()
+    assert table.locator("tbody tr").first.locator("td").first.inner_text() != first
+
+
+def test_keyboard_reaches_every_section(tab: Tab) -> None:
+    tab.open("knowledge")
+    page = tab.page
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    for label in ("Knowledge", "Chat", "Graph", "Memory", "Tables & trees"):
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == label
+    page.keyboard.press("Enter")
+    page.wait_for_function("location.hash === '#gen'")
+    assert page.locator("section[aria-labelledby='gen-title']").is_visible()
+
+
+@pytest.mark.parametrize("section", ["knowledge", "chat", "graph", "memory", "gen"])
+def test_every_section_fits_a_phone(browser: Any, stack: Stack, section: str) -> None:
+    phone = new_tab(browser, stack.url, PHONE)
+    phone.open(section)
+    phone.page.wait_for_timeout(300)
+    overflow = phone.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    phone.page.screenshot(path=str(ARTIFACTS / f"phone-{section}.png"), full_page=True)
+    phone.page.close()
+    assert overflow <= 0, f"{section} is {overflow}px wider than a 390px screen"
+    assert phone.errors == []
+
+
+def test_with_api_keys_the_console_asks_for_one_and_uses_it(
+    browser: Any, stack: Stack, tmp_path: Path
+) -> None:
+    port = free_port()
+    env = {**stack.env, "LORE__GATEWAY__PORT": str(port), "LORE__GATEWAY__API_KEYS": '["console-test-key"]'}
+    gateway = ServerProcess(
+        [sys.executable, "-m", "lore_gateway"], env=env, log_path=tmp_path / "gateway.log"
+    )
+    try:
+        gateway.wait_healthy(f"http://127.0.0.1:{port}/health", timeout=60)
+        keyed = new_tab(browser, f"http://127.0.0.1:{port}", DESKTOP)
+        keyed.open("knowledge")
+        dialog = keyed.page.get_by_role("dialog", name="API key")
+        dialog.wait_for()
+        dialog.get_by_label("Key").fill("console-test-key")
+        dialog.get_by_role("button", name="Use this key").click()
+        datasets = keyed.page.get_by_role("list", name="Datasets")
+        datasets.get_by_role("button", name="people").wait_for()
+        section = keyed.open("gen")  # the WebSocket carries the key too
+        section.locator("#table-question").fill("What do we know about Grace Hopper?")
+        section.locator("#table-kb").select_option(stack.kb)
+        section.get_by_role("button", name="Build").click()
+        section.get_by_role("table", name="Generated table").get_by_role(
+            "cell", name="Grace Hopper", exact=True
+        ).wait_for()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        keyed.page.screenshot(path=str(ARTIFACTS / "api-key.png"), full_page=True)
+        keyed.page.close()
+        # The refused requests before the key was given are the only console errors.
+        assert all("401" in error for error in keyed.errors), keyed.errors
+    finally:
+        gateway.stop()
