@@ -98,7 +98,7 @@ document.addEventListener("alpine:init", () => {
     keyDraft: "",
     start() {
       const route = () => {
-        const wanted = location.hash.slice(1);
+        const wanted = location.hash.slice(1).split("?")[0];
         this.tab = this.tabs.some((t) => t.id === wanted) ? wanted : "knowledge";
       };
       window.addEventListener("hashchange", route);
@@ -288,21 +288,30 @@ document.addEventListener("alpine:init", () => {
     colours: {},
     cy: null,
     entities: {},
+    // A link can open a drawn graph: #graph?kb=<name>&nodes=<count>.
+    init() {
+      const open = () => {
+        const [tab, query] = location.hash.slice(1).split("?");
+        const params = new URLSearchParams(query || "");
+        if (tab !== "graph" || !params.get("kb")) return;
+        this.kb = params.get("kb");
+        if (params.get("nodes")) this.limit = Number(params.get("nodes"));
+        this.load();
+      };
+      window.addEventListener("hashchange", open);
+      open();
+    },
     palette: ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"],
-    // Pages of the graph route until `limit` entities (or all of them) are held.
+    // The graph route gives up to 2,000 entities in one page, with the relations among them.
     load() {
       return attempt(async () => {
         const name = this.kb || (store.kbs[0] && store.kbs[0].name);
-        const nodes = [], edges = [];
-        for (let offset = 0; offset < this.limit;) {
-          const size = Math.min(500, this.limit - offset);
-          const page = await api("GET", `/docdb/files/knowledge-bases/${encodeURIComponent(name)}/graph?offset=${offset}&limit=${size}`);
-          nodes.push(...page.nodes);
-          edges.push(...page.edges);
-          offset += page.nodes.length;
-          if (page.nodes.length < size || offset >= page.total_nodes) break;
-        }
-        this.draw({ top_entities: nodes, sample_relations: edges });
+        const limit = Math.max(1, Math.min(2000, Number(this.limit) || 300));
+        performance.mark("lore:graph-requested");
+        const page = await api("GET", `/docdb/files/knowledge-bases/${encodeURIComponent(name)}/graph?limit=${limit}`);
+        performance.mark("lore:graph-received");
+        this.draw({ top_entities: page.nodes, sample_relations: page.edges });
+        performance.mark("lore:graph-drawn");
       });
     },
     draw(overview) {
@@ -310,9 +319,16 @@ document.addEventListener("alpine:init", () => {
       this.colours = {};
       const types = [...new Set(overview.top_entities.map((e) => e.type || "entity"))];
       types.forEach((t, i) => { this.colours[t] = this.palette[i % this.palette.length]; });
-      const nodes = overview.top_entities.map((e) => {
+      // A large graph is laid out as a sunflower by rank (the best connected in the middle): no layout
+      // engine to wait for. A smaller one gets cose, force-directed.
+      const large = overview.top_entities.length > 600;
+      const nodes = overview.top_entities.map((e, i) => {
         this.entities[e.name] = Object.assign({ neighbours: [] }, e);
-        return { data: { id: e.name, label: e.name, colour: this.colours[e.type || "entity"], size: 12 + Math.min(30, 3 * e.degree) } };
+        // A large graph names only its 150 best connected entities (measuring 2,000 labels is most of
+        // the drawing); a found or selected entity is always named.
+        const node = { data: { id: e.name, label: large && i >= 150 ? "" : e.name, colour: this.colours[e.type || "entity"], size: 12 + Math.min(30, 3 * e.degree) } };
+        if (large) node.position = { x: 30 * Math.sqrt(i) * Math.cos(i * 2.39996), y: 30 * Math.sqrt(i) * Math.sin(i * 2.39996) };
+        return node;
       });
       const edges = overview.sample_relations
         .filter((r) => this.entities[r.source] && this.entities[r.target])
@@ -328,17 +344,17 @@ document.addEventListener("alpine:init", () => {
         container: document.getElementById("graph"),
         elements: { nodes, edges },
         style: [
-          { selector: "node", style: { "background-color": "data(colour)", label: "data(label)", width: "data(size)", height: "data(size)", "font-size": 9, color: "#222" } },
+          // Labels appear once zoomed in enough to read them: drawing 2,000 small labels costs more than the graph.
+          { selector: "node", style: { "background-color": "data(colour)", label: "data(label)", width: "data(size)", height: "data(size)", "font-size": 9, color: "#222", "min-zoomed-font-size": 7 } },
           { selector: "edge", style: { width: 1, "line-color": "#bbb", "curve-style": "haystack" } },
-          { selector: ".hit", style: { "border-width": 3, "border-color": "#111" } },
-          { selector: ":selected", style: { "border-width": 3, "border-color": "#c00" } },
+          { selector: ".hit", style: { "border-width": 3, "border-color": "#111", label: "data(id)" } },
+          { selector: ":selected", style: { "border-width": 3, "border-color": "#c00", label: "data(id)" } },
         ],
-        // cose (force-directed) while it stays quick; a large graph gets rings by degree instead.
-        layout: nodes.length > 600
-          ? { name: "concentric", concentric: (n) => n.data("size"), levelWidth: () => 4, animate: false }
-          : { name: "cose", animate: false, numIter: 400 },
+        layout: large ? { name: "preset", fit: true } : { name: "cose", animate: false, numIter: 400 },
         minZoom: 0.05,
         maxZoom: 2.5,
+        textureOnViewport: large,
+        hideEdgesOnViewport: large,
       });
       this.cy.on("tap", "node", (event) => this.select(event.target.id()));
       this.selected = null;

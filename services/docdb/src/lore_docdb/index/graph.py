@@ -176,8 +176,8 @@ class GraphIndex:
         total = int((await graph.query("MATCH (n:Entity) RETURN count(n)")).result_set[0][0])
         ranked = await graph.query(
             "MATCH (n:Entity) OPTIONAL MATCH (n)-[r:RELATED]-() "
-            "WITH n, count(r) AS degree RETURN n.name, n.type, n.description, degree, n.datasets "
-            "ORDER BY degree DESC, n.name LIMIT $upto",
+            "WITH n, count(r) AS degree RETURN n.name, n.type, substring(n.description, 0, 300), degree, "
+            "n.datasets ORDER BY degree DESC, n.name LIMIT $upto",
             {"upto": offset + limit},
         )
         rows = ranked.result_set
@@ -192,12 +192,17 @@ class GraphIndex:
             }
             for r in rows[offset:]
         ]
-        names = [n["name"] for n in nodes]
-        found = await graph.query(
-            "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.name IN $names OR b.name IN $names "
-            "RETURN a.name, b.name, r.description, r.weight",
-            {"names": names},
-        )
+        if len(rows) >= total:  # every entity is ranked: read every relation, no list to test against
+            found = await graph.query(
+                "MATCH (a:Entity)-[r:RELATED]->(b:Entity) "
+                "RETURN a.name, b.name, substring(r.description, 0, 300), r.weight"
+            )
+        else:
+            found = await graph.query(
+                "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.name IN $names OR b.name IN $names "
+                "RETURN a.name, b.name, substring(r.description, 0, 300), r.weight",
+                {"names": [n["name"] for n in nodes]},
+            )
         edges = []
         for source, target, description, weight in found.result_set:
             if source in rank and target in rank and max(rank[source], rank[target]) >= offset:
