@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lore_client import Lore
-from lore_common.testing.processes import ServerProcess, free_port
+from lore_common.testing.processes import start_lore_up
 
 ROOT = Path(__file__).resolve().parents[1]
 SYLLABLES = "ka lo mi ne ru sa ti vo ze an el is or um ba de fi go hu ja".split()
@@ -52,27 +52,6 @@ def documents(chunks: int, nodes: int, folder: Path) -> int:
             paragraphs.append(f"{a} worked with {b} on project {i}. {filler}.")
         (folder / f"doc{f:05d}.txt").write_text("\n\n".join(paragraphs) + "\n")
     return files
-
-
-def stack_env(data: Path, port: int) -> dict[str, str]:
-    env = {
-        "LORE_CONFIG_DIR": str(ROOT / "config"),
-        "LORE__LOGGING__LEVEL": "WARNING",
-        "LORE__GATEWAY__PORT": str(port),
-        "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
-        "LORE__MEM__EMBEDDING_API__PROVIDER": "hashing",
-        "LORE__MEM__MEMORYKB__EMBEDDING__PROVIDER": "hashing",
-        # Chunks of ~160 tokens: each synthetic paragraph (~150 words) is one chunk.
-        "LORE__PARAMETER__CHUNK_CONFIG__CHUNK_SIZE": "160",
-        "LORE__PARAMETER__CHUNK_CONFIG__OVERLAP": "0",
-    }
-    for name in ("docdb", "gen", "mem"):
-        service = free_port()
-        env[f"LORE__{name.upper()}__SERVER__PORT"] = str(service)
-        env[f"LORE__{name.upper()}__SERVER__DATA_DIR"] = str(data / name)
-        env[f"LORE__GATEWAY__{name.upper()}_URL"] = f"http://127.0.0.1:{service}"
-    env["LORE__GEN__DOCDB_URL"] = env["LORE__GATEWAY__DOCDB_URL"]
-    return env
 
 
 def timed(page: Any, action: Any) -> float:
@@ -146,16 +125,14 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     work = Path(tempfile.mkdtemp(prefix="lore-bench-console-"))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    launcher = ServerProcess(
-        [sys.executable, "-m", "lore_gateway.launch"],
-        env=stack_env(work / "data", port),
-        cwd=work,
-        log_path=work / "lore.log",
-    )
+    # Chunks of ~160 tokens: each synthetic paragraph (~150 words) is one chunk.
+    chunking = {
+        "LORE__PARAMETER__CHUNK_CONFIG__CHUNK_SIZE": "160",
+        "LORE__PARAMETER__CHUNK_CONFIG__OVERLAP": "0",
+    }
+    stack = start_lore_up(work / "data", ROOT / "config", chunking)
+    url = stack.url
     try:
-        launcher.wait_healthy(f"{url}/health", timeout=180)
         corpus = work / "corpus"
         corpus.mkdir()
         files = documents(args.chunks, args.nodes, corpus)
@@ -186,7 +163,7 @@ def main() -> None:
                 )
             browser.close()
     finally:
-        launcher.stop()
+        stack.process.stop()
         shutil.rmtree(work, ignore_errors=True)
     medians = {k: round(statistics.median(r[k] for r in rounds), 1) for k in rounds[0]}
     sections = ("knowledge", "chat", "graph", "memory", "gen")

@@ -7,7 +7,7 @@ import hashlib
 import os
 from typing import Any
 
-from litestar import Litestar, Request, WebSocket, get, post, websocket
+from litestar import Litestar, Request, WebSocket, delete, get, post, websocket
 
 
 @get("/health")
@@ -28,6 +28,16 @@ async def sink(request: Request[Any, Any, Any]) -> dict[str, Any]:
 @get("/api/v1/docdb/echo-headers")
 async def echo_headers(request: Request[Any, Any, Any]) -> dict[str, Any]:
     return {"headers": dict(request.headers), "query": dict(request.query_params)}
+
+
+@post("/api/v1/docdb/chat", status_code=200)
+async def chat() -> dict[str, bool]:
+    return {"success": True}
+
+
+@delete("/api/v1/docdb/thing", status_code=200)
+async def remove_thing() -> dict[str, bool]:
+    return {"deleted": True}
 
 
 @get("/api/v1/gen/big")
@@ -72,4 +82,4 @@ async def seen() -> dict[str, Any]:
     return {"name": NAME, "seen": SEEN}
 
 
-app = Litestar(route_handlers=[health, sink, echo_headers, big, echo, whoami, die, seen])
+app = Litestar(route_handlers=[health, sink, chat, remove_thing, echo_headers, big, echo, whoami, die, seen])

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 import threading
@@ -306,3 +307,115 @@ def test_close_codes_that_only_describe_a_closure_are_never_sent_on() -> None:
         4001,
         1011,
     ]
+
+
+READER, WRITER, ADMIN, DOCDB_ONLY, LIMITED = (
+    "reader-key-1",
+    "writer-key-2",
+    "admin-key-3",
+    "docdb-key-4",
+    "slow-key-5",
+)
+
+
+@pytest.fixture(scope="module")
+def scoped(tmp_path_factory: pytest.TempPathFactory, running: Running) -> Iterator[str]:
+    """A gateway whose keys have scopes, module limits and a rate limit: one in the config (hashed, as
+    the environment gives it), the rest in a key file."""
+    from lore_gateway.access import key_hash
+
+    tmp = tmp_path_factory.mktemp("gw-scoped")
+    keys = tmp / "keys.yaml"
+    keys.write_text(
+        f"""
+- {{name: writer, key_sha256: {key_hash(WRITER)}, scopes: [write]}}
+- {{name: admin, key_sha256: {key_hash(ADMIN)}, scopes: [admin]}}
+- {{name: docdb-only, key_sha256: {key_hash(DOCDB_ONLY)}, scopes: [admin], modules: [docdb]}}
+- {{name: slow, key_sha256: {key_hash(LIMITED)}, scopes: [read], rate_per_second: 1, burst: 3}}
+"""
+    )
+    port = free_port()
+    gateway = ServerProcess(
+        [sys.executable, "-m", "lore_gateway"],
+        env={
+            "LORE_CONFIG_DIR": str(tmp),
+            "LORE__GATEWAY__PORT": str(port),
+            "LORE__GATEWAY__DOCDB_URL": running_sink_url(running),
+            "LORE__GATEWAY__GEN_URL": running_sink_url(running),
+            "LORE__GATEWAY__MEM_URL": f"http://127.0.0.1:{running.dead_port}",
+            "LORE__GATEWAY__API_KEYS": json.dumps([{"name": "reader", "key_sha256": key_hash(READER)}]),
+            "LORE__GATEWAY__API_KEYS_FILE": str(keys),
+        },
+        log_path=tmp / "gateway.log",
+    )
+    try:
+        gateway.wait_healthy(f"http://127.0.0.1:{port}/")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        gateway.stop()
+    log = (tmp / "gateway.log").read_text()
+    assert all(key not in log for key in (READER, WRITER, ADMIN, DOCDB_ONLY, LIMITED))
+
+
+def test_scopes_nest_read_write_admin(scoped: str) -> None:
+    def status(method: str, path: str, key: str) -> int:
+        response = httpx.request(
+            method, f"{scoped}{path}", headers={"Authorization": f"Bearer {key}"}, timeout=10
+        )
+        return response.status_code
+
+    read, ask, write, remove = (
+        ("GET", "/api/v1/docdb/echo-headers"),
+        ("POST", "/api/v1/docdb/chat"),
+        ("POST", "/api/v1/docdb/sink"),
+        ("DELETE", "/api/v1/docdb/thing"),
+    )
+    assert [status(*route, READER) for route in (read, ask, write, remove)] == [200, 200, 403, 403]
+    assert [status(*route, WRITER) for route in (read, ask, write, remove)] == [200, 200, 200, 403]
+    assert [status(*route, ADMIN) for route in (read, ask, write, remove)] == [200, 200, 200, 200]
+    refused = httpx.post(f"{scoped}/api/v1/docdb/sink", headers={"Authorization": f"Bearer {READER}"})
+    assert (
+        refused.json()["detail"] == "API key 'reader' has scope 'read'; POST /api/v1/docdb/sink needs 'write'"
+    )
+    assert status("GET", "/api/v1/docdb/echo-headers", "unknown-key") == 401
+
+
+def test_a_key_limited_to_a_module_reaches_no_other(scoped: str) -> None:
+    headers = {"Authorization": f"Bearer {DOCDB_ONLY}"}
+    assert httpx.get(f"{scoped}/api/v1/docdb/echo-headers", headers=headers, timeout=10).status_code == 200
+    other = httpx.get(f"{scoped}/api/v1/gen/big?size=1", headers=headers, timeout=10)
+    assert other.status_code == 403 and "limited to docdb" in other.json()["detail"]
+    mcp = httpx.post(f"{scoped}/mcp", headers=headers, json={}, timeout=10)
+    assert mcp.status_code == 403 and "every module" in mcp.json()["detail"]
+    reader_mcp = httpx.post(
+        f"{scoped}/mcp", headers={"Authorization": f"Bearer {READER}"}, json={}, timeout=10
+    )
+    assert reader_mcp.status_code == 403  # MCP tools write (memories, tables): it needs `write`
+
+
+def test_a_rate_limited_key_gets_429_with_retry_after_then_passes_again(scoped: str) -> None:
+    headers = {"Authorization": f"Bearer {LIMITED}"}
+    path = f"{scoped}/api/v1/docdb/echo-headers"
+    codes = [httpx.get(path, headers=headers, timeout=10).status_code for _ in range(5)]
+    assert codes[:3] == [200, 200, 200] and 429 in codes[3:]
+    limited = httpx.get(path, headers=headers, timeout=10)
+    assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+    assert "1 requests a second" in limited.json()["detail"]
+    assert (
+        httpx.get(path, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10).status_code == 200
+    )  # per key
+    time.sleep(float(limited.headers["retry-after"]))
+    assert httpx.get(path, headers=headers, timeout=10).status_code == 200
+
+
+def test_needed_scope_and_the_bucket() -> None:
+    from lore_gateway.access import Bucket, needed_scope
+
+    assert needed_scope("GET", "/api/v1/mem/vg") == "read"
+    assert needed_scope("POST", "/api/v1/mem/vg/search") == "read"
+    assert needed_scope("POST", "/api/v1/mem/vg/add") == "write"
+    assert needed_scope("PUT", "/api/v1/mem/vg/abc") == "write"
+    assert needed_scope("DELETE", "/api/v1/mem/vg/abc") == "admin"
+    assert needed_scope("POST", "/api/v1/docdb/config/reload") == "admin"
+    bucket = Bucket(rate=10, burst=2)
+    assert bucket.take() == 0 and bucket.take() == 0 and 0 < bucket.take() <= 0.1

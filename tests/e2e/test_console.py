@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from lore_client import Lore, NotFound
-from lore_common.testing.processes import ServerProcess, free_port
+from lore_common.testing.processes import ServerProcess, free_port, start_lore_up
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "console"
@@ -58,37 +58,16 @@ def unique(prefix: str) -> str:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    data = tmp_path_factory.mktemp("console-stack")
-    port = free_port()
-    env = {
-        "LORE_CONFIG_DIR": str(ROOT / "config"),
-        "LORE__LOGGING__LEVEL": "WARNING",
-        "LORE__GATEWAY__PORT": str(port),
-        "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
-        "LORE__GEN__EMBEDDING_API__PROVIDER": "hashing",
-        "LORE__MEM__EMBEDDING_API__PROVIDER": "hashing",
-        "LORE__MEM__MEMORYKB__EMBEDDING__PROVIDER": "hashing",
-    }
-    for name in ("docdb", "gen", "mem"):
-        service_port = free_port()
-        env[f"LORE__{name.upper()}__SERVER__PORT"] = str(service_port)
-        env[f"LORE__{name.upper()}__SERVER__DATA_DIR"] = str(data / name)
-        env[f"LORE__GATEWAY__{name.upper()}_URL"] = f"http://127.0.0.1:{service_port}"
-    env["LORE__GEN__DOCDB_URL"] = env["LORE__GATEWAY__DOCDB_URL"]
-    launcher = ServerProcess(
-        [sys.executable, "-m", "lore_gateway.launch"], env=env, cwd=data, log_path=data / "lore.log"
-    )
-    url = f"http://127.0.0.1:{port}"
+    running = start_lore_up(tmp_path_factory.mktemp("console-stack"), ROOT / "config")
     try:
-        launcher.wait_healthy(f"{url}/health", timeout=120)
-        with Lore(url) as lore:  # a parsed KB for the chat, graph and table tests
+        with Lore(running.url) as lore:  # a parsed KB for the chat, graph and table tests
             lore.create_dataset("people")
             lore.upload("people", [PEOPLE])
             lore.create_knowledge_base("people")
             lore.wait(lore.parse("people", ["people"]).tasks[0], timeout=60)
-        yield Stack(url, env)
+        yield Stack(running.url, running.env)
     finally:
-        launcher.stop()
+        running.process.stop()
 
 
 @pytest.fixture(scope="module")

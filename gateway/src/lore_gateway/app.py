@@ -8,7 +8,6 @@ so the gateway adds as little latency as it can; everything else is a small Lite
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -31,6 +30,7 @@ from lore_core.logging import REQUEST_ID_HEADER, RequestIdMiddleware, request_id
 from lore_core.settings import GatewayConfig, Settings
 from lore_core.tasks import background
 from lore_core.web import build_from_environment, metrics_endpoint
+from lore_gateway.access import Access, Refusal
 from lore_gateway.mcp_endpoint import MCP_PATH, McpEndpoint
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
@@ -47,50 +47,51 @@ class Gateway:
         self.proxy = Proxy(config.upstreams(), config.connect_timeout, config.replica_retry_after)
         self.mcp = McpEndpoint(self.proxy)
         self.app = self._build_litestar()
-        self._keys = [key.encode() for key in config.api_keys if key]
+        self.access = Access(config)
 
     @staticmethod
-    async def _refuse(scope: Scope, receive: Receive, send: Send) -> None:
+    async def _refuse(refusal: Refusal, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
             await receive()  # websocket.connect
-            await send({"type": "websocket.close", "code": 1008, "reason": "missing or wrong API key"})
+            await send({"type": "websocket.close", "code": 1008, "reason": refusal.detail[:120]})
             return
-        body = json.dumps({"detail": "missing or wrong API key: send `Authorization: Bearer <key>`"}).encode()
+        body = json.dumps({"detail": refusal.detail}).encode()
         request_id = request_id_from(scope.get("headers", []))
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b'Bearer realm="lore"'),
-                    (b"content-length", str(len(body)).encode()),
-                    (REQUEST_ID_HEADER.encode(), request_id.encode()),
-                ],
-            }
-        )
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (REQUEST_ID_HEADER.encode(), request_id.encode()),
+        ]
+        if refusal.status == 401:
+            headers.append((b"www-authenticate", b'Bearer realm="lore"'))
+        if refusal.retry_after is not None:
+            headers.append((b"retry-after", str(refusal.retry_after).encode()))
+        await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    def _authorised(self, scope: Scope) -> bool:
-        """Without configured keys everything passes; with them, `/api/v1/…` and `/mcp` need a matching
-        Bearer key. A browser cannot set headers on a WebSocket, so a WebSocket may offer the key as the
-        `access_token` query parameter instead; it is removed before the request goes on."""
-        if not self._keys:
-            return True
-        offered = b""
+    def _admit(self, scope: Scope, module: str | None) -> Refusal | None:
+        """Without keys everything passes; with them, `/api/v1/…` and `/mcp` need a Bearer key whose
+        scopes, modules and rate allow the request. A browser cannot set headers on a WebSocket, so a
+        WebSocket may offer the key as the `access_token` query parameter instead; it is removed
+        before the request goes on."""
+        if not self.access.enabled:
+            return None
+        token = ""
         for name, value in scope.get("headers", []):
             if name.lower() == b"authorization":
-                scheme, _, token = value.decode("latin-1").partition(" ")
-                if scheme.lower() == "bearer":
-                    offered = token.strip().encode()
-        if not offered and scope["type"] == "websocket":
-            offered = _take_query_token(scope)
-        return bool(offered) and any(hmac.compare_digest(offered, key) for key in self._keys)
+                kind, _, offered = value.decode("latin-1").partition(" ")
+                if kind.lower() == "bearer":
+                    token = offered.strip()
+        if not token and scope["type"] == "websocket":
+            token = _take_query_token(scope)
+        method = scope.get("method", "GET") if scope["type"] == "http" else "GET"
+        return self.access.admit(token, module, method, scope["path"])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"].rstrip("/") == MCP_PATH:
-            if not self._authorised(scope):
-                await self._refuse(scope, receive, send)
+            refusal = self._admit(scope, None)
+            if refusal is not None:
+                await self._refuse(refusal, scope, receive, send)
                 return
             scope["path"] = MCP_PATH
             await self._counted(MCP_PATH, self.mcp, scope, receive, send)
@@ -98,8 +99,9 @@ class Gateway:
         if scope["type"] in ("http", "websocket"):
             module = self.proxy.module_of(scope["path"])
             if module is not None:
-                if not self._authorised(scope):
-                    await self._refuse(scope, receive, send)
+                refusal = self._admit(scope, module)
+                if refusal is not None:
+                    await self._refuse(refusal, scope, receive, send)
                     return
                 if scope["type"] == "http":
                     route = f"/api/v1/{module}"
@@ -272,11 +274,11 @@ class Gateway:
         )
 
 
-def _take_query_token(scope: Scope) -> bytes:
+def _take_query_token(scope: Scope) -> str:
     pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
     token = next((value for name, value in pairs if name == "access_token"), "")
     scope["query_string"] = urlencode([(n, v) for n, v in pairs if n != "access_token"]).encode("latin-1")
-    return token.encode("latin-1")
+    return token
 
 
 def create_app(settings: Settings) -> Gateway:

@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
@@ -144,6 +144,18 @@ class ServerConfig(Section):
     data_dir: str = "data"
 
 
+class ApiKey(msgspec.Struct, forbid_unknown_fields=True):
+    """A gateway key stored as its SHA-256 (`python -m lore_gateway.access <key>` prints it). Scopes
+    nest (admin ⊃ write ⊃ read); `modules` empty means all; no `rate_per_second`, no rate limit."""
+
+    name: str
+    key_sha256: Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{64}$")]
+    scopes: list[Literal["read", "write", "admin"]] = msgspec.field(default_factory=lambda: ["read"])
+    modules: list[Literal["docdb", "gen", "mem"]] = msgspec.field(default_factory=list)
+    rate_per_second: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    burst: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+
 class GatewayConfig(Section):
     host: str = "127.0.0.1"
     port: int = 8000
@@ -170,8 +182,12 @@ class GatewayConfig(Section):
             "mem": self.mem_urls or [self.mem_url],
         }
 
-    # Bearer keys the gateway accepts on /api/v1/… (`Authorization: Bearer <key>`); empty: no auth.
-    api_keys: list[str] = msgspec.field(default_factory=list)
+    # Bearer keys the gateway accepts on /api/v1/… and /mcp (`Authorization: Bearer <key>`); none: no
+    # auth. A plain string is a key with every right; an entry `{name, key_sha256, scopes, modules,
+    # rate_per_second, burst}` is known by its SHA-256 only and has what it lists (see ApiKey).
+    api_keys: list[str | ApiKey] = msgspec.field(default_factory=list)
+    # More keys, in the same form, from a YAML or JSON file (read at start).
+    api_keys_file: str | None = None
 
 
 class DocdbConfig(Section):

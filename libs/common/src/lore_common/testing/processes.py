@@ -168,6 +168,55 @@ def start_service(
     return process, f"http://127.0.0.1:{port}"
 
 
+HASHING_EMBEDDERS = {
+    "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
+    "LORE__GEN__EMBEDDING_API__PROVIDER": "hashing",
+    "LORE__MEM__EMBEDDING_API__PROVIDER": "hashing",
+    "LORE__MEM__MEMORYKB__EMBEDDING__PROVIDER": "hashing",
+}
+
+
+@dataclass
+class LoreUp:
+    """`lore-up` (gateway, docdb, gen, mem) running on loopback; `env` is what started it."""
+
+    process: ServerProcess
+    url: str
+    env: dict[str, str]
+
+
+def start_lore_up(
+    data: Path, config_dir: Path, env: Mapping[str, str] | None = None, timeout: float = 180
+) -> LoreUp:
+    """The whole stack on embedded stores under `data`, every port free, logs in `data/lore.log`; the
+    hashing embedder unless `env` names another. Stop it with `.process.stop()`."""
+    port = free_port()
+    full = {
+        "LORE_CONFIG_DIR": str(config_dir),
+        "LORE__LOGGING__LEVEL": "WARNING",
+        "LORE__GATEWAY__PORT": str(port),
+        **HASHING_EMBEDDERS,
+    }
+    for name in ("docdb", "gen", "mem"):
+        service = free_port()
+        full[f"LORE__{name.upper()}__SERVER__PORT"] = str(service)
+        full[f"LORE__{name.upper()}__SERVER__DATA_DIR"] = str(data / name)
+        full[f"LORE__GATEWAY__{name.upper()}_URL"] = f"http://127.0.0.1:{service}"
+    full["LORE__GEN__DOCDB_URL"] = full["LORE__GATEWAY__DOCDB_URL"]
+    full.update(env or {})
+    data.mkdir(parents=True, exist_ok=True)
+    process = ServerProcess(
+        python_module("lore_gateway.launch"), env=full, cwd=data, log_path=data / "lore.log"
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        process.wait_healthy(f"{url}/health", timeout=timeout)
+    except BaseException:
+        process.stop()
+        raise
+    return LoreUp(process, url, full)
+
+
 REPLICA_PORT_STEP = 100  # lore-up puts replica n of a service on its port + 100 × n
 
 
