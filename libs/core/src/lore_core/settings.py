@@ -206,6 +206,12 @@ class DocdbConfig(Section):
     search_params: SearchParams = msgspec.field(default_factory=SearchParams)
     # Simple (multipart) upload limit per request, in bytes; larger files go through chunked upload.
     max_upload_size: int = 512 * 1024 * 1024
+    # Each file's text is read in a child process: at most this long (seconds) and this much memory
+    # (MiB of address space) per file, and files larger than `extract_max_file_mb` are not parsed;
+    # a file over a limit is listed in the task's skipped_files with the reason.
+    extract_timeout: float = 120.0
+    extract_memory_mb: int = 2048
+    extract_max_file_mb: int = 256
     # Chunked-upload sessions idle longer than this (seconds) are removed by a sweep every interval.
     upload_session_ttl: int = 24 * 3600
     upload_sweep_interval: float = 600.0

@@ -37,9 +37,9 @@ from lore_docdb.parsing.extract import (
     PICTURE_SUFFIXES,
     ExtractionError,
     embedded_pictures,
-    extract_text,
     supported,
 )
+from lore_docdb.parsing.sandbox import Sandbox
 from lore_docdb.schemas.models import ENTITY_TYPES, EntityDefinition
 from lore_docdb.schemas.service import extraction_prompt
 from lore_docdb.tasks.models import Task
@@ -104,7 +104,7 @@ class ParsePipeline:
         """Parse; returns the files that were skipped, with the reason."""
         task = ctx.task
         await ctx.check("extract")
-        texts, skipped = await asyncio.to_thread(self._extract_all, ctx.dataset_dir)
+        texts, skipped = await self._extract_all(ctx.dataset_dir)
         if self.vision is not None:
             texts, skipped = await self._captioned(ctx.dataset_dir, texts, skipped)
         if not texts:
@@ -174,24 +174,33 @@ class ParsePipeline:
 
     # ------------------------------------------------------------ stages
 
-    def _extract_all(self, folder: Path) -> tuple[list[tuple[str, str]], list[dict[str, str]]]:
+    async def _extract_all(self, folder: Path) -> tuple[list[tuple[str, str]], list[dict[str, str]]]:
+        """Each file's text, read in the sandbox (limits on time, memory and size per file)."""
         texts: list[tuple[str, str]] = []
         skipped: list[dict[str, str]] = []
-        for path in sorted(folder.iterdir()):
-            if path.name.startswith(".") or not path.is_file():
-                continue
-            if not supported(path):
-                skipped.append({"file": path.name, "reason": f"unsupported type {path.suffix or '(none)'}"})
-                continue
-            try:
-                text = extract_text(path)
-            except ExtractionError as exc:
-                skipped.append({"file": path.name, "reason": str(exc)})
-                continue
-            if text.strip():
-                texts.append((path.name, text))
-            else:
-                skipped.append({"file": path.name, "reason": "no text"})
+        config = self.settings.docdb
+        sandbox = Sandbox(config.extract_timeout, config.extract_memory_mb, config.extract_max_file_mb)
+        try:
+            for path in await asyncio.to_thread(lambda: sorted(folder.iterdir())):
+                if path.name.startswith(".") or not path.is_file():
+                    continue
+                if not supported(path):
+                    skipped.append(
+                        {"file": path.name, "reason": f"unsupported type {path.suffix or '(none)'}"}
+                    )
+                    continue
+                try:
+                    text = await sandbox.extract(path)
+                except ExtractionError as exc:
+                    log.info("file_skipped", file=path.name, reason=str(exc))
+                    skipped.append({"file": path.name, "reason": str(exc)})
+                    continue
+                if text.strip():
+                    texts.append((path.name, text))
+                else:
+                    skipped.append({"file": path.name, "reason": "no text"})
+        finally:
+            await sandbox.close()
         return texts, skipped
 
     async def _captioned(

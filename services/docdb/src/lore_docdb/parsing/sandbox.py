@@ -1,0 +1,127 @@
+"""Text extraction in a child process with limits, so one hostile or huge file fails alone.
+
+A PDF, DOCX or XLSX bomb, a file that sends a parser into a loop, or a text file of gigabytes would
+otherwise take the service's memory or a parse worker forever. Here each file is first checked by its
+content (a `.pdf` must be a PDF, a `.docx` a zip, a text file must not be binary) and its size, then
+extracted by a child (`python -m lore_docdb.parsing.sandbox`) whose address space is capped; the
+service gives it `timeout` seconds per file, then kills it and starts another for the next file. Every
+failure is a reason in the task's `skipped_files`; the rest of the dataset parses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import sys
+from pathlib import Path
+from typing import Any
+
+from lore_common.workers import Inbox, Reply, Worker, serve
+from lore_docdb.parsing.extract import EXTRACTORS, ExtractionError, extract_text
+
+MIB = 1024 * 1024
+TEXT_TYPES = {s for s in EXTRACTORS if s not in (".pdf", ".docx", ".xlsx")}
+ZIP_TYPES = (".docx", ".xlsx")
+
+
+def sniff(path: Path, max_bytes: int) -> str | None:
+    """Why the file cannot be what its name says, or is too big to parse; None when it may be."""
+    size = path.stat().st_size
+    if size > max_bytes:
+        limit = f"files over {max_bytes / MIB:.0f} MiB are not parsed (docdb.extract_max_file_mb)"
+        return f"is {size / MIB:.0f} MiB; {limit}"
+    suffix = path.suffix.lower()
+    with path.open("rb") as handle:
+        head = handle.read(8192)
+    if suffix == ".pdf" and b"%PDF-" not in head[:1024]:
+        return "is not a PDF (no %PDF- header)"
+    if suffix in ZIP_TYPES and not head.startswith(b"PK\x03\x04"):
+        return f"is not a {suffix} document (not a zip archive)"
+    if suffix in TEXT_TYPES and b"\x00" in head and head[:2] not in (b"\xff\xfe", b"\xfe\xff"):
+        return f"looks binary (NUL bytes), not {suffix} text"
+    return None
+
+
+class Sandbox:
+    """The service's end: one child for a parse's files, replaced after a time-out or a crash."""
+
+    def __init__(self, timeout: float, memory_mb: int, max_file_mb: int) -> None:
+        self.timeout = timeout
+        self.memory_mb = memory_mb
+        self.max_bytes = max_file_mb * MIB
+        self._worker: Worker | None = None
+
+    def _child(self) -> Worker:
+        if self._worker is None or not self._worker.usable():
+            args = [str(self.memory_mb), str(self.max_bytes)]
+            self._worker = Worker("text extraction", "lore_docdb.parsing.sandbox", args, ExtractionError)
+        return self._worker
+
+    async def extract(self, path: Path) -> str:
+        worker = self._child()
+        try:
+            async with asyncio.timeout(self.timeout):
+                ok, payload = await worker.call("extract", str(path))
+        except TimeoutError:
+            await self._kill(worker)
+            raise ExtractionError(
+                f"{path.name}: extraction took longer than {self.timeout:g} s (docdb.extract_timeout)"
+            ) from None
+        except ExtractionError:  # the child died: the memory cap, or a crash in a parser
+            raise ExtractionError(
+                f"{path.name}: the extractor stopped while reading it (over its {self.memory_mb} MiB "
+                "memory limit, docdb.extract_memory_mb, or a crash in the parser)"
+            ) from None
+        if not ok:
+            raise ExtractionError(str(payload))
+        return str(payload)
+
+    async def _kill(self, worker: Worker) -> None:
+        if worker.process is not None and worker.process.returncode is None:
+            worker.process.kill()
+        await worker.close()
+        self._worker = None
+
+    async def close(self) -> None:
+        if self._worker is not None:
+            await self._worker.close()
+            self._worker = None
+
+
+# ------------------------------------------------------------------ the child's side
+
+
+def _handle(inbox: Inbox, max_bytes: int) -> list[Reply]:
+    request = inbox.requests.popleft()  # one file at a time: a time-out then names the right one
+    path = Path(request[2])
+    result: Any
+    try:
+        reason = sniff(path, max_bytes)
+        if reason is not None:
+            return [(int(request[0]), True, (False, f"{path.name}: {reason}"))]
+        text = extract_text(path)
+        if len(text) > max_bytes:
+            result = (
+                False,
+                f"{path.name}: its text is over {max_bytes / MIB:.0f} MiB (docdb.extract_max_file_mb)",
+            )
+        else:
+            result = (True, text)
+    except MemoryError:
+        result = (False, f"{path.name}: reading it needs more memory than the extractor may use")
+    except RecursionError:
+        result = (False, f"{path.name}: nested too deeply to read")
+    except (ExtractionError, OSError) as exc:
+        result = (False, str(exc))
+    return [(int(request[0]), True, result)]
+
+
+def main() -> None:
+    memory_mb, max_bytes = int(sys.argv[1]), int(sys.argv[2])
+    limit = memory_mb * MIB
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    serve(lambda inbox: _handle(inbox, max_bytes))
+
+
+if __name__ == "__main__":
+    main()
