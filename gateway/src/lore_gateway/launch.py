@@ -184,12 +184,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "command",
         nargs="?",
-        choices=["up", "migrate", "move"],
+        choices=["up", "migrate", "move", "backup", "restore"],
         default="up",
         help="up (default): start everything; migrate: bring each service's relational store to the "
         "latest schema, then exit (start-up does it too); move --to DIR: copy every service's data "
-        "into the (empty) stores DIR/lore.yaml names",
+        "into the (empty) stores DIR/lore.yaml names; backup PATH: copy the embedded stores to a new "
+        "folder while the stack serves; restore PATH: copy a backup into empty data folders",
     )
+    parser.add_argument("path", nargs="?", default=None, help="backup/restore: the backup's folder")
     parser.add_argument("--to", default=None, help="move: folder holding the target's lore.yaml")
     parser.add_argument("--config-dir", default=None, help="folder holding lore.yaml and pipeline.yaml")
     parser.add_argument(
@@ -200,6 +202,12 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["LORE_CONFIG_DIR"] = args.config_dir
     if args.command == "migrate":
         return each_service("migrate")
+    if args.command in ("backup", "restore"):
+        if not args.path:
+            parser.error(f"{args.command} needs PATH (the backup's folder)")
+        # In lore-common's process: the gateway itself carries no store client.
+        argv = [sys.executable, "-m", "lore_common.backup", args.command, str(Path(args.path).resolve())]
+        return subprocess.run(argv, check=False).returncode  # noqa: S603 - our own module
     if args.command == "move":
         if not args.to:
             parser.error("move needs --to DIR (the folder of the target's lore.yaml)")

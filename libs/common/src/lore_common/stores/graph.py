@@ -41,7 +41,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def _socket_path(directory: Path) -> Path:
+def socket_path(directory: Path) -> Path:
     candidate = directory / "falkordb.sock"
     if len(str(candidate)) <= _UNIX_PATH_MAX:
         return candidate
@@ -55,7 +55,7 @@ class EmbeddedFalkorDB:
 
     def __init__(self, directory: Path, port: int | None = None) -> None:
         self.directory = directory.resolve()
-        self.socket = _socket_path(self.directory)
+        self.socket = socket_path(self.directory)
         self.port = port
         self.process: subprocess.Popen[bytes] | None = None
 
