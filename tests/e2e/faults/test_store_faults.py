@@ -7,15 +7,19 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
 
-from lore_common.testing.processes import start_service
+from lore_common.servers import falkordb
+from lore_common.testing.flows import CURIE, DS, HOPPER
+from lore_common.testing.processes import free_port, start_service
 from lore_common.testing.tcp_proxy import TcpProxy
 
 KB = "/api/v1/docdb/files/knowledge-bases"
+CHAT = "/api/v1/docdb/chat"
 
 
 @pytest.mark.postgres
@@ -105,3 +109,80 @@ def test_a_full_disk_during_upload_is_507_and_leaves_no_partial_file(
             )
     finally:
         docdb.stop()
+
+
+def _task(client: httpx.Client, task_id: str) -> dict[str, Any]:
+    body: dict[str, Any] = client.get(f"/api/v1/docdb/files/processing/tasks/{task_id}").json()
+    return body
+
+
+def test_the_graph_store_going_away_answers_503_parses_wait_and_all_recovers(tmp_path: Path) -> None:
+    """A FalkorDB server cut off by a proxy: routes that need the graph answer 503 naming it at once,
+    `/health` says it is down, a parse started meanwhile waits (stage `waiting`) instead of failing,
+    and when the store returns the parse completes and every route answers, with no restart."""
+    (tmp_path / "config").mkdir()
+    graph_port = free_port()
+    with falkordb(tmp_path, graph_port):
+        proxy = TcpProxy("127.0.0.1", graph_port).start()
+        docdb, url = start_service(
+            "docdb",
+            tmp_path,
+            {
+                "LORE__DOCDB__GRAPH_STORE__URL": f"falkordb://127.0.0.1:{proxy.port}",
+                "LORE__DOCDB__GRAPH_STORE__ENABLED": "true",
+                "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
+            },
+        )
+        try:
+            with httpx.Client(base_url=url, timeout=30) as client:
+                for name, text in (("before", CURIE), ("during", HOPPER)):
+                    client.post(DS, json={"name": name})
+                    client.post(f"{DS}/{name}/files", files={"files": (f"{name}.txt", text.encode())})
+                    client.post(KB, json={"name": name})
+                first = client.post(f"{KB}/before/parse", json={"datasets": ["before"]}).json()
+                done = _wait(client, first["data"]["tasks"][0]["task_id"], ("completed", "failed"))
+                assert done["status"] == "completed", done
+                entities = client.get(f"{KB}/before/graph").json()["total_nodes"]
+                assert entities > 0
+
+                proxy.stop()
+                started = time.monotonic()
+                down = client.get(f"{KB}/before/overview")
+                assert down.status_code == 503 and "graph store is unavailable" in down.json()["message"]
+                assert time.monotonic() - started < 5
+                health = client.get("/health")
+                assert health.status_code == 503 and health.json()["checks"]["graph"]["status"] == "down"
+                chat = client.post(
+                    CHAT, json={"query": "Who discovered polonium?", "kb_id": "before", "user_id": "u"}
+                )
+                assert chat.json()["code"] == 500 and "graph store is unavailable" in chat.json()["message"]
+
+                waiting = client.post(f"{KB}/during/parse", json={"datasets": ["during"]}).json()
+                task_id = waiting["data"]["tasks"][0]["task_id"]
+                deadline = time.monotonic() + 30
+                while (state := _task(client, task_id))["stage"] != "waiting":
+                    assert state["status"] in ("pending", "running") and time.monotonic() < deadline, state
+                    time.sleep(0.2)
+
+                proxy.start()
+                finished = _wait(client, task_id, ("completed", "failed"), limit=90)
+                assert finished["status"] == "completed", finished
+                assert client.get("/health").status_code == 200
+                assert client.get(f"{KB}/before/graph").json()["total_nodes"] == entities  # nothing lost
+                assert client.get(f"{KB}/during/graph").json()["total_nodes"] > 0
+                answer = client.post(
+                    CHAT,
+                    json={"query": "Who developed the first compiler?", "kb_id": "during", "user_id": "u"},
+                ).json()
+                assert answer["success"] and "Grace Hopper" in answer["response"]
+        finally:
+            docdb.stop()
+            proxy.close()
+
+
+def _wait(client: httpx.Client, task_id: str, until: tuple[str, ...], limit: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + limit
+    while (state := _task(client, task_id))["status"] not in until:
+        assert time.monotonic() < deadline, state
+        time.sleep(0.2)
+    return state

@@ -82,6 +82,15 @@ _STORE_MODULES = (
 )
 
 
+_S3_OUTAGES = {
+    "EndpointConnectionError",
+    "ConnectTimeoutError",
+    "ReadTimeoutError",
+    "ConnectionClosedError",
+    "ProxyConnectionError",
+}
+
+
 def _store_of(exc: BaseException) -> str:
     """Which store a connection error came from, by the modules its traceback went through."""
     modules = []
@@ -111,6 +120,11 @@ def store_outage(exc: BaseException) -> tuple[int, str] | None:
             return 503, f"the relational store is unavailable, retry shortly ({name})"
         if isinstance(item, ConnectionError):
             return 503, f"the {_store_of(item)} is unavailable, retry shortly ({name}: {item})"
+        # Store clients whose connection errors are not the builtin ConnectionError.
+        if module.startswith(("redis", "falkordb")) and name in ("ConnectionError", "TimeoutError"):
+            return 503, f"the graph store is unavailable, retry shortly ({name}: {item})"
+        if module.startswith("botocore") and name in _S3_OUTAGES:
+            return 503, f"the object storage is unavailable, retry shortly ({name}: {item})"
     return None
 
 

@@ -218,6 +218,9 @@ class DocdbConfig(Section):
     # Running parse tasks beat every interval; one silent for `task_stale_after` seconds is interrupted.
     task_heartbeat_interval: float = 5.0
     task_stale_after: float = 60.0
+    # A parse stopped by a store outage waits and starts again (backoff 1 s doubling to 30 s) for this
+    # long (seconds) before it fails.
+    task_store_retry_for: float = 600.0
 
     @property
     def sentence_mode(self) -> bool:

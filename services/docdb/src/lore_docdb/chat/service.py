@@ -15,6 +15,7 @@ import structlog
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, ModelError, complete_structured
 from lore_common.stores.objects import ObjectStore
 from lore_core.bounds import MAX_RESULTS
+from lore_core.errors import store_outage
 from lore_core.settings import QueryDefaults
 from lore_docdb.chat.models import (
     MAX_QUERY,
@@ -133,7 +134,8 @@ class ChatService:
             log.warning("chat_failed", error=f"{type(exc).__name__}: {exc}")
             info.update(self._info(trace, started))
             stage = "model" if isinstance(exc, ModelError) else "retrieval"
-            message = f"{stage} failed: {type(exc).__name__}: {exc}"
+            outage = store_outage(exc)
+            message = f"{stage} failed: " + (outage[1] if outage else f"{type(exc).__name__}: {exc}")
             failed = ChatResponse(False, 500, message, None, [], 0, None, info, request_id)
             if stream:
                 yield "error", {"code": 500, "message": message}

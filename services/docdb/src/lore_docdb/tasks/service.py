@@ -21,7 +21,7 @@ import structlog
 from lore_common.jobs import JobQueue
 from lore_core import metrics, tracing
 from lore_core.clock import utcnow
-from lore_core.errors import BadRequest, NotFound
+from lore_core.errors import BadRequest, NotFound, store_outage
 from lore_core.settings import Settings
 from lore_docdb.datasets.store import RawStore
 from lore_docdb.index.store import IndexStore
@@ -111,6 +111,64 @@ class TaskService:
         await self.queue.stop()
 
     async def run(self, task: Task) -> None:
+        """One parse. While a store it needs is unavailable, the task waits (stage `waiting`) and starts
+        again once what it wrote is rolled back, with a backoff of 1 s doubling to 30 s, for
+        `docdb.task_store_retry_for` seconds; then it fails with the store's message."""
+        give_up = time.monotonic() + self.settings.docdb.task_store_retry_for
+        delay = 1.0
+        while (outage := await self._attempt(task)) is not None:
+            if time.monotonic() + delay > give_up:
+                limit = self.settings.docdb.task_store_retry_for
+                await self.store.transition(
+                    task.task_id,
+                    "failed",
+                    when=["running", "cancelling"],
+                    change=_failed(f"{outage}; gave up after retrying for {limit:g} s"),
+                )
+                return
+            log.warning("parse_waiting_for_store", task_id=task.task_id, retry_in=delay, error=outage)
+            if not await self._wait_for_store(task, delay):
+                return  # cancelled meanwhile
+            delay = min(30.0, delay * 2)
+
+    async def _wait_for_store(self, task: Task, delay: float) -> bool:
+        """Sleep `delay`, then roll back the failed attempt (which needs the store back); False when the
+        task was cancelled meanwhile (it is then marked cancelled)."""
+        with contextlib.suppress(Exception):  # the relational store may be the one that is down
+            live = msgspec.structs.replace(self.queue.live.get(task.task_id, task), stage="waiting")
+            self.queue.live[task.task_id] = live
+            await self.store.beat([live], self.queue.owner)
+        waited = 0.0
+        while True:
+            await asyncio.sleep(0.5)
+            waited += 0.5
+            if await self._cancel_seen(task.task_id):
+                await self._roll_back(task)
+                await self.store.transition(
+                    task.task_id, "cancelled", when=["cancelling", "running"], change=_at_stage("waiting")
+                )
+                return False
+            if waited < delay:
+                continue
+            try:
+                await self.pipeline.rollback(task)
+                return True
+            except Exception as exc:
+                if store_outage(exc) is None:
+                    raise
+                waited = 0.0  # still down: wait another round before trying again
+
+    async def _cancel_seen(self, task_id: str) -> bool:
+        if task_id in self.cancel_requested:
+            return True
+        with contextlib.suppress(Exception):
+            current = await self.store.get(task_id)
+            return current is None or current.status == "cancelling"
+        return False
+
+    async def _attempt(self, task: Task) -> str | None:
+        """Runs the parse once; returns the store outage that stopped it, if one did (the task is then
+        still `running`), else None (it is completed, cancelled or failed)."""
         task_id = task.task_id
         structlog.contextvars.bind_contextvars(task_id=task_id)
         last_stage = ""
@@ -167,8 +225,11 @@ class TaskService:
             message = (
                 f"{type(exc).__name__}: {exc}" if not str(exc).startswith(type(exc).__name__) else str(exc)
             )
-            log.warning("parse_failed", error=message)
             await self._roll_back(task)
+            outage = store_outage(exc)
+            if outage is not None and outage[0] == 503:
+                return outage[1]
+            log.warning("parse_failed", error=message)
             await self.store.transition(
                 task_id, "failed", when=["running", "cancelling"], change=_failed(message)
             )
@@ -179,6 +240,7 @@ class TaskService:
                 stage_span.end()
             self.cancel_requested.discard(task_id)
             structlog.contextvars.unbind_contextvars("task_id")
+        return None
 
     async def _roll_back(self, task: Task) -> None:
         try:
