@@ -115,6 +115,14 @@ def test_ingest_a_folder_and_watch_the_parse_complete(tab: Tab, stack: Stack, tm
     files.get_by_role("cell", name="hopper.md", exact=True).wait_for()
     files.get_by_role("cell", name="curie.md", exact=True).wait_for()
     assert section.get_by_role("list", name="Uploads").get_by_text("stored").count() == 2
+    # A file over 8 MiB goes as a chunked upload (init, chunks in parallel, complete).
+    large = tmp_path / "scan.bin"
+    large.write_bytes(os.urandom(9 * 1024 * 1024 + 17))
+    section.locator("input[type=file]").set_input_files([str(large)])
+    files.get_by_role("cell", name="scan.bin", exact=True).wait_for(timeout=60_000)
+    with Lore(stack.url) as lore:
+        stored = {f.name: f.size for f in lore.list_files(name)}
+    assert stored["scan.bin"] == large.stat().st_size
 
     section.locator("#new-kb").fill(name)
     section.get_by_role("button", name="Create").nth(1).click()
@@ -194,6 +202,32 @@ def test_a_table_streams_its_steps_and_renders_sortable_rows(tab: Tab, stack: St
     first = table.locator("tbody tr").first.locator("td").first.inner_text()
     table.get_by_role("button", name="name ▲").click()
     assert table.locator("tbody tr").first.locator("td").first.inner_text() != first
+
+
+def test_kb_memory_insert_and_query_and_a_tree_import(tab: Tab, tmp_path: Path) -> None:
+    from openpyxl import Workbook
+
+    section = tab.open("memory")
+    section.get_by_label("Text").fill("Rosalind Franklin photographed DNA in 1952.")
+    section.get_by_role("button", name="Insert").click()
+    section.locator(".job-status", has_text="done").wait_for(timeout=60_000)
+    section.get_by_label("Question").fill("Who photographed DNA?")
+    section.get_by_label("Mode").select_option("naive")
+    section.get_by_role("button", name="Ask").click()
+    tab.page.wait_for_function(
+        "document.querySelector('[x-text=\"reply && reply.final_answer\"]').textContent.includes('Rosalind')"
+    )
+
+    book = Workbook()
+    for row in (["Energy", "Solar", "Panels"], ["Energy", "Wind"]):
+        book.active.append(row)
+    book.save(tmp_path / "energy.xlsx")
+    gen = tab.open("gen")
+    gen.locator("input[type=file]").set_input_files(str(tmp_path / "energy.xlsx"))
+    gen.get_by_role("button", name="Import").click()
+    tree = gen.get_by_role("tree", name="Tag tree")
+    tree.get_by_text("Panels").wait_for()
+    assert [item.inner_text().split("\n")[0] for item in tree.locator(":scope > li").all()] == ["Energy"]
 
 
 def test_keyboard_reaches_every_section(tab: Tab) -> None:
