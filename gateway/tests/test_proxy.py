@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -187,10 +188,9 @@ def test_unknown_module_is_404_from_the_gateway(running: Running) -> None:
     assert os.environ.get("LORE__GATEWAY__PORT") is None  # the fixture never leaks into this process
 
 
-@pytest.fixture(scope="module")
-def guarded(tmp_path_factory: pytest.TempPathFactory, running: Running) -> Iterator[str]:
-    """A second gateway in front of the same sink, with API keys configured."""
-    tmp = tmp_path_factory.mktemp("gw-auth")
+@contextlib.contextmanager
+def keyed_gateway(tmp: Path, running: Running, **env: str) -> Iterator[str]:
+    """A second gateway in front of the same sink (mem: a closed port), with the given key settings."""
     port = free_port()
     gateway = ServerProcess(
         [sys.executable, "-m", "lore_gateway"],
@@ -200,7 +200,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory, running: Running) -> Itera
             "LORE__GATEWAY__DOCDB_URL": running_sink_url(running),
             "LORE__GATEWAY__GEN_URL": running_sink_url(running),
             "LORE__GATEWAY__MEM_URL": f"http://127.0.0.1:{running.dead_port}",
-            "LORE__GATEWAY__API_KEYS": '["key-one-secret", "key-two-secret"]',
+            **env,
         },
         log_path=tmp / "gateway.log",
     )
@@ -209,6 +209,14 @@ def guarded(tmp_path_factory: pytest.TempPathFactory, running: Running) -> Itera
         yield f"http://127.0.0.1:{port}"
     finally:
         gateway.stop()
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory, running: Running) -> Iterator[str]:
+    """A gateway with API keys configured."""
+    tmp = tmp_path_factory.mktemp("gw-auth")
+    with keyed_gateway(tmp, running, LORE__GATEWAY__API_KEYS='["key-one-secret", "key-two-secret"]') as url:
+        yield url
     assert "key-one-secret" not in (tmp / "gateway.log").read_text()
 
 
@@ -334,25 +342,12 @@ def scoped(tmp_path_factory: pytest.TempPathFactory, running: Running) -> Iterat
 - {{name: slow, key_sha256: {key_hash(LIMITED)}, scopes: [read], rate_per_second: 1, burst: 3}}
 """
     )
-    port = free_port()
-    gateway = ServerProcess(
-        [sys.executable, "-m", "lore_gateway"],
-        env={
-            "LORE_CONFIG_DIR": str(tmp),
-            "LORE__GATEWAY__PORT": str(port),
-            "LORE__GATEWAY__DOCDB_URL": running_sink_url(running),
-            "LORE__GATEWAY__GEN_URL": running_sink_url(running),
-            "LORE__GATEWAY__MEM_URL": f"http://127.0.0.1:{running.dead_port}",
-            "LORE__GATEWAY__API_KEYS": json.dumps([{"name": "reader", "key_sha256": key_hash(READER)}]),
-            "LORE__GATEWAY__API_KEYS_FILE": str(keys),
-        },
-        log_path=tmp / "gateway.log",
-    )
-    try:
-        gateway.wait_healthy(f"http://127.0.0.1:{port}/")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        gateway.stop()
+    keyed = {
+        "LORE__GATEWAY__API_KEYS": json.dumps([{"name": "reader", "key_sha256": key_hash(READER)}]),
+        "LORE__GATEWAY__API_KEYS_FILE": str(keys),
+    }
+    with keyed_gateway(tmp, running, **keyed) as url:
+        yield url
     log = (tmp / "gateway.log").read_text()
     assert all(key not in log for key in (READER, WRITER, ADMIN, DOCDB_ONLY, LIMITED))
 
