@@ -52,6 +52,8 @@ class _Portal:
         if self.loop.is_running():
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(timeout=5)
+        if not self.thread.is_alive() and not self.loop.is_closed():
+            self.loop.close()
 
 
 async def _next(items: AsyncIterator[T]) -> T:
