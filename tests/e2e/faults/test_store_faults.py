@@ -186,3 +186,54 @@ def _wait(client: httpx.Client, task_id: str, until: tuple[str, ...], limit: flo
         assert time.monotonic() < deadline, state
         time.sleep(0.2)
     return state
+
+
+def test_object_storage_going_away_fails_uploads_cleanly_and_parses_wait_for_it(
+    tmp_path: Path, moto_s3: str
+) -> None:
+    """S3 behind a proxy: a simple upload while it is away answers 500 naming it and keeps nothing (the
+    contract's rule), a parse started meanwhile waits for it, and when it returns the parse completes
+    and answers, with no restart."""
+    (tmp_path / "config").mkdir()
+    s3 = urlsplit(moto_s3)
+    proxy = TcpProxy(s3.hostname or "127.0.0.1", s3.port or 80).start()
+    docdb, url = start_service(
+        "docdb",
+        tmp_path,
+        {
+            "LORE__DOCDB__OBJECT_STORAGE__BUCKET": f"outage-{time.monotonic_ns()}",
+            "LORE__DOCDB__OBJECT_STORAGE__ENDPOINT_URL": f"http://127.0.0.1:{proxy.port}",
+            "LORE__DOCDB__OBJECT_STORAGE__ACCESS_KEY": "testing",
+            "LORE__DOCDB__OBJECT_STORAGE__SECRET_KEY": "testing",
+            "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
+        },
+    )
+    try:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            client.post(DS, json={"name": "people"})
+            stored = client.post(f"{DS}/people/files", files={"files": ("hopper.txt", HOPPER.encode())})
+            assert stored.status_code == 200, stored.text
+            client.post(KB, json={"name": "people"})
+
+            proxy.stop()
+            refused = client.post(f"{DS}/people/files", files={"files": ("curie.txt", CURIE.encode())})
+            assert refused.status_code == 500 and "object storage" in refused.json()["message"].lower()
+            names = [f["name"] for f in client.get(f"{DS}/people/files").json()["files"]]
+            assert names == ["hopper.txt"]  # nothing half-stored
+            parse = client.post(f"{KB}/people/parse", json={"datasets": ["people"], "mode": 1}).json()
+            task_id = parse["data"]["tasks"][0]["task_id"]
+            deadline = time.monotonic() + 60
+            while (state := _task(client, task_id))["stage"] != "waiting":
+                assert state["status"] in ("pending", "running") and time.monotonic() < deadline, state
+                time.sleep(0.2)
+
+            proxy.start()
+            finished = _wait(client, task_id, ("completed", "failed"), limit=90)
+            assert finished["status"] == "completed", finished
+            answer = client.post(
+                CHAT, json={"query": "Who developed the first compiler?", "kb_id": "people", "user_id": "u"}
+            ).json()
+            assert answer["success"] and answer["citations"][0]["source_file"] == "hopper.txt"
+    finally:
+        docdb.stop()
+        proxy.close()

@@ -220,7 +220,11 @@ class ObjectRawStore:
                 async with slots:
                     try:
                         await self.objects.download(object_key(dataset, name), folder / name)
-                    except Exception as exc:  # deleted meanwhile: the parse goes on without it
+                    except Exception as exc:
+                        (folder / name).unlink(missing_ok=True)  # no partial file reaches the parse
+                        if not _missing(exc):
+                            raise  # the object storage is away: the parse waits for it and tries again
+                        # Deleted meanwhile: the parse goes on without it.
                         log.warning("object_download_failed", dataset=dataset, filename=name, error=str(exc))
 
             names = [name for name, _, _ in await self.list_files(dataset)]
@@ -306,3 +310,9 @@ def _sweep_staging(folder: Path, older_than_s: float) -> int:
                     path.unlink()
                 removed += 1
     return removed
+
+
+def _missing(exc: BaseException) -> bool:
+    """An S3 error that says the object is not there (as opposed to the store being unreachable)."""
+    code = str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
+    return code in ("404", "NoSuchKey", "NotFound")
