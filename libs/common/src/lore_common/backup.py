@@ -29,7 +29,9 @@ from lore_core.settings import Settings, load_settings
 MANIFEST = "lore-backup.json"
 SERVICES = ("docdb", "gen", "mem")
 SKIP_NAMES = {".lock", "falkordb.sock", "falkordb.log"}
-SKIP_DIRS = {".uploads", "staging"}  # unfinished uploads and parse downloads
+# Unfinished uploads and parse downloads; FalkorDB's append-only file, which its fresh snapshot replaces
+# (a restored folder starts from the snapshot and writes a new append-only file).
+SKIP_DIRS = {".uploads", "staging", "appendonlydir"}
 # SQLite's write-ahead log and journal belong to the live database; its backup already holds their pages.
 TRANSIENT = (".tmp", "-wal", "-shm", "-journal")
 

@@ -79,8 +79,13 @@ class EmbeddedFalkorDB:
             ),
             "--dir", str(self.directory),
             "--dbfilename", "graph.rdb",
+            # Snapshots and an append-only file fsynced every second: a FalkorDB killed outright loses at
+            # most a second of graph writes, not the minute since its last snapshot. Redis started with
+            # the append-only file on but none written yet would ignore an existing snapshot and start
+            # empty, so a folder without one starts from its snapshot and turns it on once loaded.
             "--save", "60 1",
-            "--appendonly", "no",
+            "--appendonly", "yes" if self.has_aof() else "no",
+            "--appendfsync", "everysec",
             "--daemonize", "no",
         ]  # fmt: skip
         self.process = subprocess.Popen(  # noqa: S603, ASYNC220 - fixed argv; Popen returns at once
@@ -98,6 +103,7 @@ class EmbeddedFalkorDB:
                 probe = self._client()
                 try:
                     if await probe.ping():
+                        await self._enable_aof(probe)
                         return
                 except Exception:  # noqa: S110 - not ready yet, keep polling
                     pass
@@ -106,6 +112,29 @@ class EmbeddedFalkorDB:
             await asyncio.sleep(0.02)
         await self.stop()
         raise GraphStoreError(f"embedded FalkorDB did not start within {START_TIMEOUT_S} s")
+
+    def has_aof(self) -> bool:
+        """An append-only file Redis finished writing (its manifest is written last)."""
+        return any((self.directory / "appendonlydir").glob("*.manifest"))
+
+    async def _enable_aof(self, client: Redis) -> None:
+        """Turn the append-only file on for a server that started from its snapshot; Redis writes the
+        file from the loaded graphs in the background, and it is waited for, so a crash right after
+        start-up finds either the snapshot alone or a complete file."""
+        if self.has_aof():
+            return
+        await client.config_set("appendonly", "yes")
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            info = await client.info("persistence")
+            if (
+                not info.get("aof_rewrite_in_progress")
+                and not info.get("aof_rewrite_scheduled")
+                and self.has_aof()
+            ):
+                return
+            await asyncio.sleep(0.05)
+        raise GraphStoreError("embedded FalkorDB did not finish writing its append-only file")
 
     async def stop(self) -> None:
         process = self.process
