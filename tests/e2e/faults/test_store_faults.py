@@ -7,7 +7,6 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -15,7 +14,7 @@ import pytest
 
 from lore_common.servers import falkordb
 from lore_common.testing.flows import CURIE, DS, HOPPER
-from lore_common.testing.processes import free_port, start_service
+from lore_common.testing.processes import free_port, start_service, wait_task
 from lore_common.testing.tcp_proxy import TcpProxy
 
 KB = "/api/v1/docdb/files/knowledge-bases"
@@ -111,9 +110,14 @@ def test_a_full_disk_during_upload_is_507_and_leaves_no_partial_file(
         docdb.stop()
 
 
-def _task(client: httpx.Client, task_id: str) -> dict[str, Any]:
-    body: dict[str, Any] = client.get(f"/api/v1/docdb/files/processing/tasks/{task_id}").json()
-    return body
+def _until_waiting(client: httpx.Client, task_id: str, limit: float) -> None:
+    """Until the parse shows stage `waiting` (it holds for a store), never having ended."""
+    deadline = time.monotonic() + limit
+    while (state := client.get(f"/api/v1/docdb/files/processing/tasks/{task_id}").json())[
+        "stage"
+    ] != "waiting":
+        assert state["status"] in ("pending", "running") and time.monotonic() < deadline, state
+        time.sleep(0.2)
 
 
 def test_the_graph_store_going_away_answers_503_parses_wait_and_all_recovers(tmp_path: Path) -> None:
@@ -140,7 +144,7 @@ def test_the_graph_store_going_away_answers_503_parses_wait_and_all_recovers(tmp
                     client.post(f"{DS}/{name}/files", files={"files": (f"{name}.txt", text.encode())})
                     client.post(KB, json={"name": name})
                 first = client.post(f"{KB}/before/parse", json={"datasets": ["before"]}).json()
-                done = _wait(client, first["data"]["tasks"][0]["task_id"], ("completed", "failed"))
+                done = wait_task(client, first["data"]["tasks"][0]["task_id"], timeout=60)
                 assert done["status"] == "completed", done
                 entities = client.get(f"{KB}/before/graph").json()["total_nodes"]
                 assert entities > 0
@@ -159,13 +163,10 @@ def test_the_graph_store_going_away_answers_503_parses_wait_and_all_recovers(tmp
 
                 waiting = client.post(f"{KB}/during/parse", json={"datasets": ["during"]}).json()
                 task_id = waiting["data"]["tasks"][0]["task_id"]
-                deadline = time.monotonic() + 30
-                while (state := _task(client, task_id))["stage"] != "waiting":
-                    assert state["status"] in ("pending", "running") and time.monotonic() < deadline, state
-                    time.sleep(0.2)
+                _until_waiting(client, task_id, 30)
 
                 proxy.start()
-                finished = _wait(client, task_id, ("completed", "failed"), limit=90)
+                finished = wait_task(client, task_id, timeout=90)
                 assert finished["status"] == "completed", finished
                 assert client.get("/health").status_code == 200
                 assert client.get(f"{KB}/before/graph").json()["total_nodes"] == entities  # nothing lost
@@ -178,14 +179,6 @@ def test_the_graph_store_going_away_answers_503_parses_wait_and_all_recovers(tmp
         finally:
             docdb.stop()
             proxy.close()
-
-
-def _wait(client: httpx.Client, task_id: str, until: tuple[str, ...], limit: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + limit
-    while (state := _task(client, task_id))["status"] not in until:
-        assert time.monotonic() < deadline, state
-        time.sleep(0.2)
-    return state
 
 
 def test_object_storage_going_away_fails_uploads_cleanly_and_parses_wait_for_it(
@@ -222,13 +215,10 @@ def test_object_storage_going_away_fails_uploads_cleanly_and_parses_wait_for_it(
             assert names == ["hopper.txt"]  # nothing half-stored
             parse = client.post(f"{KB}/people/parse", json={"datasets": ["people"], "mode": 1}).json()
             task_id = parse["data"]["tasks"][0]["task_id"]
-            deadline = time.monotonic() + 60
-            while (state := _task(client, task_id))["stage"] != "waiting":
-                assert state["status"] in ("pending", "running") and time.monotonic() < deadline, state
-                time.sleep(0.2)
+            _until_waiting(client, task_id, 60)
 
             proxy.start()
-            finished = _wait(client, task_id, ("completed", "failed"), limit=90)
+            finished = wait_task(client, task_id, timeout=90)
             assert finished["status"] == "completed", finished
             answer = client.post(
                 CHAT, json={"query": "Who developed the first compiler?", "kb_id": "people", "user_id": "u"}
