@@ -240,7 +240,8 @@ def test_keyboard_reaches_every_section(tab: Tab) -> None:
         assert page.evaluate("document.activeElement.textContent") == label
     page.keyboard.press("Enter")
     page.wait_for_function("location.hash === '#gen'")
-    assert page.locator("section[aria-labelledby='gen-title']").is_visible()
+    # Alpine shows the section on the hashchange that follows: wait for it (fails after 5 s).
+    page.locator("section[aria-labelledby='gen-title']").wait_for(state="visible", timeout=5000)
 
 
 @pytest.mark.parametrize("section", ["knowledge", "chat", "graph", "memory", "gen"])
