@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from lore_common.jobs import JobQueue, JobStore, Lifecycle
+from lore_common.jobs import JobQueue, JobRunner, JobStore, Lifecycle
 from lore_common.stores.sql import create_engine
 from lore_core.clock import utc_iso
 from lore_core.settings import DatabaseConfig
@@ -123,3 +123,70 @@ async def test_a_queue_runs_each_submitted_job_and_beats_while_it_runs(engine: A
     finally:
         await queue.stop()
     assert sorted(seen) == ["x", "y", "z"] and not queue.live
+
+
+async def _finished(runner: JobRunner[Job], job_id: str, limit: float = 20.0) -> Job:
+    deadline = time.monotonic() + limit
+    while (job := await runner.get(job_id)) is None or job.status not in ("completed", "failed"):
+        assert time.monotonic() < deadline, job
+        await asyncio.sleep(0.05)
+    return job
+
+
+async def test_a_job_stopped_by_an_outage_waits_shows_why_and_runs_again(engine: AsyncEngine) -> None:
+    store = await store_on(engine)
+    runner = JobRunner(
+        store,
+        "r1",
+        "interrupted",
+        retry_for=60,
+        waiting=lambda job, reason: msgspec.structs.replace(job, stage=f"waiting: {reason}"),
+    )
+    attempts = 0
+
+    async def body(job: Job) -> Job:
+        nonlocal attempts
+        attempts += 1
+        if attempts == 1:
+            raise ConnectionRefusedError(111, "Connection refused")
+        return msgspec.structs.replace(job, stage="stored")
+
+    await runner.submit(Job(id="w"), body)
+    while (shown := await runner.get("w")) is not None and not (shown.stage or "").startswith("waiting"):
+        assert shown.status in ("pending", "running")
+        await asyncio.sleep(0.01)
+    assert shown is not None and shown.status == "running"  # what a status read shows meanwhile
+    assert "unavailable, retry shortly" in (shown.stage or "")
+    done = await _finished(runner, "w")
+    assert done.status == "completed" and done.stage == "stored" and attempts == 2
+    assert await store.get("w") == done
+
+
+async def test_a_job_failing_for_another_reason_fails_at_once(engine: AsyncEngine) -> None:
+    store = await store_on(engine)
+    runner = JobRunner(store, "r1", "interrupted", retry_for=60)
+    attempts = 0
+
+    async def body(job: Job) -> Job:
+        nonlocal attempts
+        attempts += 1
+        raise ValueError("the model answered nonsense")
+
+    await runner.submit(Job(id="f"), body)
+    failed = await _finished(runner, "f")
+    assert failed.status == "failed" and failed.error == "ValueError: the model answered nonsense"
+    assert attempts == 1
+
+
+async def test_an_outage_longer_than_the_retry_window_fails_the_job_saying_so(engine: AsyncEngine) -> None:
+    store = await store_on(engine)
+    runner = JobRunner(store, "r1", "interrupted", retry_for=2.5)
+
+    async def body(job: Job) -> Job:
+        raise ConnectionResetError(104, "Connection reset by peer")
+
+    await runner.submit(Job(id="g"), body)
+    failed = await _finished(runner, "g")
+    assert failed.status == "failed"
+    assert "unavailable, retry shortly" in (failed.error or "")
+    assert "gave up after retrying for 2.5 s" in (failed.error or "")

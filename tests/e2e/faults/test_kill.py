@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from lore_common.testing.processes import (
     ServerProcess,
     free_port,
+    model_env,
+    poll_status,
     python_module,
-    start_fake_llm,
     start_service,
 )
 
@@ -42,42 +42,14 @@ def kill9(process: ServerProcess) -> None:
     process.process.wait(10)
 
 
-def poll(client: httpx.Client, path: str, done: set[str], limit: float = 60.0) -> dict[str, Any]:
-    deadline = time.monotonic() + limit
-    while True:
-        body: dict[str, Any] = client.get(path).json()
-        if body["status"] in done or time.monotonic() > deadline:
-            return body
-        time.sleep(0.05)
-
-
-@pytest.fixture
-def slow_llm(tmp_path: Path) -> Any:
-    server, url = start_fake_llm(
-        tmp_path, "--latency-ms", "1500", "--responder", "lore_common.testing.responders:table"
-    )
-    yield url
-    server.stop()
-
-
-def model_env(prefix: str, url: str) -> dict[str, str]:
-    return {
-        f"{prefix}__PROVIDER": "openai",
-        f"{prefix}__BASE_URL": url,
-        f"{prefix}__API_KEY": "fault-test",
-        f"{prefix}__MAX_RETRIES": "0",
-    }
-
-
 def test_gen_killed_during_a_table_task(tmp_path: Path, slow_llm: str) -> None:
     (tmp_path / "config").mkdir()
     env = {**model_env("LORE__GEN__LLM", slow_llm), "LORE__GEN__DOCDB_URL": f"http://127.0.0.1:{free_port()}"}
     gen, url = start_service("gen", tmp_path, env)
     with httpx.Client(base_url=url, timeout=30) as client:
         task = client.post("/api/v1/gen/pipeline/submit", json={"question": "Compare: Alpha, Beta"}).json()
-        assert (
-            poll(client, f"/api/v1/gen/pipeline/status/{task['task_id']}", {"running"})["status"] == "running"
-        )
+        task_path = f"/api/v1/gen/pipeline/status/{task['task_id']}"
+        assert poll_status(client, task_path, {"running"})["status"] == "running"
     kill9(gen)
     gen, url = start_service("gen", tmp_path, env)
     try:
@@ -109,14 +81,13 @@ def test_mem_killed_during_kb_insert_and_vg_add(tmp_path: Path, slow_llm: str) -
         kept = client.post(
             "/api/v1/mem/kb/insert", files={"query": (None, "The Kestrel bridge opened in 1931.")}
         )
-        assert (
-            poll(client, f"/api/v1/mem/kb/insert/{kept.json()['id']}", {"done", "failed"})["status"] == "done"
-        )
+        kept_path = f"/api/v1/mem/kb/insert/{kept.json()['id']}"
+        assert poll_status(client, kept_path, {"done", "failed"})["status"] == "done"
         cut = client.post(
             "/api/v1/mem/kb/insert", files={"query": (None, "The Osprey tunnel closed in 1999.")}
         )
         assert (
-            poll(client, f"/api/v1/mem/kb/insert/{cut.json()['id']}", {"processing"})["status"]
+            poll_status(client, f"/api/v1/mem/kb/insert/{cut.json()['id']}", {"processing"})["status"]
             == "processing"
         )
         # A vg add in flight when the process dies.
@@ -222,10 +193,8 @@ def test_docdb_killed_during_a_kb_deletion_finishes_it_after_restart(tmp_path: P
         client.post(f"{DS}/notes/files", files={"files": ("notes.txt", text.encode())})
         client.post(KB, json={"name": "doomed"})
         task = client.post(f"{KB}/doomed/parse", json={"datasets": ["notes"]}).json()["data"]["tasks"][0]
-        assert (
-            poll(client, f"/api/v1/docdb/files/processing/tasks/{task['task_id']}", {"completed"})["status"]
-            == "completed"
-        )
+        task_path = f"/api/v1/docdb/files/processing/tasks/{task['task_id']}"
+        assert poll_status(client, task_path, {"completed"})["status"] == "completed"
         collections = tmp_path / "docdb" / "qdrant" / "collection"
         assert any(p.name.endswith("doomed") for p in collections.iterdir())
         assert client.delete(f"{KB}/doomed").status_code == 202

@@ -1,12 +1,14 @@
-"""Store faults: PostgreSQL going away mid-service (503 with a clear message, then recovery when it
-returns) and a full disk during an upload (507, no partial file)."""
+"""Store faults: PostgreSQL, the graph store or object storage going away mid-service (503 naming the
+store, background work waiting for it, then recovery when it returns, with no restart) and a full disk
+during an upload (507, no partial file)."""
 
 from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -14,7 +16,7 @@ import pytest
 
 from lore_common.servers import falkordb
 from lore_common.testing.flows import CURIE, DS, HOPPER
-from lore_common.testing.processes import free_port, start_service, wait_task
+from lore_common.testing.processes import free_port, model_env, poll_status, start_service, wait_task
 from lore_common.testing.tcp_proxy import TcpProxy
 
 KB = "/api/v1/docdb/files/knowledge-bases"
@@ -25,9 +27,7 @@ CHAT = "/api/v1/docdb/chat"
 def test_postgresql_stopping_answers_503_and_service_recovers_when_it_returns(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    parts = urlsplit(postgres_url)
-    proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432).start()
-    through_proxy = urlunsplit(parts._replace(netloc=f"{parts.username or ''}@127.0.0.1:{proxy.port}"))
+    proxy, through_proxy = _proxied(postgres_url)
     (tmp_path / "config").mkdir()
     docdb, url = start_service(
         "docdb",
@@ -53,6 +53,99 @@ def test_postgresql_stopping_answers_503_and_service_recovers_when_it_returns(
             assert client.post(KB, json={"name": "after"}).status_code == 200
     finally:
         docdb.stop()
+        proxy.close()
+
+
+def _proxied(postgres_url: str) -> tuple[TcpProxy, str]:
+    """A TCP proxy in front of PostgreSQL, and the database's URL through it."""
+    parts = urlsplit(postgres_url)
+    proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432).start()
+    return proxy, urlunsplit(parts._replace(netloc=f"{parts.username or ''}@127.0.0.1:{proxy.port}"))
+
+
+def _until(
+    client: httpx.Client, path: str, holds: Callable[[dict[str, Any]], bool], limit: float
+) -> dict[str, Any]:
+    deadline = time.monotonic() + limit
+    while not holds(body := client.get(path).json()):
+        assert time.monotonic() < deadline, body
+        time.sleep(0.1)
+    return body
+
+
+@pytest.mark.postgres
+def test_a_kb_insert_waits_out_a_postgresql_outage_and_completes(
+    tmp_path: Path, postgres_url: str, slow_llm: str
+) -> None:
+    """mem's kb insert cut off from PostgreSQL while its model answers: the job stays `processing`
+    saying what it waits for, runs again when the store returns, and its memory answers."""
+    proxy, through_proxy = _proxied(postgres_url)
+    (tmp_path / "config").mkdir()
+    mem, url = start_service(
+        "mem",
+        tmp_path,
+        {
+            **model_env("LORE__MEM__MEMORYKB__LLM", slow_llm),
+            "LORE__MEM__DATABASE__URL": through_proxy,
+            "LORE__MEM__MEMORYKB__EMBEDDING__PROVIDER": "hashing",
+            "LORE__MEM__EMBEDDING_API__PROVIDER": "hashing",
+        },
+    )
+    try:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            job = client.post(
+                "/api/v1/mem/kb/insert", files={"query": (None, "The Kestrel bridge opened in 1931.")}
+            ).json()
+            path = f"/api/v1/mem/kb/insert/{job['id']}"
+            assert poll_status(client, path, {"processing"})["status"] == "processing"
+            proxy.stop()
+            waiting = _until(client, path, lambda body: bool(body.get("waiting_for")), 30)
+            assert waiting["status"] == "processing"
+            assert "relational store is unavailable" in waiting["waiting_for"]
+            proxy.start()
+            done = poll_status(client, path, {"done", "failed"}, 60)
+            assert done["status"] == "done" and done["chunks"] == 1, done
+            answer = client.post("/api/v1/mem/kb/query", json={"query": "Kestrel bridge", "mode": "naive"})
+            assert "1931" in answer.json()["rag_memory"]
+    finally:
+        mem.stop()
+        proxy.close()
+
+
+@pytest.mark.postgres
+def test_a_table_task_waits_out_a_postgresql_outage_and_completes(
+    tmp_path: Path, postgres_url: str, slow_llm: str
+) -> None:
+    """gen's table task cut off from PostgreSQL (where its table is written): it shows step `waiting`
+    with the reason, runs again when the store returns and completes with its rows and SQL."""
+    proxy, through_proxy = _proxied(postgres_url)
+    (tmp_path / "config").mkdir()
+    gen, url = start_service(
+        "gen",
+        tmp_path,
+        {
+            **model_env("LORE__GEN__LLM", slow_llm),
+            "LORE__GEN__DATABASE__URL": through_proxy,
+            "LORE__GEN__DOCDB_URL": f"http://127.0.0.1:{free_port()}",
+        },
+    )
+    try:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            task = client.post(
+                "/api/v1/gen/pipeline/submit", json={"question": "Compare: Alpha, Beta"}
+            ).json()
+            path = f"/api/v1/gen/pipeline/status/{task['task_id']}"
+            assert poll_status(client, path, {"running"})["status"] == "running"
+            proxy.stop()
+            waiting = _until(client, path, lambda body: body.get("step_name") == "waiting", 30)
+            assert waiting["status"] == "running"
+            assert "relational store is unavailable" in waiting["progress"]["waiting_for"]
+            proxy.start()
+            done = poll_status(client, path, {"completed", "failed"}, 60)
+            assert done["status"] == "completed", done
+            assert done["result"]["sql"] and len(done["result"]["csv_data"]) == 2
+    finally:
+        gen.stop()
         proxy.close()
 
 

@@ -37,7 +37,7 @@ from lore_common.providers.chat import ModelError
 from lore_common.stores.sql import create_tables
 from lore_core import metrics
 from lore_core.clock import utc_iso
-from lore_core.errors import LoreError
+from lore_core.errors import LoreError, store_outage
 from lore_core.tasks import wait_set
 
 log = structlog.get_logger("lore.jobs")
@@ -54,6 +54,17 @@ class JobFailure(Exception):
 def _status(record: msgspec.Struct) -> str:
     """Job records are the services' own Structs; all of them have `status`, `error` and `updated_at`."""
     return str(getattr(record, "status"))  # noqa: B009
+
+
+def transient(exc: BaseException) -> str | None:
+    """Why a job may succeed if run again later: a store that cannot be reached, or a service it
+    depends on answering 503; None for anything else."""
+    outage = store_outage(exc)
+    if outage is not None and outage[0] == 503:
+        return outage[1]
+    if isinstance(exc, LoreError) and exc.status_code == 503:
+        return str(exc)
+    return None
 
 
 def explain(exc: BaseException) -> str:
@@ -442,10 +453,23 @@ def replica_id(port: int) -> str:
 class JobRunner(Generic[R]):
     """Runs job bodies as asyncio tasks in this replica and records every state change."""
 
-    def __init__(self, store: JobStore[R], owner: str, interrupted: str) -> None:
+    def __init__(
+        self,
+        store: JobStore[R],
+        owner: str,
+        interrupted: str,
+        *,
+        retry_for: float = 0.0,
+        waiting: Callable[[R, str], R] | None = None,
+    ) -> None:
         self.store = store
         self.owner = owner
         self.interrupted = interrupted
+        # A job stopped by a store outage (or an unavailable dependency) waits and runs its body again,
+        # with a backoff of 1 s doubling to 30 s, for `retry_for` seconds; `waiting` gives the record to
+        # show meanwhile (its reason in a field of the job's own contract).
+        self.retry_for = retry_for
+        self.waiting = waiting
         self.lifecycle = store.lifecycle
         # The live record of each job running here: reads here see it at once, others at the next beat.
         self.live: dict[str, R] = {}
@@ -486,11 +510,15 @@ class JobRunner(Generic[R]):
         finished: Callable[[R], Awaitable[None] | None] | None,
     ) -> None:
         last = record
+        deadline = time.monotonic() + self.retry_for
         try:
             running = msgspec.structs.replace(record, status=self.lifecycle.running)
-            await self.save(running)
-            last = msgspec.structs.replace(await body(running), status=self.lifecycle.done)
-            await self.store.save(last)
+            self.progress(running)
+            await self._until_stored(running, deadline)
+            last = msgspec.structs.replace(
+                await self._body(job_id, running, body, deadline), status=self.lifecycle.done
+            )
+            await self._until_stored(last, deadline)
         except asyncio.CancelledError:
             last = msgspec.structs.replace(self.live.get(job_id, last), status=self.lifecycle.failed)
             setattr(last, "error", self.interrupted)  # noqa: B010
@@ -502,7 +530,7 @@ class JobRunner(Generic[R]):
             log.warning("job_failed", job_id=job_id, table=self.store.table.name, error=message)
             last = msgspec.structs.replace(self.live.get(job_id, last), status=self.lifecycle.failed)
             setattr(last, "error", message)  # noqa: B010
-            await self.store.save(last)
+            await self._until_stored(last, time.monotonic() + self.retry_for)
         finally:
             self._tasks.pop(job_id, None)
             self.live.pop(job_id, None)
@@ -511,6 +539,43 @@ class JobRunner(Generic[R]):
                     outcome = finished(last)
                     if outcome is not None:
                         await outcome
+
+    async def _body(self, job_id: str, running: R, body: Callable[[R], Awaitable[R]], deadline: float) -> R:
+        """The job's body, run again while what stops it is an outage and time is left."""
+        delay = 1.0
+        while True:
+            try:
+                return await body(running)
+            except Exception as exc:
+                reason = transient(exc)
+                if reason is None:
+                    raise
+                if time.monotonic() + delay > deadline:
+                    raise JobFailure(f"{reason}; gave up after retrying for {self.retry_for:g} s") from exc
+                await self._wait(job_id, running, reason, delay)
+                self.progress(running)  # the body updates this record in place as it goes
+                delay = min(30.0, delay * 2)
+
+    async def _until_stored(self, record: R, deadline: float) -> None:
+        """Write a state change, waiting out an outage of the store itself until `deadline`."""
+        job_id = self.store._id(record)
+        delay = 0.5
+        while True:
+            try:
+                await self.store.save(record, self.owner)
+                return
+            except Exception as exc:
+                reason = transient(exc)
+                if reason is None or time.monotonic() + delay > deadline:
+                    raise
+                await self._wait(job_id, self.live.get(job_id, record), reason, delay)
+                delay = min(10.0, delay * 2)
+
+    async def _wait(self, job_id: str, record: R, reason: str, delay: float) -> None:
+        log.warning("job_waiting", job_id=job_id, table=self.store.table.name, retry_in=delay, error=reason)
+        if self.waiting is not None:
+            self.progress(self.waiting(record, reason))
+        await asyncio.sleep(delay)
 
     async def recover(self, shared: bool) -> list[R]:
         """At start-up: fail what this replica left unfinished (on SQLite, everything unfinished)."""

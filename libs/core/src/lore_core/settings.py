@@ -245,6 +245,9 @@ class GenConfig(Section):
     # has been silent for `task_stale_after` seconds is failed by another replica.
     task_heartbeat_interval: float = 2.0
     task_stale_after: float = 30.0
+    # A task stopped by an outage (its relational store, or docdb answering 503) waits and runs again
+    # (backoff 1 s doubling to 30 s) for this long (seconds) before it fails.
+    task_store_retry_for: float = 600.0
 
 
 class MemKbEmbedding(EmbeddingConfig):
@@ -269,6 +272,9 @@ class MemoryKbConfig(Section):
     # `job_stale_after` seconds is failed by another replica.
     job_heartbeat_interval: float = 2.0
     job_stale_after: float = 30.0
+    # An insert stopped by a store outage waits and runs again (backoff 1 s doubling to 30 s) for this
+    # long (seconds) before it fails.
+    job_store_retry_for: float = 600.0
 
 
 class VgEmbedderInner(Section):

@@ -67,7 +67,7 @@ def create_app(settings: Settings) -> Litestar:
             imported = await task_store.import_files(data_dir / "tasks") + await task_store.import_table()
             if imported:
                 log.info("task_files_imported", count=imported)
-            runner = TaskRunner(task_store, replica_id(config.server.port))
+            runner = TaskRunner(task_store, replica_id(config.server.port), config.task_store_retry_for)
             shared = stores.sql.dialect.name != "sqlite"
             interrupted = await runner.recover(shared)
             if interrupted:

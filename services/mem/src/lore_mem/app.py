@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
 from litestar import Litestar
 
 from lore_common.jobs import JobRunner, JobStore, Lifecycle, replica_id
@@ -63,6 +64,8 @@ async def open_kb_memory(
         JobStore(stores.sql, KB_JOBS_TABLE, InsertJob, KB_JOBS),
         replica_id(settings.mem.server.port),
         INTERRUPTED,
+        retry_for=config.job_store_retry_for,
+        waiting=lambda job, reason: msgspec.structs.replace(job, waiting_for=reason),
     )
     leadership = Leadership(stores.sql, "lore-mem-kb-sweeps")
     memory = KbMemory(

@@ -321,9 +321,27 @@ def start_servers_stack(
 
 def wait_task(client: Any, task_id: str, timeout: float = 600, poll: float = 0.2) -> dict[str, Any]:
     """Poll a docdb processing task (sync httpx client on docdb or the gateway) until it ends."""
-    deadline = time.monotonic() + timeout
+    path = f"/api/v1/docdb/files/processing/tasks/{task_id}"
+    return poll_status(client, path, {"completed", "failed", "cancelled"}, timeout, poll)
+
+
+def poll_status(
+    client: Any, path: str, done: set[str], limit: float = 60.0, every: float = 0.05
+) -> dict[str, Any]:
+    """GET `path` until its `status` is one of `done` or `limit` seconds pass; the last body."""
+    deadline = time.monotonic() + limit
     while True:
-        task: dict[str, Any] = client.get(f"/api/v1/docdb/files/processing/tasks/{task_id}").json()
-        if task["status"] in ("completed", "failed", "cancelled") or time.monotonic() > deadline:
-            return task
-        time.sleep(poll)
+        body: dict[str, Any] = client.get(path).json()
+        if body["status"] in done or time.monotonic() > deadline:
+            return body
+        time.sleep(every)
+
+
+def model_env(prefix: str, url: str) -> dict[str, str]:
+    """Settings (as environment variables under `prefix`) for an OpenAI-compatible model at `url`."""
+    return {
+        f"{prefix}__PROVIDER": "openai",
+        f"{prefix}__BASE_URL": url,
+        f"{prefix}__API_KEY": "fault-test",
+        f"{prefix}__MAX_RETRIES": "0",
+    }

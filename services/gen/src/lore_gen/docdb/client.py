@@ -12,7 +12,7 @@ from urllib.parse import quote
 import httpx
 import structlog
 
-from lore_core.errors import NotFound
+from lore_core.errors import LoreError, NotFound
 from lore_core.logging import REQUEST_ID_HEADER
 from lore_gen.docdb.models import DocdbUnavailable, Passage
 
@@ -48,12 +48,17 @@ class DocdbClient:
             ) from exc
 
     @staticmethod
-    def _failure(response: httpx.Response, what: str) -> DocdbUnavailable:
+    def _failure(response: httpx.Response, what: str) -> LoreError:
+        """docdb's own trouble (5xx) is an outage gen's tasks wait out; a refusal (4xx) is not, and
+        answers 502 with docdb's reason."""
         try:
             message = response.json().get("message") or response.text[:300]
         except ValueError:
             message = response.text[:300]
-        return DocdbUnavailable(f"docdb {what} failed with HTTP {response.status_code}: {message}")
+        text = f"docdb {what} failed with HTTP {response.status_code}: {message}"
+        if response.status_code >= 500:
+            return DocdbUnavailable(text)
+        return LoreError(text, status_code=502)
 
     async def require_kb(self, kb_name: str) -> None:
         """404 (NotFound) for an unknown KB, so the caller can answer before starting any work."""

@@ -25,10 +25,10 @@ Listener = Callable[[dict[str, Any]], None]
 
 
 class TaskRunner:
-    def __init__(self, store: TaskStore, owner: str) -> None:
+    def __init__(self, store: TaskStore, owner: str, retry_for: float = 0.0) -> None:
         self.store = store
         self.owner = owner
-        self.jobs = JobRunner(store, owner, INTERRUPTED)
+        self.jobs = JobRunner(store, owner, INTERRUPTED, retry_for=retry_for, waiting=self._waiting)
         self._listeners: dict[str, list[Listener]] = {}
 
     async def get(self, kind: TaskKind, task_id: str) -> TaskRecord:
@@ -81,6 +81,12 @@ class TaskRunner:
         record.request = request
         await self.store.save(record)
         return record
+
+    def _waiting(self, record: TaskRecord, reason: str) -> TaskRecord:
+        """While an outage holds the task: step `waiting`, the reason in its progress (it runs again)."""
+        event = {"type": "progress", "step": record.step, "name": "waiting", "waiting_for": reason}
+        self._emit(record.task_id, event)
+        return msgspec.structs.replace(record, step_name="waiting", progress={"waiting_for": reason})
 
     def _emit(self, task_id: str, event: dict[str, Any]) -> None:
         for listener in self._listeners.get(task_id, []):

@@ -33,6 +33,8 @@ class InsertJob(msgspec.Struct, kw_only=True):
     notes: dict[str, str] = msgspec.field(default_factory=dict)
     media: dict[str, str] = msgspec.field(default_factory=dict)
     error: str | None = None
+    # While `processing` waits for a store that cannot be reached: why (it then runs again).
+    waiting_for: str | None = None
     chunks: int = 0
     entities: int = 0
     relations: int = 0
