@@ -7,6 +7,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -123,6 +124,41 @@ async def test_a_queue_runs_each_submitted_job_and_beats_while_it_runs(engine: A
     finally:
         await queue.stop()
     assert sorted(seen) == ["x", "y", "z"] and not queue.live
+
+
+async def test_a_queue_whose_store_was_away_still_runs_later_jobs(engine: AsyncEngine) -> None:
+    """Claims that fail while the store is away do not stop the workers: jobs submitted during or
+    after the outage run once it is back (they stayed `pending` for good before)."""
+    store = await store_on(engine)
+    real_claim = store.claim
+    failures = 0
+
+    async def claim_while_away(*args: Any, **kwargs: Any) -> Job | None:
+        nonlocal failures
+        if failures < 3:
+            failures += 1
+            raise ConnectionRefusedError(111, "Connect call failed")
+        return await real_claim(*args, **kwargs)
+
+    store.claim = claim_while_away  # type: ignore[method-assign]
+    ran: list[str] = []
+
+    async def run(job: Job) -> None:
+        ran.append(job.id)
+        await store.transition(job.id, "completed", when=["running"])
+
+    queue = JobQueue(store, "r1", run, workers=1, heartbeat_interval=0.2, idle_poll=0.05)
+    await queue.start()
+    try:
+        await store.save(Job(id="after-outage"))
+        queue.notify()
+        deadline = time.monotonic() + 20
+        while not ran:
+            assert time.monotonic() < deadline, "the queue stopped taking jobs after failed claims"
+            await asyncio.sleep(0.05)
+    finally:
+        await queue.stop()
+    assert ran == ["after-outage"] and failures == 3
 
 
 async def _finished(runner: JobRunner[Job], job_id: str, limit: float = 20.0) -> Job:

@@ -418,8 +418,20 @@ class JobQueue(Generic[R]):
         self._tasks = []
 
     async def _work(self, number: int) -> None:
+        delay = 0.5
         while True:
-            record = await self.store.claim(self.owner, self.on_claim)
+            try:
+                record = await self.store.claim(self.owner, self.on_claim)
+            except Exception as exc:
+                # The store is away (or a claim failed): a worker that died here would leave every
+                # later job pending for good. Try again with a backoff.
+                log.warning(
+                    "job_claim_failed", table=self.store.table.name, error=f"{type(exc).__name__}: {exc}"
+                )
+                await asyncio.sleep(delay)
+                delay = min(10.0, delay * 2)
+                continue
+            delay = 0.5
             if record is None:
                 self.wakeup.clear()
                 await wait_set(self.wakeup, self.idle_poll)
