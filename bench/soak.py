@@ -301,7 +301,6 @@ def main() -> None:
         launcher = ServerProcess(
             [sys.executable, "-m", "lore_gateway.launch"], env=env, cwd=work, log_path=work / "lore.log"
         )
-        stack.callback(shutil.rmtree, work, ignore_errors=True)
         stack.callback(launcher.stop)
         base = f"http://127.0.0.1:{ports['gateway']}"
         launcher.wait_healthy(f"{base}/health", timeout=240)
@@ -311,6 +310,7 @@ def main() -> None:
         )
         rss_end = rss_by_process(launcher)
         lost = asyncio.run(acknowledged_kept(base, outcome))
+    shutil.rmtree(work, ignore_errors=True)  # kept, with the services' log, when the run failed
     report(args, outcome, faults, lost, rss_start, rss_end)
 
 

@@ -32,7 +32,7 @@ from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, comp
 from lore_common.providers.embedders import Embedder
 from lore_common.providers.extraction import Extraction
 from lore_common.stores.sql import advisory_lock
-from lore_core.errors import BadRequest, LoreError, NotFound
+from lore_core.errors import BadRequest, LoreError, NotFound, store_outage
 from lore_core.settings import ChunkConfig, MemoryKbConfig
 from lore_mem.kb.communities import CommunityUpdater
 from lore_mem.kb.legacy import import_file_store
@@ -327,7 +327,9 @@ class KbMemory:
                 raise
             except Exception as exc:
                 log.warning("kb_query_failed", mode=request.mode, error=str(exc))
-                raise LoreError(f"kb {request.mode} retrieval failed: {exc}", status_code=500) from exc
+                outage = store_outage(exc)  # a store away is a 503 naming it, not a failure of ours
+                status, reason = outage if outage else (500, str(exc))
+                raise LoreError(f"kb {request.mode} retrieval failed: {reason}", status_code=status) from exc
             body["rag_memory"] = context.text()
             yield "passages", {"rag_memory": body["rag_memory"], "passages": context.passages}
             answer = ChatRequest(
