@@ -11,8 +11,8 @@ import httpx
 import pytest
 import respx
 
+from lore_common.bm25 import rrf
 from lore_common.testing.replies import chat_completion as completion
-from lore_docdb.chat.retrieval import rrf
 
 DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from lore_common.bm25 import rrf
 from lore_common.providers.embedders import Embedder
 from lore_common.providers.rerank import HTTPReranker
 from lore_common.text import keywords
@@ -15,8 +16,6 @@ from lore_docdb.index.bm25 import Bm25Cache
 from lore_docdb.index.graph import GraphIndex
 from lore_docdb.index.store import IndexStore
 from lore_docdb.index.vectors import VectorIndex
-
-RRF_K = 60
 
 
 @dataclass
@@ -40,19 +39,6 @@ class Trace:
         self.timings_ms[stage] = round(
             self.timings_ms.get(stage, 0.0) + (time.perf_counter() - started) * 1000, 2
         )
-
-
-def rrf(
-    rankings: Sequence[Sequence[str]], k: int = RRF_K, weights: Sequence[float] | None = None
-) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion: score(d) = Σ w / (k + rank), ranks from 1, w = 1 unless `weights` says
-    otherwise; ties keep first-seen order."""
-    scores: dict[str, float] = {}
-    for i, ranking in enumerate(rankings):
-        weight = 1.0 if weights is None else weights[i]
-        for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
-    return sorted(scores.items(), key=lambda pair: -pair[1])
 
 
 class Retriever:

@@ -1,5 +1,5 @@
-"""BM25 over a KB's chunks (bm25s), for the chat `rerank` mode. English words are Snowball-stemmed
-(PyStemmer; on BEIR SciFact stemming lifts nDCG@10 from 0.667 to 0.695); Chinese is segmented with jieba.
+"""BM25 over a KB's chunks (bm25s), for the chat `rerank` mode, with the tokenizer of
+`lore_common.bm25`.
 
 The index is derived from the chunk rows, cached per KB and rebuilt when the KB's chunks change
 (bm25s indexes 10k short chunks in ~0.2 s), so a rolled-back task can never linger in it."""
@@ -7,8 +7,6 @@ The index is derived from the chunk rows, cached per KB and rebuilt when the KB'
 from __future__ import annotations
 
 import asyncio
-import logging
-import re
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -16,35 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from lore_common.bm25 import new_index, tokenize
 from lore_common.matrix import top_rows
-from lore_common.text import STOPWORDS, has_cjk
-
-_WORD = re.compile(r"[a-z0-9]+")
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
-_local = threading.local()
-
-
-def _stem(words: list[str]) -> list[str]:
-    # A PyStemmer object must not be shared between threads (indexes are built in worker threads).
-    stemmer = getattr(_local, "stemmer", None)
-    if stemmer is None:
-        import Stemmer
-
-        stemmer = _local.stemmer = Stemmer.Stemmer("english")
-    stems: list[str] = stemmer.stemWords(words)
-    return stems
-
-
-def tokenize(text: str) -> list[str]:
-    lowered = text.lower()
-    tokens = _stem([w for w in _WORD.findall(lowered) if w not in STOPWORDS])
-    if has_cjk(lowered):
-        import jieba
-
-        for run in _CJK_RUN.findall(lowered):
-            tokens.extend(w for w in jieba.lcut_for_search(run) if w.strip())
-    return tokens
-
 
 ChunkSource = tuple[str, str, str, str]  # chunk_id, text, dataset, file
 
@@ -58,14 +29,10 @@ class Bm25Index:
 
     @classmethod
     def build(cls, chunks: Sequence[ChunkSource]) -> Bm25Index:
-        import bm25s
-
-        # bm25s sets DEBUG on its own logger at import; its per-build chatter is not ours to log.
-        logging.getLogger("bm25s").setLevel(logging.WARNING)
         index = cls(chunks=list(chunks))
         texts = [c[1] for c in index.chunks]
         if texts:
-            retriever = bm25s.BM25()
+            retriever = new_index()
             retriever.index([tokenize(t) or ["\u0000"] for t in texts], show_progress=False)
             index.retriever = retriever
         return index

@@ -17,8 +17,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
+import numpy as np
 import structlog
 
+from lore_common import bm25
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_common.providers.embedders import Embedder
 from lore_common.stores.sql import advisory_lock
@@ -30,6 +32,8 @@ from lore_mem.vg.store import HistoryStore, MemoryStore
 
 log = structlog.get_logger("lore.mem.vg")
 NEIGHBOURS = 5
+# The most memories of one scope that a search ranks by words as well as by meaning.
+POOL = 2000
 
 FACTS_SYSTEM = (
     "You extract facts worth remembering about the user from a conversation: preferences, personal "
@@ -80,6 +84,22 @@ def require_scope(scope: Scope) -> dict[str, str]:
     if not filters:
         raise Unprocessable("at least one of user_id, agent_id, run_id is required")
     return filters
+
+
+def fuse(
+    query: str, hits: list[tuple[dict[str, Any], float]], limit: int
+) -> list[tuple[dict[str, Any], float]]:
+    """The best `limit` of `hits` (best first by meaning) by reciprocal rank fusion of their order by
+    meaning with their order by BM25 over their texts, so a memory holding the question's exact words
+    (a name, a date, a place) rises even where the embedder misses it. Scores stay cosines."""
+    if len(hits) <= 1:
+        return hits[:limit]
+    words = bm25.scores(query, [str(record.get("memory", "")) for record, _ in hits])
+    by_words = [hits[i][0]["id"] for i in np.argsort(-words, kind="stable") if words[i] > 0]
+    if not by_words:
+        return hits[:limit]
+    found = {record["id"]: (record, score) for record, score in hits}
+    return [found[item] for item, _ in bm25.rrf([list(found), by_words])[:limit]]
 
 
 def public(record: dict[str, Any], score: float | None = None) -> dict[str, Any]:
@@ -281,11 +301,13 @@ class VgMemory:
             raise BadRequest("query is empty")
         if threshold is not None and not 0 <= threshold <= 1:
             raise BadRequest("threshold must be between 0 and 1")
-        hits = await self.store.search(
-            await self._vector(query), max(1, limit), threshold=threshold, where=filters
-        )
+        # Candidates by meaning: the whole scope where the collection is mirrored in memory (up to
+        # POOL), else ten times the limit; then ranked again with the query's words (BM25) and fused.
+        pool = POOL if self.store.mirror is not None else max(10 * limit, 100)
+        hits = await self.store.search(await self._vector(query), pool, threshold=threshold, where=filters)
         relations = await self.graph.search(query, filters, max(1, limit)) if self.graph is not None else []
-        return {"results": [public(record, score) for record, score in hits], "relations": relations}
+        results = [public(record, score) for record, score in fuse(query, hits, max(1, limit))]
+        return {"results": results, "relations": relations}
 
     async def list_scope(self, scope: Scope, limit: int) -> dict[str, Any]:
         filters = require_scope(scope)
