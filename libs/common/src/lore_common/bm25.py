@@ -52,7 +52,7 @@ def _bag(text: str) -> tuple[dict[str, int], int]:
     counts: dict[str, int] = {}
     for token in tokens:
         counts[token] = counts.get(token, 0) + 1
-    return counts, len(tokens)
+    return counts, max(len(tokens), 1)  # an empty text counts one token, as in an index
 
 
 def new_index() -> Any:
