@@ -50,6 +50,12 @@ DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
 MEM = "/api/v1/mem"
 WEIGHTS = {"chat": 35, "vg_search": 20, "vg_add": 15, "upload": 10, "kb_insert": 8, "kb_query": 8, "parse": 4}
+# The processes of the stack by a word of their command line (workers before the services they serve).
+PROCESS_NAMES = [
+    ("embed_worker", "embedders"),
+    ("vector_worker", "vectors"),
+    *((f"lore_{n}", n) for n in ("gateway", "docdb", "gen", "mem")),
+]
 TOPICS = ["tides", "glaciers", "volcanoes", "coral", "monsoons", "deserts", "aurora", "rivers"]
 
 
@@ -59,9 +65,7 @@ def rss_by_process(launcher: ServerProcess) -> dict[str, float]:
         try:
             process = psutil.Process(pid)
             line = " ".join(process.cmdline())
-            name = next(
-                (n for n in ("gateway", "docdb", "gen", "mem") if f"lore_{n}" in line), process.name()
-            )
+            name = next((n for marker, n in PROCESS_NAMES if marker in line), process.name())
             out[name] = out.get(name, 0.0) + process.memory_info().rss / 2**20
         except psutil.Error:
             continue
@@ -81,6 +85,8 @@ class Outcome:
     memories: list[str] = field(default_factory=list)
     inserts: list[str] = field(default_factory=list)
     parses: list[str] = field(default_factory=list)
+    # RSS (MiB) of each process of the stack, sampled each minute from the end of the warm-up.
+    rss: list[dict[str, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -110,7 +116,7 @@ class Faults:
 
 
 async def run(
-    base: str, minutes: float, rate: float, on_warm: Callable[[], None], faults: Faults | None
+    base: str, minutes: float, rate: float, sample: Callable[[], dict[str, float]], faults: Faults | None
 ) -> Outcome:
     rng = random.Random(11)
     outcome = Outcome()
@@ -184,9 +190,17 @@ async def run(
         await asyncio.sleep(2)
         outcome.timings.clear()
         outcome.failures.clear()
-        on_warm()
         start = time.monotonic()
         end = start + minutes * 60
+
+        async def sampler() -> None:  # RSS at the start of each minute, and at the end
+            while True:
+                outcome.rss.append(await asyncio.to_thread(sample))
+                if time.monotonic() >= end:
+                    return
+                await asyncio.sleep(min(60.0, end - time.monotonic()))
+
+        sampling = asyncio.create_task(sampler())
         injector = asyncio.create_task(faults.run(start, end)) if faults else None
         pending: set[asyncio.Task[None]] = set()
         n = 0
@@ -199,6 +213,7 @@ async def run(
             n += 1
             await asyncio.sleep(1 / rate)
         await asyncio.gather(*pending)
+        await sampling
         if injector is not None:
             await injector
     return outcome
@@ -304,14 +319,10 @@ def main() -> None:
         stack.callback(launcher.stop)
         base = f"http://127.0.0.1:{ports['gateway']}"
         launcher.wait_healthy(f"{base}/health", timeout=240)
-        rss_start: dict[str, float] = {}
-        outcome = asyncio.run(
-            run(base, args.minutes, args.rate, lambda: rss_start.update(rss_by_process(launcher)), faults)
-        )
-        rss_end = rss_by_process(launcher)
+        outcome = asyncio.run(run(base, args.minutes, args.rate, lambda: rss_by_process(launcher), faults))
         lost = asyncio.run(acknowledged_kept(base, outcome))
     shutil.rmtree(work, ignore_errors=True)  # kept, with the services' log, when the run failed
-    report(args, outcome, faults, lost, rss_start, rss_end)
+    report(args, outcome, faults, lost)
 
 
 def report(
@@ -319,8 +330,6 @@ def report(
     outcome: Outcome,
     faults: Faults | None,
     lost: dict[str, int],
-    rss_start: dict[str, float],
-    rss_end: dict[str, float],
 ) -> None:
     during = [f for f in outcome.failures if faults and faults.during(f[0], f[1])]
     outside = [f for f in outcome.failures if not (faults and faults.during(f[0], f[1]))]
@@ -366,12 +375,22 @@ def report(
         worst_ratio = max(worst_ratio, ratio)
         figures[f"{kind}_p99_first_ms"] = round(p99_first, 1)
         figures[f"{kind}_p99_last_ms"] = round(p99_last, 1)
-    growth = max((rss_end.get(k, 0) - v) / v for k, v in rss_start.items() if v) if rss_start else 0.0
-    print(f"RSS MiB start {rss_start} end {rss_end}")
+    # Growth over the whole run and over its second half: a leak keeps growing, a warm-up (allocator
+    # arenas, caches filling to their bound) levels off.
+    start, middle, end = outcome.rss[0], outcome.rss[len(outcome.rss) // 2], outcome.rss[-1]
+    print(
+        "RSS MiB per minute: "
+        + "; ".join(f"{k} " + "/".join(f"{s.get(k, 0):.0f}" for s in outcome.rss) for k in start)
+    )
+    growth = {k: (end.get(k, 0) - v) / v for k, v in start.items() if v}
+    late = {k: (end.get(k, 0) - v) / v for k, v in middle.items() if v}
     figures["p99_last_over_first_worst"] = round(worst_ratio, 2)
-    figures["rss_growth_worst"] = round(growth, 3)
-    figures.update({f"rss_start_{k}_mib": v for k, v in rss_start.items()})
-    figures.update({f"rss_end_{k}_mib": v for k, v in rss_end.items()})
+    figures["rss_growth_worst"] = round(max(growth.values()), 3)
+    figures["rss_growth_second_half_worst"] = round(max(late.values()), 3)
+    for k in start:
+        figures[f"rss_start_{k}_mib"] = start[k]
+        figures[f"rss_end_{k}_mib"] = end.get(k, 0.0)
+        figures[f"rss_growth_{k}"] = round(growth.get(k, 0.0), 3)
     print(json.dumps(figures))
 
 
