@@ -300,6 +300,10 @@ class MemoryVgConfig(Section):
     vector_store: VgVectorStore = msgspec.field(default_factory=VgVectorStore)
     # Inherits the graph store connection of the main configuration (contract §8).
     graph_store: GraphStoreConfig = msgspec.field(default_factory=lambda: GraphStoreConfig(enabled=False))
+    # Search fuses the order by meaning with the order by the question's words (BM25): the words'
+    # weight in the reciprocal rank fusion (the meaning's is 1; 0: by meaning alone). 2 measured best
+    # on LoCoMo with the local embedder (evidence recall@10: 0.31 by meaning, 0.54 fused).
+    search_words_weight: Annotated[float, msgspec.Meta(ge=0, le=10)] = 2.0
 
 
 class MemConfig(Section):

@@ -134,7 +134,14 @@ def create_app(settings: Settings) -> Litestar:
             graph = VgGraph(stores.graph) if stores.graph is not None else None
             if graph is not None:
                 await graph.ensure()
-            app.state.vg = VgMemory(memories, history, providers.embedder, providers.llm, graph)
+            app.state.vg = VgMemory(
+                memories,
+                history,
+                providers.embedder,
+                providers.llm,
+                graph,
+                vg.search_words_weight,
+            )
             async with open_kb_memory(settings, data_dir, stores, providers.embedder) as kb:
                 app.state.kb = kb
                 yield
