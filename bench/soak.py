@@ -35,13 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import asyncpg
 import httpx
 import psutil
 
 from lore_common.servers import SERVICES, SYSTEM_POSTGRES, database_url, falkordb
 from lore_common.stores.pgvector import plain_dsn
-from lore_common.testing.processes import ServerProcess, free_port
+from lore_common.testing.processes import ServerProcess, drop_stack_databases, free_port, pg_rows
 from lore_common.testing.stats import percentile
 from lore_common.testing.tcp_proxy import TcpProxy
 
@@ -256,25 +255,6 @@ async def acknowledged_kept(base: str, outcome: Outcome, limit: float = 900) -> 
     return lost
 
 
-async def create_databases(admin_url: str, prefix: str) -> dict[str, str]:
-    connection = await asyncpg.connect(plain_dsn(admin_url))
-    try:
-        for service in SERVICES:
-            await connection.execute(f'CREATE DATABASE "{prefix}_{service}"')
-    finally:
-        await connection.close()
-    return {service: database_url(admin_url, f"{prefix}_{service}") for service in SERVICES}
-
-
-async def drop_databases(admin_url: str, prefix: str) -> None:
-    connection = await asyncpg.connect(plain_dsn(admin_url))
-    try:
-        for service in SERVICES:
-            await connection.execute(f'DROP DATABASE IF EXISTS "{prefix}_{service}" WITH (FORCE)')
-    finally:
-        await connection.close()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--minutes", type=float, default=10.0)
@@ -300,14 +280,15 @@ def main() -> None:
             pg_proxy = TcpProxy(pg.hostname or "127.0.0.1", pg.port or 5432).start()
             stack.callback(pg_proxy.close)
             proxied_admin = urlunsplit(pg._replace(netloc=f"{pg.username or ''}@127.0.0.1:{pg_proxy.port}"))
-            urls = asyncio.run(create_databases(proxied_admin, prefix))
-            stack.callback(lambda: asyncio.run(drop_databases(args.postgres_url, prefix)))
+            for name in SERVICES:
+                pg_rows(proxied_admin, f'CREATE DATABASE "{prefix}_{name}"')
+            stack.callback(drop_stack_databases, args.postgres_url, prefix)
             graph_port = free_port()
             stack.enter_context(falkordb(work, graph_port))
             graph_proxy = TcpProxy("127.0.0.1", graph_port).start()
             stack.callback(graph_proxy.close)
             for name in SERVICES:
-                env[f"LORE__{name.upper()}__DATABASE__URL"] = urls[name]
+                env[f"LORE__{name.upper()}__DATABASE__URL"] = database_url(proxied_admin, f"{prefix}_{name}")
             env["LORE__DOCDB__GRAPH_STORE__URL"] = f"falkordb://127.0.0.1:{graph_proxy.port}"
             env["LORE__DOCDB__GRAPH_STORE__ENABLED"] = "true"
             faults = Faults(

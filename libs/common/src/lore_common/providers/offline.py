@@ -56,9 +56,9 @@ def answer(question: str, passages: Sequence[str], max_sentences: int = 3) -> st
     # Each passage is segmented once, sentence by sentence (jieba is most of the cost in Chinese); a
     # passage's terms are its sentences' terms.
     split = [[(sentence, _terms(sentence)) for sentence in sentences(p)] for p in passages]
-    df = Counter(term for parts in split for term in frozenset().union(*(t for _, t in parts)))
-    for index, parts in enumerate(split):
-        for position, (sentence, terms) in enumerate(parts):
+    df = Counter(term for found in split for term in frozenset().union(*(t for _, t in found)))
+    for index, found in enumerate(split):
+        for position, (sentence, terms) in enumerate(found):
             overlap = q_terms & terms
             score = sum(math.log(1 + len(passages) / df.get(t, 1)) for t in overlap)
             # Earlier passages were ranked higher by retrieval; earlier sentences tend to be topical.
