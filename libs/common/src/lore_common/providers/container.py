@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lore_common.providers.chat import ChatModel, create_chat_model
-from lore_common.providers.embedders import Embedder, create_embedder
+from lore_common.providers.embedders import AUTO, Embedder, EmbedderSet
 from lore_common.providers.offline import OfflineSkill
 from lore_common.providers.rerank import HTTPReranker
 from lore_core.settings import EmbeddingConfig, LLMConfig
@@ -17,14 +17,22 @@ from lore_core.settings import EmbeddingConfig, LLMConfig
 @dataclass
 class Providers:
     llm: ChatModel
-    embedder: Embedder
+    embedders: EmbedderSet
     reranker: HTTPReranker | None = None
 
+    @property
+    def embedder(self) -> Embedder:
+        """The one embedder of a service that keeps one for all its data (mem, gen): the configured
+        model; `auto` is the multilingual one there. docdb asks `embedders` for each KB's own."""
+        return self.embedders.get(self.embedders.fallback)
+
     def describe(self) -> dict[str, Any]:
+        default = self.embedders.default
         return {
             "llm": self.llm.name,
-            "embedder": self.embedder.name,
-            "embedding_dim": self.embedder.dim,
+            "embedder": default,
+            # `auto`: each KB's model, and so its dimension, is chosen at its first parse.
+            "embedding_dim": None if default == AUTO else self.embedder.dim,
             "reranker": self.reranker.url if self.reranker else None,
         }
 
@@ -49,13 +57,13 @@ async def open_providers(
     single_threaded_blas()
     providers = Providers(
         llm=create_chat_model(llm, offline_skills),
-        embedder=create_embedder(embedding),
+        embedders=EmbedderSet(embedding),
         reranker=HTTPReranker(reranker_url) if reranker_url else None,
     )
     try:
         yield providers
     finally:
         await providers.llm.aclose()
-        await providers.embedder.aclose()
+        await providers.embedders.aclose()
         if providers.reranker:
             await providers.reranker.aclose()

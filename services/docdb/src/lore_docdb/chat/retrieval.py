@@ -8,11 +8,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from lore_common.bm25 import rrf
-from lore_common.providers.embedders import Embedder
 from lore_common.providers.rerank import HTTPReranker
 from lore_common.text import keywords
 from lore_core.settings import QueryDefaults, SearchParams
 from lore_docdb.index.bm25 import Bm25Cache
+from lore_docdb.index.embedding import KbEmbedders
 from lore_docdb.index.graph import GraphIndex
 from lore_docdb.index.store import IndexStore
 from lore_docdb.index.vectors import VectorIndex
@@ -48,7 +48,7 @@ class Retriever:
         graph: GraphIndex,
         bm25: Bm25Cache,
         index: IndexStore,
-        embedder: Embedder,
+        embedders: KbEmbedders,
         reranker: HTTPReranker | None,
         defaults: Callable[[], QueryDefaults],
         search: SearchParams,
@@ -57,14 +57,14 @@ class Retriever:
         self.graph = graph
         self.bm25 = bm25
         self.index = index
-        self.embedder = embedder
+        self.embedders = embedders
         self.reranker = reranker
         self.defaults = defaults
         self.search = search
 
     async def vector(self, kb: str, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
         started = time.perf_counter()
-        vector = await self.embedder.embed_query(query)
+        vector = await (await self.embedders.for_query(kb)).embed_query(query)
         trace.time("embed_ms", started)
         points = await self.vectors.search(kb, vector, top_k, threshold, top_k * self.search.ef_multiplier)
         hits = [

@@ -15,6 +15,9 @@ class KnowledgeBaseRow(SQLModel, table=True):
     name: str = Field(primary_key=True, max_length=64)
     status: str = Field(default="ready", max_length=16)  # ready | deleting
     mode: int | None = None  # fixed by the first parse: every dataset of a KB shares one mode
+    # The embedder its vectors come from (`local:minilm`, `openai:…`), fixed at creation, or `auto` until
+    # the first parse chooses by language; None for a KB made before KBs recorded theirs.
+    embedding_model: str | None = Field(default=None, max_length=160)
     purge_db: bool = True
     created_at: datetime = Field(default_factory=utcnow)
 

@@ -43,8 +43,8 @@ class IndexStore:
 
     # ------------------------------------------------------------ knowledge bases
 
-    async def create_kb(self, name: str) -> KnowledgeBaseRow:
-        row = KnowledgeBaseRow(name=name)
+    async def create_kb(self, name: str, embedding_model: str | None = None) -> KnowledgeBaseRow:
+        row = KnowledgeBaseRow(name=name, embedding_model=embedding_model)
         try:
             async with self.session() as session:
                 session.add(row)
@@ -138,6 +138,22 @@ class IndexStore:
                 await self._bump(session, name)
                 await session.commit()
         self._changed(name)
+
+    async def settle_embedding_model(self, name: str, undecided: str | None, model: str) -> str:
+        """Record `model` as the KB's embedder unless it already holds a decided one; returns the one
+        recorded. Two first parses at once both propose; the first to commit wins, the other uses it."""
+        async with self.session() as session:
+            row = await session.get(KnowledgeBaseRow, name, with_for_update=True)
+            if row is None:
+                return model
+            if row.embedding_model == undecided or row.embedding_model is None:
+                row.embedding_model = model
+                session.add(row)
+                await self._bump(session, name)
+                await session.commit()
+            recorded = row.embedding_model
+        self._changed(name)
+        return recorded or model
 
     async def delete_kb_rows(self, name: str, purge_db: bool) -> None:
         async with self.session() as session:

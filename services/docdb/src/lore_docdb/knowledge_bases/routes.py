@@ -31,10 +31,15 @@ class KnowledgeBaseController(Controller):
     async def create(
         self, knowledge_bases: NamedDependency[KnowledgeBaseService], data: JSONBody[CreateKnowledgeBase]
     ) -> dict[str, Any]:
-        row = await knowledge_bases.create(data.name)
+        row = await knowledge_bases.create(data.name, data.embedding_model)
         return ok(
             message=f"knowledge base {row.name!r} created",
-            data={"name": row.name, "created_at": row.created_at.isoformat(), "status": row.status},
+            data={
+                "name": row.name,
+                "created_at": row.created_at.isoformat(),
+                "status": row.status,
+                "embedding_model": knowledge_bases.embedders.shown(row.embedding_model),
+            },
         )
 
     @get("/{kb_name:str}", summary="Knowledge-base detail: datasets and the query modes it supports")
@@ -47,6 +52,7 @@ class KnowledgeBaseController(Controller):
             created_at=kb.created_at.isoformat(),
             status=kb.status,
             process_mode=kb.mode,
+            embedding_model=knowledge_bases.embedders.shown(kb.embedding_model),
             datasets=[
                 {
                     "name": d.dataset,

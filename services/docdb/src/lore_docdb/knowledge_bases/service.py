@@ -20,6 +20,7 @@ import structlog
 from lore_core.errors import BadRequest, Conflict, NotFound
 from lore_core.naming import check_name
 from lore_docdb.datasets.store import RawStore
+from lore_docdb.index.embedding import KbEmbedders
 from lore_docdb.index.graph import GraphIndex
 from lore_docdb.index.models import KbDatasetRow, KnowledgeBaseRow
 from lore_docdb.index.store import IndexStore, KbExists
@@ -52,6 +53,7 @@ class KnowledgeBaseService:
         raw: RawStore,
         kb_root: Path,
         on_chunks_changed: Callable[[str], None],
+        embedders: KbEmbedders,
     ) -> None:
         self.index = index
         self.vectors = vectors
@@ -62,6 +64,7 @@ class KnowledgeBaseService:
         self.raw = raw
         self.kb_root = kb_root
         self.on_chunks_changed = on_chunks_changed
+        self.embedders = embedders
         self._deleters: dict[str, asyncio.Task[None]] = {}
 
     async def require(self, name: str) -> KnowledgeBaseRow:
@@ -71,10 +74,11 @@ class KnowledgeBaseService:
             raise KbNotFound(name)
         return kb
 
-    async def create(self, name: str) -> KnowledgeBaseRow:
+    async def create(self, name: str, embedding_model: str | None = None) -> KnowledgeBaseRow:
         check_name("knowledge base", name)
+        model = self.embedders.for_new_kb(embedding_model)
         try:
-            row = await self.index.create_kb(name)
+            row = await self.index.create_kb(name, model)
         except KbExists as exc:
             raise Conflict(f"knowledge base {name!r} already exists") from exc
         await asyncio.to_thread((self.kb_root / name).mkdir, parents=True, exist_ok=True)

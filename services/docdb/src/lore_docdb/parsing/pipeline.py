@@ -25,10 +25,10 @@ from lore_common.providers.chat import (
     Picture,
     complete_structured,
 )
-from lore_common.providers.embedders import Embedder
 from lore_common.providers.extraction import Extraction
 from lore_core.settings import Settings
 from lore_docdb.index.bm25 import Bm25Cache
+from lore_docdb.index.embedding import KbEmbedders
 from lore_docdb.index.graph import GraphIndex, entity_id
 from lore_docdb.index.models import ChunkRow
 from lore_docdb.index.store import IndexStore
@@ -85,7 +85,7 @@ class ParsePipeline:
         index: IndexStore,
         vectors: VectorIndex,
         graph: GraphIndex,
-        embedder: Embedder,
+        embedders: KbEmbedders,
         llm: ChatModel,
         bm25: Bm25Cache,
         vision: ChatModel | None = None,
@@ -94,7 +94,7 @@ class ParsePipeline:
         self.index = index
         self.vectors = vectors
         self.graph = graph
-        self.embedder = embedder
+        self.embedders = embedders
         self.llm = llm
         self.bm25 = bm25
         # With `docdb.vlm` configured, pictures inside PDF and DOCX files are captioned into the text.
@@ -117,14 +117,15 @@ class ParsePipeline:
         chunks = await asyncio.to_thread(self._chunk_all, task.task_id, texts)
 
         await ctx.check("embed")
+        embedder = await self.embedders.for_parse(task.kb_name, [c.text for c in chunks[:1000]])
         batch = max(1, self.settings.parameter.vector_config.batch_size)
         vectors = []
         for start in range(0, len(chunks), batch):
-            vectors.append(await self.embedder.embed([c.text for c in chunks[start : start + batch]]))
+            vectors.append(await embedder.embed([c.text for c in chunks[start : start + batch]]))
             await ctx.check("embed")
 
         await ctx.check("index")
-        await self.vectors.ensure(task.kb_name, self.embedder.dim)
+        await self.vectors.ensure(task.kb_name, embedder.dim)
         for part, start in zip(vectors, range(0, len(chunks), batch), strict=True):
             window = chunks[start : start + batch]
             payloads = [

@@ -80,6 +80,7 @@ class TaskController(Controller):
             settings.parameter.chunk_config,
         )
         graph = settings.parameter.graph_config
+        models = providers.describe()
         return ok(
             message="ok",
             data={
@@ -89,8 +90,9 @@ class TaskController(Controller):
                     "timeout": llm.timeout,
                 },
                 "embedding": {
-                    "model": providers.embedder.name,
-                    "dim": providers.embedder.dim,
+                    # `auto`: each KB's model (and dimension) is chosen by its first parse.
+                    "model": models["embedder"],
+                    "dim": models["embedding_dim"],
                     "batch_size": embedding.batch_size,
                 },
                 "graph": {
