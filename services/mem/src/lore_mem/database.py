@@ -10,7 +10,7 @@ from sqlmodel import SQLModel
 from lore_common.jobs import job_table
 from lore_common.stores.migrate import Schema
 from lore_mem.kb.store import TABLES as KB_TABLES
-from lore_mem.vg.models import HistoryRow
+from lore_mem.vg.models import CollectionRow, HistoryRow
 
 KB_JOBS_TABLE = "lore_mem_kb_jobs"
 
@@ -20,6 +20,7 @@ SCHEMA = Schema(
     [
         job_table(KB_JOBS_TABLE),
         SQLModel.metadata.tables[HistoryRow.__tablename__],
+        SQLModel.metadata.tables[CollectionRow.__tablename__],
         *(SQLModel.metadata.tables[str(row.__tablename__)] for row in KB_TABLES),
     ],
 )

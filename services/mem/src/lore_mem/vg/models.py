@@ -58,6 +58,17 @@ class HistoryRow(SQLModel, table=True):
     is_deleted: bool = False
 
 
+class CollectionRow(SQLModel, table=True):
+    """The embedder a vg collection's vectors come from, recorded when the collection is first used:
+    mem keeps embedding into it with that model whatever `mem.embedding_api` says later."""
+
+    __tablename__ = "vg_collections"
+
+    name: str = Field(primary_key=True, max_length=255)
+    embedding_model: str = Field(max_length=160)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 # The relations the model finds in a memory's text (graph store on).
 class Entity(msgspec.Struct):
     name: str

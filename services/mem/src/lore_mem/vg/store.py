@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -12,7 +13,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from lore_common.stores.collection import Collection
 from lore_common.stores.vector import VectorStore
 from lore_core.clock import utcnow
-from lore_mem.vg.models import HistoryRow
+from lore_mem.vg.models import CollectionRow, HistoryRow
 
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 # Indexed payload keys: the scope, and the hash that finds an exact duplicate.
@@ -67,3 +68,22 @@ class HistoryStore:
                 .order_by(col(HistoryRow.created_at))
             )
             return list(rows.all())
+
+
+async def collection_model(engine: AsyncEngine, name: str, proposal: str) -> str:
+    """The embedder recorded for the collection, recording `proposal` when it has none yet (replicas
+    starting at once: the first insert wins and the others read it)."""
+    async with AsyncSession(engine) as session:
+        row = await session.get(CollectionRow, name)
+        if row is not None:
+            return row.embedding_model
+        session.add(CollectionRow(name=name, embedding_model=proposal))
+        try:
+            await session.commit()
+        except IntegrityError:
+            await session.rollback()
+            row = await session.get(CollectionRow, name)
+            if row is None:
+                raise
+            return row.embedding_model
+    return proposal
