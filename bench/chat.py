@@ -62,10 +62,11 @@ stages: list[dict[str, float]] = []
 
 
 async def load(
-    base: str, mode: str, clients: int, total: int, rng: random.Random
+    base: str, mode: str, clients: int, total: int, rng: random.Random, retrieve: bool = False
 ) -> tuple[list[float], list[float]]:
     """`clients` closed-loop clients over aiohttp, the lightest load generator at hand: it shares the
-    2 cores with the service, so its own cost would show up in the service's figures."""
+    2 cores with the service, so its own cost would show up in the service's figures. With `retrieve`,
+    the same questions go to `/retrieve` (the chat's retrieval without the model call)."""
     server, client_side = [], []
     remaining = total
     connector = aiohttp.TCPConnector(limit=clients)
@@ -77,6 +78,19 @@ async def load(
                 remaining -= 1
                 question = f"What {rng.choice(VERBS)} {rng.choice(TOPICS)}?"
                 started = time.perf_counter()
+                if retrieve:
+                    body: dict[str, object] = {
+                        "query": question,
+                        "kb_id": "bench",
+                        "mode": mode,
+                        "max_results": 5,
+                    }
+                    async with http.post("/api/v1/docdb/retrieve", json=body) as response:
+                        reply = await response.json()
+                        if response.status != 200:
+                            raise RuntimeError(reply)
+                    client_side.append((time.perf_counter() - started) * 1000)
+                    continue
                 body = {
                     "query": question,
                     "kb_id": "bench",
@@ -228,6 +242,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=None, help="640; 320 with --stream")
     parser.add_argument("--rounds", type=int, default=None, help="3; 4 with --stream")
     parser.add_argument("--token-ms", type=float, default=5.0, help="the fake model's pause between words")
+    parser.add_argument("--embedding-model", default=None, help="the KB's embedder (default: auto)")
     args = parser.parse_args()
     defaults = (2000, 16, 320, 4) if args.stream else (10_000, 32, 640, 3)
     for key, value in zip(("chunks", "clients", "requests", "rounds"), defaults, strict=True):
@@ -245,6 +260,8 @@ def main() -> None:
         "LORE__DOCDB__LLM__BASE_URL": llm_url,
         "LORE__DOCDB__LLM__MAX_CONCURRENT_REQUESTS": str(args.clients),
     }
+    if args.embedding_model:
+        env["LORE__DOCDB__EMBEDDING_API__MODEL"] = args.embedding_model
     docdb, base = start_service("docdb", work, env)
     figures: dict[str, float] = {}
     try:
@@ -294,12 +311,22 @@ def main() -> None:
                     "harness_cpu_ms_per_chat": used[1] + used[2],
                     **{n: percentile([t.get(n, 0.0) for t in stages], 0.5) for n in names},
                 }
+                # The same questions through `/retrieve`: what a chat costs without its model call.
+                cpu_before_retrieve = docdb.cpu_seconds()
+                asyncio.run(load(base, mode, args.clients, args.requests, rng, retrieve=True))
+                figure["docdb_cpu_ms_per_retrieve"] = (
+                    (docdb.cpu_seconds() - cpu_before_retrieve) * 1000 / args.requests
+                )
+                figure["model_call_cpu_ms_per_chat"] = (
+                    figure["docdb_cpu_ms_per_chat"] - figure["docdb_cpu_ms_per_retrieve"]
+                )
                 rounds[mode].append(figure)
                 shown = ", ".join(f"{k} {v:.1f}" for k, v in figure.items())
                 print(f"round {number} {mode:7s} {shown}", flush=True)
         for mode, results in rounds.items():
             keys = ("server_p50_ms", "server_p95_ms", "client_p50_ms", "client_p95_ms", "chats_per_s")
-            for key in (*keys, "docdb_cpu_ms_per_chat", "harness_cpu_ms_per_chat"):
+            cpu = ("docdb_cpu_ms_per_chat", "harness_cpu_ms_per_chat", "docdb_cpu_ms_per_retrieve")
+            for key in (*keys, *cpu, "model_call_cpu_ms_per_chat"):
                 values = [r[key] for r in results]
                 figures[f"{mode}_{key}"] = round(statistics.median(values), 2)
                 figures[f"{mode}_{key}_min"] = round(min(values), 2)
@@ -310,7 +337,10 @@ def main() -> None:
                 f"p95 median {figures[f'{mode}_server_p95_ms']} ms, "
                 f"{figures[f'{mode}_chats_per_s']} chats/s, "
                 f"CPU per chat {figures[f'{mode}_docdb_cpu_ms_per_chat']} ms in docdb and "
-                f"{figures[f'{mode}_harness_cpu_ms_per_chat']} ms in the harness",
+                f"{figures[f'{mode}_harness_cpu_ms_per_chat']} ms in the harness; "
+                f"{figures[f'{mode}_docdb_cpu_ms_per_retrieve']} ms per /retrieve of the same questions, "
+                "so the model call (SDK, prompt, answer) costs "
+                f"{figures[f'{mode}_model_call_cpu_ms_per_chat']} ms",
                 flush=True,
             )
         # The whole tree: the service, its embedding process and its vector search process.
