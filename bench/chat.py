@@ -1,9 +1,9 @@
-"""Chat latency: a 10,000-chunk KB (mode 1, local embedder), 32 concurrent clients, the fake model
-server answering at 0 ms. Prints p50/p95 of `naive` and `rerank` chat measured server-side
-(`query_info.timings_ms.total_ms`) and client-side, chats per second, and the CPU time each chat costs
-in docdb (with its embedding and search processes) and in the harness (the fake model and the load
-generator, which share the machine): the median of `--rounds` rounds, with min and max. Goal:
-server-side p50 < 50 ms.
+"""Chat latency: a 10,000-chunk KB (mode 1, the local embedder `auto` chooses, or `--embedding-model`),
+32 concurrent clients, the fake model server answering at 0 ms. Prints p50/p95 of `naive` and
+`rerank` chat measured server-side (`query_info.timings_ms.total_ms`) and client-side, chats per
+second, and the CPU time each chat costs in docdb (with its embedding and search processes) and in
+the harness (the fake model and the load generator, which share the machine): the median of
+`--rounds` rounds, with min and max. Goal: server-side p50 < 50 ms.
 
 With `--stream`, two docdb processes side by side, one with metrics on and one with them off (each
 with its own copy of a smaller KB), answer streamed chats (`stream: true`) from a fake model that
@@ -62,11 +62,10 @@ stages: list[dict[str, float]] = []
 
 
 async def load(
-    base: str, mode: str, clients: int, total: int, rng: random.Random, retrieve: bool = False
+    base: str, mode: str, clients: int, total: int, rng: random.Random
 ) -> tuple[list[float], list[float]]:
     """`clients` closed-loop clients over aiohttp, the lightest load generator at hand: it shares the
-    2 cores with the service, so its own cost would show up in the service's figures. With `retrieve`,
-    the same questions go to `/retrieve` (the chat's retrieval without the model call)."""
+    2 cores with the service, so its own cost would show up in the service's figures."""
     server, client_side = [], []
     remaining = total
     connector = aiohttp.TCPConnector(limit=clients)
@@ -78,19 +77,6 @@ async def load(
                 remaining -= 1
                 question = f"What {rng.choice(VERBS)} {rng.choice(TOPICS)}?"
                 started = time.perf_counter()
-                if retrieve:
-                    body: dict[str, object] = {
-                        "query": question,
-                        "kb_id": "bench",
-                        "mode": mode,
-                        "max_results": 5,
-                    }
-                    async with http.post("/api/v1/docdb/retrieve", json=body) as response:
-                        reply = await response.json()
-                        if response.status != 200:
-                            raise RuntimeError(reply)
-                    client_side.append((time.perf_counter() - started) * 1000)
-                    continue
                 body = {
                     "query": question,
                     "kb_id": "bench",
@@ -311,22 +297,12 @@ def main() -> None:
                     "harness_cpu_ms_per_chat": used[1] + used[2],
                     **{n: percentile([t.get(n, 0.0) for t in stages], 0.5) for n in names},
                 }
-                # The same questions through `/retrieve`: what a chat costs without its model call.
-                cpu_before_retrieve = docdb.cpu_seconds()
-                asyncio.run(load(base, mode, args.clients, args.requests, rng, retrieve=True))
-                figure["docdb_cpu_ms_per_retrieve"] = (
-                    (docdb.cpu_seconds() - cpu_before_retrieve) * 1000 / args.requests
-                )
-                figure["model_call_cpu_ms_per_chat"] = (
-                    figure["docdb_cpu_ms_per_chat"] - figure["docdb_cpu_ms_per_retrieve"]
-                )
                 rounds[mode].append(figure)
                 shown = ", ".join(f"{k} {v:.1f}" for k, v in figure.items())
                 print(f"round {number} {mode:7s} {shown}", flush=True)
         for mode, results in rounds.items():
             keys = ("server_p50_ms", "server_p95_ms", "client_p50_ms", "client_p95_ms", "chats_per_s")
-            cpu = ("docdb_cpu_ms_per_chat", "harness_cpu_ms_per_chat", "docdb_cpu_ms_per_retrieve")
-            for key in (*keys, *cpu, "model_call_cpu_ms_per_chat"):
+            for key in (*keys, "docdb_cpu_ms_per_chat", "harness_cpu_ms_per_chat"):
                 values = [r[key] for r in results]
                 figures[f"{mode}_{key}"] = round(statistics.median(values), 2)
                 figures[f"{mode}_{key}_min"] = round(min(values), 2)
@@ -337,10 +313,7 @@ def main() -> None:
                 f"p95 median {figures[f'{mode}_server_p95_ms']} ms, "
                 f"{figures[f'{mode}_chats_per_s']} chats/s, "
                 f"CPU per chat {figures[f'{mode}_docdb_cpu_ms_per_chat']} ms in docdb and "
-                f"{figures[f'{mode}_harness_cpu_ms_per_chat']} ms in the harness; "
-                f"{figures[f'{mode}_docdb_cpu_ms_per_retrieve']} ms per /retrieve of the same questions, "
-                "so the model call (SDK, prompt, answer) costs "
-                f"{figures[f'{mode}_model_call_cpu_ms_per_chat']} ms",
+                f"{figures[f'{mode}_harness_cpu_ms_per_chat']} ms in the harness",
                 flush=True,
             )
         # The whole tree: the service, its embedding process and its vector search process.

