@@ -3,7 +3,10 @@
 `rerank` chat measured server-side (`query_info.timings_ms.total_ms`) and client-side, chats per
 second, and the CPU time each chat costs in docdb (with its embedding and search processes) and in
 the harness (the fake model and the load generator, which share the machine): the median of
-`--rounds` rounds, with min and max. Goal: server-side p50 < 50 ms.
+`--rounds` rounds, with min and max. With `--sdk-share`, py-spy samples the service process during
+the last round of each mode, and the share of its busy samples inside the model SDK (openai and the
+HTTP stack under it) times the service's CPU per chat gives the SDK's CPU per chat; the rest of the
+tree's CPU is Lore's (goal: at most 2.0 ms per chat outside the SDK).
 
 With `--stream`, two docdb processes side by side, one with metrics on and one with them off (each
 with its own copy of a smaller KB), answer streamed chats (`stream: true`) from a fake model that
@@ -22,13 +25,16 @@ import asyncio
 import json
 import random
 import shutil
+import signal
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import aiohttp
 import httpx
+import psutil
 
 from lore_common.testing.processes import start_fake_llm, start_service, wait_task
 from lore_common.testing.stats import percentile
@@ -59,6 +65,24 @@ def paragraph(rng: random.Random, i: int) -> str:
 
 
 stages: list[dict[str, float]] = []
+# The model SDK's frames: the openai package and the HTTP stack under it (httpx over aiohttp's client;
+# the service's own server is granian, so aiohttp here is the SDK's transport only).
+SDK_PACKAGES = ("openai/", "httpx/", "httpx_aiohttp/", "aiohttp/")
+
+
+def sdk_share(raw: Path) -> float:
+    """The share of the service's busy samples (py-spy `raw` output: `frame;frame;… count`) spent
+    inside the model SDK."""
+    inside = total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack.strip():
+            continue
+        total += int(count)
+        frames = [frame.rpartition(" (")[2] for frame in stack.split(";")]
+        if any(frame.startswith(SDK_PACKAGES) for frame in frames):
+            inside += int(count)
+    return inside / total if total else 0.0
 
 
 async def load(
@@ -229,6 +253,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=None, help="3; 4 with --stream")
     parser.add_argument("--token-ms", type=float, default=5.0, help="the fake model's pause between words")
     parser.add_argument("--embedding-model", default=None, help="the KB's embedder (default: auto)")
+    parser.add_argument(
+        "--sdk-share", action="store_true", help="sample docdb with py-spy in the last round: the SDK's CPU"
+    )
     args = parser.parse_args()
     defaults = (2000, 16, 320, 4) if args.stream else (10_000, 32, 640, 3)
     for key, value in zip(("chunks", "clients", "requests", "rounds"), defaults, strict=True):
@@ -274,10 +301,21 @@ def main() -> None:
         for number in range(1, args.rounds + 1):
             for mode in ("naive", "rerank"):
                 stages.clear()
+                profile = work / f"profile-{mode}-{number}.txt"
+                spy = None
+                if args.sdk_share and number == args.rounds:
+                    # The last round of each mode is sampled (the service process only, 100 Hz).
+                    command = ["py-spy", "record", "-p", str(docdb.pid), "-r", "100", "-f", "raw"]
+                    spy = subprocess.Popen(
+                        [*command, "--nonblocking", "-o", str(profile)], stdout=subprocess.DEVNULL
+                    )
+                    time.sleep(1.0)
+                service_before = psutil.Process(docdb.pid).cpu_times()
                 cpu_before = docdb.cpu_seconds(), llm.cpu_seconds(), time.process_time()
                 started = time.perf_counter()
                 server, client_side = asyncio.run(load(base, mode, args.clients, args.requests, rng))
                 elapsed = time.perf_counter() - started
+                service_after = psutil.Process(docdb.pid).cpu_times()
                 used = [
                     (after - before) * 1000 / args.requests
                     for before, after in zip(
@@ -297,6 +335,27 @@ def main() -> None:
                     "harness_cpu_ms_per_chat": used[1] + used[2],
                     **{n: percentile([t.get(n, 0.0) for t in stages], 0.5) for n in names},
                 }
+                if spy is not None:
+                    spy.send_signal(signal.SIGINT)
+                    spy.wait(timeout=60)
+                    service_ms = (
+                        (
+                            (service_after.user + service_after.system)
+                            - (service_before.user + service_before.system)
+                        )
+                        * 1000
+                        / args.requests
+                    )
+                    sdk_ms = sdk_share(profile) * service_ms
+                    figures[f"{mode}_service_cpu_ms_per_chat"] = round(service_ms, 2)
+                    figures[f"{mode}_sdk_cpu_ms_per_chat"] = round(sdk_ms, 2)
+                    figures[f"{mode}_outside_sdk_cpu_ms_per_chat"] = round(used[0] - sdk_ms, 2)
+                    print(
+                        f"round {number} {mode:7s} sampled: docdb tree {used[0]:.2f} ms CPU per chat, "
+                        f"the service process {service_ms:.2f} ms of it, the model SDK {sdk_ms:.2f} ms; "
+                        f"outside the SDK {used[0] - sdk_ms:.2f} ms (goal <= 2.0)",
+                        flush=True,
+                    )
                 rounds[mode].append(figure)
                 shown = ", ".join(f"{k} {v:.1f}" for k, v in figure.items())
                 print(f"round {number} {mode:7s} {shown}", flush=True)
