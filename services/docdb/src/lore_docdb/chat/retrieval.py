@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from lore_common.bm25 import rrf
+from lore_common.providers.embedders import Embedder
 from lore_common.providers.rerank import HTTPReranker
 from lore_common.text import keywords
 from lore_core.settings import QueryDefaults, SearchParams
@@ -68,9 +69,18 @@ class Retriever:
         self.defaults = defaults
         self.search = search
 
-    async def vector(self, kb: str, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
+    async def vector(
+        self,
+        kb: str,
+        query: str,
+        top_k: int,
+        threshold: float,
+        trace: Trace,
+        embedder: Embedder | None = None,
+    ) -> list[Hit]:
         started = time.perf_counter()
-        vector = await (await self.embedders.for_query(kb)).embed_query(query)
+        embedder = embedder or await self.embedders.for_query(kb)
+        vector = await embedder.embed_query(query)
         trace.time("embed_ms", started)
         points = await self.vectors.search(kb, vector, top_k, threshold, top_k * self.search.ef_multiplier)
         hits = [
@@ -135,12 +145,13 @@ class Retriever:
 
     async def fused(self, kb: str, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
         """BM25 + vector by weighted RRF (no model call); see `QueryDefaults.bm25_weight`."""
+        embedder = await self.embedders.for_query(kb)
         vector_hits, bm25 = await asyncio.gather(
-            self.vector(kb, query, top_k, threshold, trace), self.bm25_hits(kb, query, top_k, trace)
+            self.vector(kb, query, top_k, threshold, trace, embedder), self.bm25_hits(kb, query, top_k, trace)
         )
         hits = {h.chunk_id: h for h in (*bm25, *vector_hits)}
         defaults = self.defaults()
-        weight, k = FUSION.get((await self.embedders.for_query(kb)).name, PLAIN_RRF)
+        weight, k = FUSION.get(embedder.name, PLAIN_RRF)
         fused = rrf(
             [[h.chunk_id for h in vector_hits], [h.chunk_id for h in bm25]],
             k=k if defaults.rrf_k is None else defaults.rrf_k,
