@@ -80,6 +80,7 @@ class Stats:
         self.last = time.monotonic()
         self.streams_finished = 0
         self.streams_cancelled = 0
+        self.embedding_calls = 0
 
     def _advance(self) -> None:
         now = time.monotonic()
@@ -110,6 +111,7 @@ class Stats:
             "span_s": span,
             "streams_finished": self.streams_finished,
             "streams_cancelled": self.streams_cancelled,
+            "embedding_calls": self.embedding_calls,
         }
 
 
@@ -231,6 +233,7 @@ def create_fake_llm_app(
         inputs = body.get("input", [])
         texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
         dim = int(body.get("dimensions") or embedding_dim)
+        stats.embedding_calls += 1
         if latency["s"]:
             await asyncio.sleep(latency["s"])
         if model is not None:

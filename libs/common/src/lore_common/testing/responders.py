@@ -82,3 +82,48 @@ def kb(body: dict[str, Any]) -> str:
         return " ".join(user.splitlines()[:3])
     context = user.split("Context:", 1)[-1].strip().splitlines()
     return context[0] if context else "I do not know."
+
+
+TUPLE = "<|#|>"
+COMPLETE = "<|COMPLETE|>"
+
+
+def _fenced_input(user: str) -> str:
+    """LightRAG's extraction prompt puts the text between ``` fences after `---Input Text---`."""
+    part = user.split("---Input Text---", 1)[-1]
+    pieces = part.split("```")
+    return pieces[1].strip() if len(pieces) >= 3 else part
+
+
+def lightrag(body: dict[str, Any]) -> str:
+    """Answers LightRAG's prompts in the formats it parses (entity rows with its tuple delimiter, keyword
+    JSON, summaries, answers) and, for anything else, Lore's `kb` and docdb prompts: one model server
+    for both systems in bench/lightrag_compare.py, with the same offline extractor's findings for both."""
+    messages = body.get("messages") or []
+    system = str(messages[0].get("content", "")) if messages and messages[0].get("role") == "system" else ""
+    user = _last_user_text(body)
+    prompt = system + "\n" + user
+    if system.startswith("You extract entities"):  # docdb's extraction (mode 0)
+        return entities(body)
+    if "synthesize a list of descriptions" in prompt:  # merging an entity's descriptions
+        listed = prompt.rsplit("Description List", 1)[-1].strip().splitlines()
+        return " ".join(line.strip() for line in listed[1:4])[:500] or "merged"
+    if "Based on the last extraction task" in user:
+        return COMPLETE  # the gleaning pass: nothing was missed
+    if "Knowledge Graph Specialist" in prompt and "---Input Text---" in user:
+        found = extract_entities(_fenced_input(user))
+        rows = [f"entity{TUPLE}{e['name']}{TUPLE}Other{TUPLE}{e['description']}" for e in found["entities"]]
+        rows += [
+            f"relation{TUPLE}{r['source']}{TUPLE}{r['target']}{TUPLE}related{TUPLE}{r['description']}"
+            for r in found["relations"]
+        ]
+        return "\n".join([*rows, COMPLETE])
+    if "expert keyword extractor" in prompt:
+        query = prompt.rsplit("User Query:", 1)[-1].split("\n", 1)[0]
+        names = [e["name"] for e in extract_entities(query)["entities"]]
+        words = [w.strip("?.,") for w in query.split() if len(w.strip("?.,")) > 3]
+        return json.dumps({"high_level_keywords": words[:3], "low_level_keywords": names or words[:3]})
+    if "expert AI assistant" in prompt:  # LightRAG's answers: the first line of context that says much
+        lines = [line for line in prompt.split("Context", 1)[-1].splitlines() if len(line) > 40]
+        return lines[0][:400] if lines else "I do not know."
+    return kb(body)
