@@ -25,19 +25,17 @@ import json
 import random
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+from side_venv import run_driver, venv_python
 
 from lore_common.testing.processes import ServerProcess, start_fake_llm, start_service, wait_task
 from lore_common.testing.stats import percentile
 
-HERE = Path(__file__).resolve().parent
 DIM = 384
 MODES = ("naive", "local", "global", "hybrid")
 DS = "/api/v1/docdb/files/raw-files/datasets"
@@ -66,19 +64,6 @@ def questions(count: int) -> list[str]:
     return [f"What did {PEOPLE[i % len(PEOPLE)]} do in {CITIES[i % len(CITIES)]}?" for i in range(count)]
 
 
-def lightrag_python() -> Path:
-    """A venv with lightrag-hku, apart from the workspace; reused between runs."""
-    venv = HERE / ".venv-lightrag"
-    python = venv / "bin" / "python"
-    if not python.exists():
-        subprocess.run(["uv", "venv", "-q", str(venv), "-p", sys.executable], check=True)
-    subprocess.run(
-        ["uv", "pip", "install", "-q", "--python", str(python), "lightrag-hku==1.5.7", "openai>=2,<3"],
-        check=True,
-    )
-    return python
-
-
 def model_stats(llm_url: str) -> dict[str, Any]:
     reply: dict[str, Any] = httpx.get(llm_url.removesuffix("/v1") + "/_stats").json()
     return reply
@@ -88,20 +73,6 @@ def reset_model(llm_url: str, latency_ms: float) -> None:
     base = llm_url.removesuffix("/v1")
     httpx.post(f"{base}/_reset").raise_for_status()
     httpx.post(f"{base}/_latency", json={"ms": latency_ms}).raise_for_status()
-
-
-def run_lightrag(python: Path, job: dict[str, Any]) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(python), str(HERE / "lightrag_driver.py")],
-        input=json.dumps(job),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"LightRAG driver failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 async def mem_kb(
@@ -244,7 +215,7 @@ def one_latency(
         "questions": asked,
         "modes": list(MODES),
     }
-    result = run_lightrag(python, job)
+    result = run_driver(python, "lightrag_driver.py", job)
     print(f"{latency_ms:.0f} ms per model call (LightRAG settings: {result['settings']})", flush=True)
     for key, value in summarise("LightRAG", result, args.documents).items():
         figures[f"lightrag_{key}"] = value
@@ -298,7 +269,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=30)
     parser.add_argument("--latency-ms", type=float, default=200.0)
     args = parser.parse_args()
-    python = lightrag_python()
+    python = venv_python("lightrag", "lightrag-hku==1.5.7", "openai>=2,<3")
     work = Path(tempfile.mkdtemp(prefix="lore-bench-lightrag-"))
     llm = start_fake_llm(
         work, "--responder", "lore_common.testing.responders:lightrag", "--embedding-dim", str(DIM)

@@ -13,19 +13,17 @@ import argparse
 import json
 import random
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+from side_venv import run_driver, venv_python
 
 from lore_common.testing.processes import start_fake_llm, start_service
 from lore_common.testing.stats import percentile
 
-HERE = Path(__file__).resolve().parent
 DIM = 256
 WORDS = (
     "coffee tea hiking Lisbon Berlin piano guitar cats dogs sushi pasta running chess novels jazz "
@@ -40,30 +38,12 @@ def sentence(rng: random.Random, i: int) -> str:
 
 def mem0_python(work: Path) -> Path:
     """A venv with mem0ai, separate from the workspace; reused between runs."""
-    venv = HERE / ".venv-mem0"
-    python = venv / "bin" / "python"
-    if not python.exists():
-        subprocess.run(["uv", "venv", "-q", str(venv), "-p", sys.executable], check=True)
-    subprocess.run(
-        ["uv", "pip", "install", "-q", "--python", str(python), "mem0ai>=2,<3"],
-        check=True,
-    )
-    return python
+    return venv_python("mem0", "mem0ai>=2,<3")
 
 
 def run_mem0(python: Path, job: dict[str, Any]) -> dict[str, Any]:
     """Run the mem0 half in mem0's venv; returns what the driver printed."""
-    done = subprocess.run(
-        [str(python), str(HERE / "mem0_driver.py")],
-        input=json.dumps(job),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"mem0 driver failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_driver(python, "mem0_driver.py", job)
 
 
 def main() -> None:

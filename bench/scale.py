@@ -33,6 +33,8 @@ import aiohttp
 import httpx
 import psutil
 from bench_data import DATA
+from chat import TOPICS as CHAT_TOPICS
+from chat import VERBS
 
 from lore_common.testing.processes import ServerProcess, start_service, wait_task
 from lore_common.testing.stats import percentile
@@ -41,17 +43,9 @@ DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
 GOAL_RETRIEVE_P50_MS = 25.0
 GOAL_RSS_GB = 1.5
+# chat.py's topics, and more of SciFact's kind, so the synthetic paragraphs vary at 100k.
 TOPICS = [
-    "protein folding",
-    "quantum error correction",
-    "coral reef bleaching",
-    "battery cathodes",
-    "jet streams",
-    "graph neural networks",
-    "antibiotic resistance",
-    "exoplanet atmospheres",
-    "soil microbiomes",
-    "RNA splicing",
+    *CHAT_TOPICS,
     "T cell exhaustion",
     "insulin signalling",
     "gut microbiota",
@@ -59,7 +53,6 @@ TOPICS = [
     "sleep deprivation",
     "vaccine adjuvants",
 ]
-VERBS = ["improves", "reduces", "explains", "predicts", "depends on", "limits", "accelerates", "stabilises"]
 
 
 def documents(size: int) -> Iterator[tuple[str, str]]:
