@@ -82,3 +82,23 @@ async def test_changing_the_default_model_leaves_existing_kbs_answering(docdb_fa
         assert await top_file(docdb, "new", "wild yeast fermenting flour") == "bread.txt"
         config = (await docdb.get("/api/v1/docdb/files/processing/config")).json()["data"]
         assert config["embedding"]["model"] == "local:minilm"
+
+
+async def test_an_english_kbs_rerank_fuses_scores_over_a_wider_pool(docdb_factory: Any) -> None:
+    """minilm KBs fuse cosine and BM25 scores over up to 100 candidates each, then keep `top_k`; a
+    hashing KB keeps RRF over `top_k` candidates. A chunk found only by an exact word still comes first."""
+    notes = {f"note{i}.txt": f"Field note {i}: the weather at camp was mild.".encode() for i in range(12)}
+    files = {**ENGLISH, **notes, "code.txt": b"The archive shelf label reads QX-7741 in faded ink."}
+    async with docdb_factory(**LOCAL) as docdb:
+        await build(docdb, "science", files)
+        for query, expected in (("QX-7741", "code.txt"), ("why does the sea rise and fall", "tides.txt")):
+            body = {"kb_id": "science", "query": query, "mode": "rerank", "top_k": 5, "max_results": 5}
+            reply = (await docdb.post("/api/v1/docdb/retrieve", json=body)).json()
+            assert reply["data"][0]["kb_name"] == expected
+            assert reply["query_info"]["candidates"]["vector"] == len(files)  # the pool, past top_k
+            assert len(reply["data"]) == 5
+    async with docdb_factory() as docdb:  # the hashing embedder: plain RRF over top_k
+        await build(docdb, "plain", files)
+        body = {"kb_id": "plain", "query": "QX-7741", "mode": "rerank", "top_k": 5, "max_results": 5}
+        reply = (await docdb.post("/api/v1/docdb/retrieve", json=body)).json()
+        assert reply["query_info"]["candidates"]["vector"] == 5

