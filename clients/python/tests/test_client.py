@@ -8,6 +8,7 @@ import inspect
 import os
 import sys
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import openpyxl
@@ -284,9 +285,16 @@ def test_memories_vg_and_kb(lore: Lore) -> None:
     user = unique("user")
     added = lore.add_memory("I am allergic to peanuts.", user_id=user)
     assert [r.event for r in added.results] == ["ADD"]
-    lore.add_memory([{"role": "user", "content": "I live in Lisbon."}], user_id=user, infer=False)
+    lore.add_memory(
+        [{"role": "user", "content": "I live in Lisbon."}],
+        user_id=user,
+        infer=False,
+        timestamp=datetime(2023, 5, 8, 13, 56),
+    )
     found = lore.search_memories("peanut allergy", user_id=user, limit=1)
     assert len(found) == 1 and "peanut" in found[0].memory.lower() and found[0].score is not None
+    dated = lore.search_memories("Where did I live in May 2023?", user_id=user, limit=2)
+    assert dated[0].memory == "I live in Lisbon." and dated[0].created_at == "2023-05-08T13:56:00+00:00"
     listed = lore.list_memories(user_id=user)
     assert len(listed) == 2
     memory_id = added.results[0].id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +47,23 @@ class Mem(Core):
         run_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         infer: bool = True,
+        timestamp: datetime | float | None = None,
     ) -> AddResult:
         """Remember a conversation (or one user message given as a string). With `infer` the model
         extracts facts and decides ADD, UPDATE or DELETE against what is stored; without it each
-        message is stored as it is. At least one scope id is required (Unprocessable otherwise)."""
+        message is stored as it is. At least one scope id is required (Unprocessable otherwise).
+        `timestamp` (a datetime, naive = UTC, or Unix seconds) says when the conversation took place:
+        its memories are dated then, and searches that name a time ("in May 2023") find them."""
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
-        body = {
+        body: dict[str, Any] = {
             "messages": messages,
             **_scope(user_id, agent_id, run_id),
             "metadata": metadata,
             "infer": infer,
         }
+        if timestamp is not None:
+            body["timestamp"] = timestamp.isoformat() if isinstance(timestamp, datetime) else timestamp
         return await self._post("mem/vg/add", AddResult, body)
 
     async def search_memories(

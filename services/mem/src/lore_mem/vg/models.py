@@ -34,6 +34,9 @@ class AddRequest(Scope, kw_only=True):
     messages: Annotated[list[Message], msgspec.Meta(max_length=MESSAGES)]
     metadata: dict[str, Any] | None = None
     infer: bool = True
+    # When the conversation took place (Unix seconds or ISO 8601), as in mem0's hosted API: its
+    # memories take it as `created_at`, and searches that name a time find them by it.
+    timestamp: float | str | None = None
 
 
 class SearchRequest(Scope, kw_only=True):

@@ -14,6 +14,7 @@ import hashlib
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -24,8 +25,9 @@ from lore_common import bm25
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_common.providers.embedders import Embedder
 from lore_common.stores.sql import advisory_lock
-from lore_core.clock import utc_iso
+from lore_core.clock import utc_iso, utcnow
 from lore_core.errors import BadRequest, NotFound, Unprocessable
+from lore_mem.vg import when
 from lore_mem.vg.graph import VgGraph, relations_payload
 from lore_mem.vg.models import AddRequest, Extraction, Relation, Scope
 from lore_mem.vg.store import HistoryStore, MemoryStore
@@ -89,21 +91,47 @@ def require_scope(scope: Scope) -> dict[str, str]:
 
 
 def fuse(
-    query: str, hits: list[tuple[dict[str, Any], float]], limit: int, words_weight: float = 2.0
+    query: str,
+    hits: list[tuple[dict[str, Any], float]],
+    limit: int,
+    words_weight: float = 2.0,
+    now: datetime | None = None,
 ) -> list[tuple[dict[str, Any], float]]:
     """The best `limit` of `hits` (best first by meaning) by reciprocal rank fusion of their order by
     meaning with their order by BM25 over their texts (weighted `words_weight` to meaning's 1), so a
     memory holding the question's exact words (a name, a date, a place) rises even where the embedder
-    misses it. Scores stay cosines."""
-    if len(hits) <= 1 or words_weight <= 0:
-        return hits[:limit]
+    misses it. Where the question names a time ("last week", "in May 2023"), the memories said then
+    come first, each group in that fused order. Scores stay cosines."""
+    span = when.find_span(query, now or utcnow())
+    ranked = _by_meaning_and_words(span.without_phrase(query) if span else query, hits, words_weight)
+    if span is not None:
+        then = [hit for hit in ranked if _said_within(hit[0], span)]
+        if then:
+            taken = {hit[0]["id"] for hit in then}
+            ranked = then + [hit for hit in ranked if hit[0]["id"] not in taken]
+    return ranked[:limit]
+
+
+def _by_meaning_and_words(
+    query: str, hits: list[tuple[dict[str, Any], float]], words_weight: float
+) -> list[tuple[dict[str, Any], float]]:
+    if len(hits) <= 1 or words_weight <= 0 or not query.strip():
+        return hits
     words = bm25.scores(query, [str(record.get("memory", "")) for record, _ in hits])
     by_words = [hits[i][0]["id"] for i in np.argsort(-words, kind="stable") if words[i] > 0]
     if not by_words:
-        return hits[:limit]
+        return hits
     found = {record["id"]: (record, score) for record, score in hits}
     fused = bm25.rrf([list(found), by_words], k=FUSION_K, weights=[1.0, words_weight])
-    return [found[item] for item, _ in fused[:limit]]
+    return [found[item] for item, _ in fused]
+
+
+def _said_within(record: dict[str, Any], span: when.Span) -> bool:
+    """Whether the memory was said (added, or last restated) within the span."""
+    return any(
+        (moment := when.moment(record.get(key))) is not None and span.holds(moment)
+        for key in ("created_at", "updated_at")
+    )
 
 
 def public(record: dict[str, Any], score: float | None = None) -> dict[str, Any]:
@@ -165,12 +193,20 @@ class VgMemory:
         scope = require_scope(request)
         if not request.messages:
             raise BadRequest("messages is empty: send at least one message")
+        stamp = None
+        if request.timestamp is not None:
+            try:
+                stamp = when.said_at(request.timestamp, utcnow()).isoformat(timespec="seconds")
+            except ValueError as error:
+                raise BadRequest(str(error)) from None
         async with self._scope_lock(scope):
             if not request.infer:
                 facts = [m.content.strip() for m in request.messages if m.content.strip()]
-                results = [r for f in facts if (r := await self._add_new(f, scope, request.metadata))]
+                results = [
+                    r for f in facts if (r := await self._add_new(f, scope, request.metadata, stamp=stamp))
+                ]
             else:
-                results = await self._infer(request, scope)
+                results = await self._infer(request, scope, stamp)
             relations = await self._graph_changes(results, scope)
         return {"results": results, "relations": relations}
 
@@ -200,7 +236,9 @@ class VgMemory:
         )
         return extraction.relations
 
-    async def _infer(self, request: AddRequest, scope: dict[str, str]) -> list[dict[str, Any]]:
+    async def _infer(
+        self, request: AddRequest, scope: dict[str, str], stamp: str | None
+    ) -> list[dict[str, Any]]:
         conversation = "\n".join(f"{m.role}: {m.content}" for m in request.messages)
         facts = (
             await complete_structured(
@@ -250,10 +288,10 @@ class VgMemory:
             target = aliases.get(str(decision.id)) if decision.id is not None else None
             text = decision.text.strip()
             if event == "ADD" and text:
-                if result := await self._add_new(text, scope, request.metadata, vectors):
+                if result := await self._add_new(text, scope, request.metadata, vectors, stamp):
                     results.append(result)
             elif event == "UPDATE" and target is not None and text and text != target.get("memory"):
-                results.append(await self._update(target, text))
+                results.append(await self._update(target, text, stamp))
             elif event == "DELETE" and target is not None:
                 await self._delete(target)
                 results.append({"id": target["id"], "memory": target.get("memory", ""), "event": "DELETE"})
@@ -267,15 +305,15 @@ class VgMemory:
         scope: dict[str, str],
         metadata: dict[str, Any] | None,
         vectors: dict[str, list[float]] | None = None,
+        stamp: str | None = None,
     ) -> dict[str, Any] | None:
         if await self.store.find_hash(scope, digest(text)):
             return None  # already remembered word for word
         memory_id = str(uuid.uuid4())
-        stamp = utc_iso(with_zone=True)
         payload = {
             "memory": text,
             "hash": digest(text),
-            "created_at": stamp,
+            "created_at": stamp or utc_iso(with_zone=True),
             "updated_at": None,
             "metadata": metadata or {},
             **{k: scope.get(k) for k in ("user_id", "agent_id", "run_id")},
@@ -287,10 +325,10 @@ class VgMemory:
         await self.store.put(memory_id, vector, payload)
         return {"id": memory_id, "memory": text, "event": "ADD"}
 
-    async def _update(self, record: dict[str, Any], text: str) -> dict[str, Any]:
+    async def _update(self, record: dict[str, Any], text: str, stamp: str | None = None) -> dict[str, Any]:
         old = str(record.get("memory", ""))
         payload = {k: v for k, v in record.items() if k != "id"}
-        payload.update(memory=text, hash=digest(text), updated_at=utc_iso(with_zone=True))
+        payload.update(memory=text, hash=digest(text), updated_at=stamp or utc_iso(with_zone=True))
         await self.store.put(record["id"], await self._vector(text), payload)
         await self.history.record(record["id"], "UPDATE", old, text)
         return {"id": record["id"], "memory": text, "event": "UPDATE", "previous_memory": old}
