@@ -5,8 +5,10 @@ second, and the CPU time each chat costs in docdb (with its embedding and search
 the harness (the fake model and the load generator, which share the machine): the median of
 `--rounds` rounds, with min and max. With `--sdk-share`, py-spy samples the service process during
 the last round of each mode, and the share of its busy samples inside the model SDK (openai and the
-HTTP stack under it) times the service's CPU per chat gives the SDK's CPU per chat; the rest of the
-tree's CPU is Lore's (goal: at most 2.0 ms per chat outside the SDK).
+HTTP stack under it) times the service's CPU per chat gives the SDK's CPU per chat; each process of
+the tree is reported apart (the service, the local embedding model, vector search, the rest), and the
+tree less the SDK's share and the embedding process is Lore's own (the issue's goal: at most 2.0 ms
+per chat outside the SDK, which counts the local embedding model as Lore's).
 
 With `--stream`, two docdb processes side by side, one with metrics on and one with them off (each
 with its own copy of a smaller KB), answer streamed chats (`stream: true`) from a fake model that
@@ -68,6 +70,26 @@ stages: list[dict[str, float]] = []
 # The model SDK's frames: the openai package and the HTTP stack under it (httpx over aiohttp's client;
 # the service's own server is granian, so aiohttp here is the SDK's transport only).
 SDK_PACKAGES = ("openai/", "httpx/", "httpx_aiohttp/", "aiohttp/")
+
+
+# The docdb tree's processes by what they run: the local embedding model is a model call too, like the
+# SDK's; the vector search process and the service are Lore's own.
+PARTS = {"lore_common.providers.embed_worker": "embedding", "lore_common.vector_worker": "vector"}
+
+
+def cpu_by_part(pid: int) -> dict[str, float]:
+    """CPU seconds so far of the service process, its embedding process, its vector search process
+    and the rest of its tree (the graph store, text extraction)."""
+    service = psutil.Process(pid)
+    seconds = {"service": sum(service.cpu_times()[:2]), "embedding": 0.0, "vector": 0.0, "other": 0.0}
+    for child in service.children(recursive=True):
+        try:
+            cmdline, used = child.cmdline(), sum(child.cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            continue
+        part = next((name for module, name in PARTS.items() if module in cmdline), "other")
+        seconds[part] += used
+    return seconds
 
 
 def sdk_share(raw: Path) -> float:
@@ -310,12 +332,12 @@ def main() -> None:
                         [*command, "--nonblocking", "-o", str(profile)], stdout=subprocess.DEVNULL
                     )
                     time.sleep(1.0)
-                service_before = psutil.Process(docdb.pid).cpu_times()
+                parts_before = cpu_by_part(docdb.pid)
                 cpu_before = docdb.cpu_seconds(), llm.cpu_seconds(), time.process_time()
                 started = time.perf_counter()
                 server, client_side = asyncio.run(load(base, mode, args.clients, args.requests, rng))
                 elapsed = time.perf_counter() - started
-                service_after = psutil.Process(docdb.pid).cpu_times()
+                parts_after = cpu_by_part(docdb.pid)
                 used = [
                     (after - before) * 1000 / args.requests
                     for before, after in zip(
@@ -338,22 +360,28 @@ def main() -> None:
                 if spy is not None:
                     spy.send_signal(signal.SIGINT)
                     spy.wait(timeout=60)
-                    service_ms = (
-                        (
-                            (service_after.user + service_after.system)
-                            - (service_before.user + service_before.system)
-                        )
-                        * 1000
-                        / args.requests
-                    )
+                    part_ms = {
+                        name: (parts_after[name] - parts_before[name]) * 1000 / args.requests
+                        for name in parts_after
+                    }
+                    service_ms = part_ms["service"]
                     sdk_ms = sdk_share(profile) * service_ms
+                    # Lore's own: the tree less the two model calls (the chat SDK's share of the service
+                    # process, and the local embedding model's process).
+                    lore_ms = used[0] - sdk_ms - part_ms["embedding"]
                     figures[f"{mode}_service_cpu_ms_per_chat"] = round(service_ms, 2)
                     figures[f"{mode}_sdk_cpu_ms_per_chat"] = round(sdk_ms, 2)
+                    figures[f"{mode}_embedding_cpu_ms_per_chat"] = round(part_ms["embedding"], 2)
+                    figures[f"{mode}_vector_cpu_ms_per_chat"] = round(part_ms["vector"], 2)
+                    figures[f"{mode}_other_cpu_ms_per_chat"] = round(part_ms["other"], 2)
                     figures[f"{mode}_outside_sdk_cpu_ms_per_chat"] = round(used[0] - sdk_ms, 2)
+                    figures[f"{mode}_outside_models_cpu_ms_per_chat"] = round(lore_ms, 2)
                     print(
-                        f"round {number} {mode:7s} sampled: docdb tree {used[0]:.2f} ms CPU per chat, "
-                        f"the service process {service_ms:.2f} ms of it, the model SDK {sdk_ms:.2f} ms; "
-                        f"outside the SDK {used[0] - sdk_ms:.2f} ms (goal <= 2.0)",
+                        f"round {number} {mode:7s} sampled: docdb tree {used[0]:.2f} ms CPU per chat: the "
+                        f"service process {service_ms:.2f} ms (the model SDK {sdk_ms:.2f} ms of it), the "
+                        f"embedding process {part_ms['embedding']:.2f} ms, vector search "
+                        f"{part_ms['vector']:.2f} ms, the rest {part_ms['other']:.2f} ms; outside the SDK "
+                        f"{used[0] - sdk_ms:.2f} ms (goal <= 2.0), outside both models {lore_ms:.2f} ms",
                         flush=True,
                     )
                 rounds[mode].append(figure)

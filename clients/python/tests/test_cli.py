@@ -127,9 +127,11 @@ def test_memory_commands(run: Any) -> None:
     user = unique("user")
     added = as_json(run("mem", "add", "I am allergic to peanuts.", "--user", user, "--json"))
     memory_id = added["results"][0]["id"]
-    run("mem", "add", "I live in Lisbon.", "--user", user, "--no-infer")
+    run("mem", "add", "I live in Lisbon.", "--user", user, "--no-infer", "--when", "2023-05-08T13:56:00Z")
     found = as_json(run("mem", "search", "peanut allergy", "--user", user, "--limit", "1", "--json"))
     assert len(found) == 1 and found[0]["id"] == memory_id
+    dated = as_json(run("mem", "search", "where did I live in May 2023", "--user", user, "--json"))
+    assert dated[0]["memory"] == "I live in Lisbon." and dated[0]["created_at"] == "2023-05-08T13:56:00+00:00"
     assert len(as_json(run("mem", "ls", "--user", user, "--json"))) == 2
     assert "peanuts" in run("mem", "ls", "--user", user).stdout
     history = as_json(run("mem", "history", memory_id, "--json"))

@@ -47,13 +47,14 @@ class Mem(Core):
         run_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         infer: bool = True,
-        timestamp: datetime | float | None = None,
+        timestamp: datetime | float | str | None = None,
     ) -> AddResult:
         """Remember a conversation (or one user message given as a string). With `infer` the model
         extracts facts and decides ADD, UPDATE or DELETE against what is stored; without it each
         message is stored as it is. At least one scope id is required (Unprocessable otherwise).
-        `timestamp` (a datetime, naive = UTC, or Unix seconds) says when the conversation took place:
-        its memories are dated then, and searches that name a time ("in May 2023") find them."""
+        `timestamp` (a datetime or ISO 8601 text, naive = UTC, or Unix seconds) says when the
+        conversation took place: its memories are dated then, and searches that name a time ("in May
+        2023") find them."""
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
         body: dict[str, Any] = {

@@ -44,11 +44,15 @@ def add(
     agent: Agent = None,
     run: Run = None,
     infer: Annotated[bool, typer.Option(help="Extract facts with the model (else store the text).")] = True,
+    when: Annotated[
+        str | None,
+        typer.Option("--when", help="When it was said: ISO 8601 (2023-05-08T13:56:00Z); default now."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Remember what a user said."""
     with client() as lore:
-        result = lore.add_memory(text, **_scope(user, agent, run), infer=infer)
+        result = lore.add_memory(text, **_scope(user, agent, run), infer=infer, timestamp=when)
     if as_json:
         emit(result)
         return
