@@ -104,11 +104,8 @@ def fuse(
     come first, each group in that fused order. Scores stay cosines."""
     span = when.find_span(query, now or utcnow())
     ranked = _by_meaning_and_words(span.without_phrase(query) if span else query, hits, words_weight)
-    if span is not None:
-        then = [hit for hit in ranked if _said_within(hit[0], span)]
-        if then:
-            taken = {hit[0]["id"] for hit in then}
-            ranked = then + [hit for hit in ranked if hit[0]["id"] not in taken]
+    if span is not None:  # a stable sort: what was said then first, each group in its fused order
+        ranked = sorted(ranked, key=lambda hit: not _said_within(hit[0], span))
     return ranked[:limit]
 
 
