@@ -261,18 +261,17 @@ def said_at(timestamp: float | str, now: datetime) -> datetime:
     """When an added conversation took place: Unix seconds, or ISO 8601 (no zone = UTC). ValueError
     with what to send instead when it is unreadable or in the future (past a day of clock skew)."""
     if isinstance(timestamp, str):
-        try:
-            parsed = datetime.fromisoformat(timestamp.strip())
-        except ValueError:
+        read = moment(timestamp.strip())
+        if read is None:
             raise ValueError(
                 f"timestamp {timestamp!r} is not a date: send ISO 8601 (2023-05-08T13:56:00Z) or Unix seconds"
-            ) from None
+            )
+        parsed = read.astimezone(UTC)
     else:
         try:
             parsed = datetime.fromtimestamp(timestamp, UTC)
         except (OverflowError, OSError, ValueError):
             raise ValueError(f"timestamp {timestamp} is out of range: send Unix seconds") from None
-    parsed = (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
     if parsed > now + timedelta(days=1):
         raise ValueError(
             f"timestamp {parsed.isoformat()} is in the future: send when the conversation took place"
