@@ -106,7 +106,7 @@ async def test_grounded_table_fills_rows_from_evidence_and_answers_with_sql(gen_
         ]
         assert result["sql"].endswith("LIMIT 1000")
         # The rows live in a real SQL table with numeric columns.
-        engine = client.app.state.tables.pipeline.tables.engine
+        engine = client.app.state.tables.tables.engine
         async with engine.connect() as connection:
             total = await connection.execute(text(f'SELECT SUM("birth_year") FROM "{result["table_name"]}"'))
             assert total.scalar() == 1867 + 1906
@@ -140,7 +140,7 @@ async def test_unsafe_sql_never_runs_and_the_task_fails_saying_why(
     model = ScriptedModel(sql=[bad_sql.replace("{attach}", str(attach))])
     async with gen_factory(llm=model) as client:
         executed: list[str] = []
-        store = client.app.state.tables.pipeline.tables
+        store = client.app.state.tables.tables
         original = store.query
 
         async def spy(sql: str) -> Any:
@@ -165,7 +165,7 @@ async def test_unsafe_sql_never_runs_and_the_task_fails_saying_why(
 async def test_the_read_only_connection_refuses_writes_even_without_the_guard(gen_factory: Any) -> None:
     async with gen_factory(llm=ScriptedModel()) as client:
         done = await run_table(client)
-        store = client.app.state.tables.pipeline.tables
+        store = client.app.state.tables.tables
         with pytest.raises(Exception, match=r"readonly|read-only|query_only"):
             await store.query(f'DELETE FROM "{done["result"]["table_name"]}"')
         assert len(await store.query(f'SELECT * FROM "{done["result"]["table_name"]}"')) == 3
@@ -180,7 +180,7 @@ async def test_the_pipeline_on_postgresql_answers_and_its_reads_are_read_only(
         done = await run_table(client)
         assert done["status"] == "completed", done
         assert done["result"]["query_results"] == [{"name": "Grace Hopper"}]
-        store = client.app.state.tables.pipeline.tables
+        store = client.app.state.tables.tables
         assert store.dialect == "postgres"
         table = done["result"]["table_name"]
         with pytest.raises(Exception, match="read-only transaction"):
@@ -263,7 +263,7 @@ async def test_status_survives_a_restart_and_unfinished_tasks_become_failed(
     async with gen_factory(llm=ScriptedModel()) as client:
         done = await run_table(client)
         # A task this replica was running when it died (its row says running, owned by this replica).
-        runner = client.app.state.tables.runner
+        runner = client.app.state.tables.tasks
         await runner.store.save(
             TaskRecord(task_id="stale-task", kind="table", status="running", step=2), runner.owner
         )
@@ -322,7 +322,7 @@ async def test_a_replica_reads_the_tasks_of_another_and_fails_those_of_a_dead_on
     env = {"LORE__GEN__DATABASE__URL": postgres_url, "LORE__GEN__TASK_HEARTBEAT_INTERVAL": "0.05"}
     async with gen_factory(llm=ScriptedModel(), LORE__GEN__SERVER__PORT="9102", **env) as first:
         done = await run_table(first)
-        await first.app.state.tables.runner.store.save(  # running, owned by a replica that died
+        await first.app.state.tables.tasks.store.save(  # running, owned by a replica that died
             TaskRecord(task_id="orphan", kind="table", status="running"), "gone-host:8102"
         )
     async with gen_factory(
@@ -383,7 +383,7 @@ async def test_a_prompt_injected_document_cannot_make_gen_write(
     async with gen_factory(llm=model) as client:
         done = await run_table(client)
         assert done["status"] == "failed" and "rejected" in done["error"]
-        store = client.app.state.tables.pipeline.tables
+        store = client.app.state.tables.tables
         async with store.engine.connect() as connection:
             names = [
                 n

@@ -26,13 +26,13 @@ from lore_core.web import build_from_environment, create_service_app
 from lore_gen.database import SCHEMA
 from lore_gen.docdb.client import DocdbClient
 from lore_gen.tables.offline import OFFLINE_SKILLS as TABLE_OFFLINE_SKILLS
-from lore_gen.tables.routes import TablePipelineController, pipeline_stream
-from lore_gen.tables.service import TablePipeline, TableService
+from lore_gen.tables.routes import TableController, pipeline_stream
+from lore_gen.tables.service import TableService
 from lore_gen.tables.store import TableStore
 from lore_gen.tag_trees.offline import OFFLINE_SKILLS as TREE_OFFLINE_SKILLS
 from lore_gen.tag_trees.routes import TagTreeController
 from lore_gen.tag_trees.service import TagTreeService
-from lore_gen.tasks.service import TaskRunner
+from lore_gen.tasks.service import TaskService
 from lore_gen.tasks.store import TaskStore
 
 PREFIX = "/api/v1/gen"
@@ -67,24 +67,24 @@ def create_app(settings: Settings) -> Litestar:
             imported = await task_store.import_files(data_dir / "tasks") + await task_store.import_table()
             if imported:
                 log.info("task_files_imported", count=imported)
-            runner = TaskRunner(task_store, replica_id(config.server.port), config.task_store_retry_for)
+            tasks = TaskService(task_store, replica_id(config.server.port), config.task_store_retry_for)
             shared = stores.sql.dialect.name != "sqlite"
-            interrupted = await runner.recover(shared)
+            interrupted = await tasks.recover(shared)
             if interrupted:
                 log.warning("tasks_interrupted", count=interrupted)
             leadership = Leadership(stores.sql, "lore-gen-sweeps")
             app.state.stores = stores
             app.state.providers = GenModels(llm, config.docdb_url)
-            app.state.tables = TableService(TablePipeline(llm, docdb, tables, config), runner, config)
-            app.state.tag_trees = TagTreeService(llm, docdb, runner)
+            app.state.tables = TableService(llm=llm, docdb=docdb, tables=tables, tasks=tasks, config=config)
+            app.state.tag_trees = TagTreeService(llm=llm, docdb=docdb, tasks=tasks)
             try:
-                maintenance = runner.maintain(
+                maintenance = tasks.maintain(
                     config.task_heartbeat_interval, config.task_stale_after, leadership.is_leader
                 )
                 async with background(maintenance, "task-maintenance"):
                     yield
             finally:
-                await runner.shutdown()
+                await tasks.shutdown()
                 await leadership.release()
                 await tables.aclose()
                 await docdb.aclose()
@@ -92,7 +92,7 @@ def create_app(settings: Settings) -> Litestar:
 
     return create_service_app(
         service="gen",
-        route_handlers=[TablePipelineController, pipeline_stream, TagTreeController],
+        route_handlers=[TableController, pipeline_stream, TagTreeController],
         planned=[],
         lifespan=[services_lifespan],
         health_checks=lambda app: app.state.stores.health_checks(),

@@ -1,4 +1,4 @@
-"""Routes of contract 4.8: submit, status and the WebSocket stream of the table pipeline."""
+"""The table pipeline's routes: submit, status and the WebSocket progress stream (see docs/gen.md)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from lore_core.errors import LoreError
 from lore_core.web import from_state
 from lore_gen.tables.models import SubmitRequest
 from lore_gen.tables.service import TableService
+from lore_gen.tasks.models import TaskAccepted, TaskStatus
 
 STREAM_DESCRIPTION = """\
 After connecting, send one JSON text message: the submit body
@@ -27,7 +28,7 @@ for each step (1 schema, 2 rows — repeated with `done`/`total` —, 3 table, 4
 keeps running, and stays readable at `/pipeline/status/{task_id}`, if the client disconnects."""
 
 
-class TablePipelineController(Controller):
+class TableController(Controller):
     path = "/api/v1/gen/pipeline"
     tags = ["table generation"]
     dependencies = {"tables": from_state("tables")}
@@ -40,15 +41,15 @@ class TablePipelineController(Controller):
     )
     async def submit(
         self, tables: NamedDependency[TableService], data: JSONBody[SubmitRequest]
-    ) -> dict[str, Any]:
+    ) -> TaskAccepted:
         record = await tables.submit(data)
-        return {"task_id": record.task_id, "status": record.status}
+        return record.accepted()
 
     @get(
         "/status/{task_id:str}",
         summary="`{task_id, status, result}`: pending, running (with `step`), completed or failed (`error`)",
     )
-    async def status(self, tables: NamedDependency[TableService], task_id: FromPath[str]) -> dict[str, Any]:
+    async def status(self, tables: NamedDependency[TableService], task_id: FromPath[str]) -> TaskStatus:
         record = await tables.status(task_id)
         return record.public()
 
@@ -92,4 +93,4 @@ async def pipeline_stream(socket: WebSocket[Any, Any, Any], tables: NamedDepende
         pass  # the client left; the task runs on and its status stays readable
     finally:
         with contextlib.suppress(Exception):
-            tables.runner.detach(record.task_id, events.put_nowait)
+            tables.detach(record.task_id, events.put_nowait)

@@ -13,7 +13,7 @@ import asyncio
 import json
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -29,7 +29,7 @@ from lore_gen.tables.models import RowReply, SqlReply, SubmitRequest, TableSchem
 from lore_gen.tables.sql_guard import UnsafeSQL, guard_select
 from lore_gen.tables.store import TableStore, coerce, identifier, infer_kinds
 from lore_gen.tasks.models import Report, TaskFailure, TaskRecord
-from lore_gen.tasks.service import TaskRunner
+from lore_gen.tasks.service import Listener, TaskService
 
 log = structlog.get_logger("lore.gen.tables")
 
@@ -75,12 +75,45 @@ def _table_name(title: str) -> str:
     return f"gen_{slug}_{uuid.uuid4().hex[:8]}"
 
 
-class TablePipeline:
-    def __init__(self, llm: ChatModel, docdb: DocdbClient, tables: TableStore, config: GenConfig) -> None:
+class TableService:
+    """Validates a submit, resolves the grounding KB and runs the pipeline as a persisted task."""
+
+    def __init__(
+        self, *, llm: ChatModel, docdb: DocdbClient, tables: TableStore, tasks: TaskService, config: GenConfig
+    ) -> None:
         self.llm = llm
         self.docdb = docdb
         self.tables = tables
+        self.tasks = tasks
         self.config = config
+
+    async def submit(self, request: SubmitRequest, listener: Listener | None = None) -> TaskRecord:
+        if not request.question.strip():
+            raise BadRequest("question is empty: say what the table should answer")
+        if request.top_k < 1:
+            raise BadRequest("top_k must be at least 1")
+        if not 0.0 <= request.threshold <= 1.0:
+            raise BadRequest("threshold must be between 0 and 1")
+        if not 1 <= request.max_workers <= MAX_WORKERS:
+            raise BadRequest(f"max_workers must be between 1 and {MAX_WORKERS}")
+        kb_name = request.kb_name or self.config.kb_name
+        if kb_name is not None:
+            check_name("knowledge base", kb_name)
+            await self.docdb.require_kb(kb_name)
+
+        async def body(report: Report) -> dict[str, Any]:
+            return await self.run(request, kb_name, report)
+
+        return await self.tasks.submit(
+            "table", body, msgspec.to_builtins(request) | {"kb_name": kb_name}, listener
+        )
+
+    async def status(self, task_id: str) -> TaskRecord:
+        return await self.tasks.get("table", task_id)
+
+    def detach(self, task_id: str, listener: Listener) -> None:
+        """Stop telling `listener` about the task (its WebSocket client left); the task runs on."""
+        self.tasks.detach(task_id, listener)
 
     async def run(self, request: SubmitRequest, kb_name: str | None, report: Report) -> dict[str, Any]:
         await report(STEP_SCHEMA, "schema")
@@ -227,38 +260,3 @@ class TablePipeline:
                 ChatMessage("user", f"That query was {problem}. Write a corrected single SELECT query."),
             ]
         raise TaskFailure(f"the generated SQL was {problem} (after one regeneration)")
-
-
-class TableService:
-    """Validates a submit, resolves the grounding KB and runs the pipeline as a persisted task."""
-
-    def __init__(self, pipeline: TablePipeline, runner: TaskRunner, config: GenConfig) -> None:
-        self.pipeline = pipeline
-        self.runner = runner
-        self.config = config
-
-    async def submit(
-        self, request: SubmitRequest, listener: Callable[[dict[str, Any]], None] | None = None
-    ) -> TaskRecord:
-        if not request.question.strip():
-            raise BadRequest("question is empty: say what the table should answer")
-        if request.top_k < 1:
-            raise BadRequest("top_k must be at least 1")
-        if not 0.0 <= request.threshold <= 1.0:
-            raise BadRequest("threshold must be between 0 and 1")
-        if not 1 <= request.max_workers <= MAX_WORKERS:
-            raise BadRequest(f"max_workers must be between 1 and {MAX_WORKERS}")
-        kb_name = request.kb_name or self.config.kb_name
-        if kb_name is not None:
-            check_name("knowledge base", kb_name)
-            await self.pipeline.docdb.require_kb(kb_name)
-
-        async def body(report: Report) -> dict[str, Any]:
-            return await self.pipeline.run(request, kb_name, report)
-
-        return await self.runner.submit(
-            "table", body, msgspec.to_builtins(request) | {"kb_name": kb_name}, listener
-        )
-
-    async def status(self, task_id: str) -> TaskRecord:
-        return await self.runner.get("table", task_id)

@@ -1,18 +1,16 @@
-"""Routes of contract 4.9: tag-tree generate, legacy spreadsheet submit, status."""
+"""Tag-tree routes: generate, the legacy spreadsheet submit, status (see docs/gen.md)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from litestar import Controller, get, post
-from litestar.datastructures import UploadFile
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, MultipartBody
 
 from lore_core.errors import BadRequest
 from lore_core.web import from_state
-from lore_gen.tag_trees.models import GenerateRequest
+from lore_gen.tag_trees.models import GenerateRequest, SpreadsheetForm, TreeBuilt
 from lore_gen.tag_trees.service import TagTreeService
+from lore_gen.tasks.models import TaskAccepted, TaskStatus
 
 MAX_SPREADSHEET_BYTES = 64 * 1024 * 1024
 
@@ -31,9 +29,9 @@ class TagTreeController(Controller):
         self,
         tag_trees: NamedDependency[TagTreeService],
         data: JSONBody[GenerateRequest],
-    ) -> dict[str, Any]:
+    ) -> TaskAccepted:
         record = await tag_trees.generate(data)
-        return {"task_id": record.task_id, "status": record.status}
+        return record.accepted()
 
     @post(
         "/submit",
@@ -48,35 +46,28 @@ class TagTreeController(Controller):
         ),
     )
     async def submit(
-        self, tag_trees: NamedDependency[TagTreeService], data: MultipartBody[dict[str, Any]]
-    ) -> dict[str, Any]:
-        upload = data.get("file")
-        if not isinstance(upload, UploadFile):
+        self, tag_trees: NamedDependency[TagTreeService], data: MultipartBody[SpreadsheetForm]
+    ) -> TreeBuilt:
+        upload = data.file
+        if upload is None:
             raise BadRequest("no file: send the workbook in the multipart field `file`")
         try:
             content = await upload.read()
         finally:
             await upload.close()
-
-        def field(name: str, default: str) -> str:
-            value = data.get(name)
-            return value if isinstance(value, str) else default
-
         record = await tag_trees.from_spreadsheet(
             upload.filename or "",
             content,
-            field("tree_name", "tag_tree") or "tag_tree",
-            field("tree_description", ""),
-            field("sheet_name", "0"),
+            data.tree_name or "tag_tree",
+            data.tree_description,
+            data.sheet_name,
         )
-        return {"task_id": record.task_id, "status": record.status, "node_count": record.result["node_count"]}
+        return TreeBuilt(task_id=record.task_id, status=record.status, node_count=record.result["node_count"])
 
     @get(
         "/status/{task_id:str}",
         summary="`{task_id, status, result}` from memory, else from disk; 404 if neither",
     )
-    async def status(
-        self, tag_trees: NamedDependency[TagTreeService], task_id: FromPath[str]
-    ) -> dict[str, Any]:
+    async def status(self, tag_trees: NamedDependency[TagTreeService], task_id: FromPath[str]) -> TaskStatus:
         record = await tag_trees.status(task_id)
         return record.public()

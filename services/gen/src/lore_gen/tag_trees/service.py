@@ -20,7 +20,7 @@ from lore_gen.docdb.client import DocdbClient
 from lore_gen.tag_trees.models import GenerateRequest, NodeReply, TreeReply
 from lore_gen.tag_trees.spreadsheet import read_paths
 from lore_gen.tasks.models import Report, TaskRecord
-from lore_gen.tasks.service import TaskRunner
+from lore_gen.tasks.service import TaskService
 
 MAX_DEPTH = 12
 MAX_NODES = 20_000
@@ -39,7 +39,8 @@ TREE_SYSTEM = (
 def build_nodes(
     replies: Sequence[NodeReply], ancestors: tuple[str, ...] = ()
 ) -> tuple[list[dict[str, Any]], int]:
-    """Contract nodes (`category` = ancestors joined by ` -> `) and how many there are in all."""
+    """The nodes as the status reports them (`category` = ancestors joined by ` -> `, see docs/gen.md)
+    and how many there are in all."""
     nodes: list[dict[str, Any]] = []
     count = 0
     for reply in replies:
@@ -90,10 +91,12 @@ def _names(nodes: Sequence[dict[str, Any]]) -> list[str]:
 
 
 class TagTreeService:
-    def __init__(self, llm: ChatModel, docdb: DocdbClient, runner: TaskRunner) -> None:
+    """Generates tag trees as persisted tasks, and builds them from spreadsheets in the request."""
+
+    def __init__(self, *, llm: ChatModel, docdb: DocdbClient, tasks: TaskService) -> None:
         self.llm = llm
         self.docdb = docdb
-        self.runner = runner
+        self.tasks = tasks
 
     async def generate(self, request: GenerateRequest) -> TaskRecord:
         topic = request.topic.strip()
@@ -109,7 +112,7 @@ class TagTreeService:
         async def body(report: Report) -> dict[str, Any]:
             return await self._generate(topic, kb_name, report)
 
-        return await self.runner.submit(
+        return await self.tasks.submit(
             "tag_tree", body, {"topic": topic, "mode": request.mode, "kb_name": kb_name}
         )
 
@@ -179,7 +182,7 @@ class TagTreeService:
             "nodes": nodes,
         }
         request = {"filename": filename, "tree_name": tree_name, "sheet_name": sheet_name}
-        return await self.runner.complete_now("tag_tree", result, request)
+        return await self.tasks.complete_now("tag_tree", result, request)
 
     async def status(self, task_id: str) -> TaskRecord:
-        return await self.runner.get("tag_tree", task_id)
+        return await self.tasks.get("tag_tree", task_id)

@@ -1,1 +1,2 @@
-"""gen's background tasks (table pipelines, tag trees): records on disk, a runner in process."""
+"""gen's background tasks (table pipelines, tag trees): records in gen's relational store, each run
+by the replica that took it."""

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from lore_common.jobs import JobFailure
 from lore_core.clock import utc_iso
@@ -30,18 +31,48 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     created_at: str = msgspec.field(default_factory=utc_iso)
     updated_at: str = msgspec.field(default_factory=utc_iso)
 
-    def public(self) -> dict[str, Any]:
+    def accepted(self) -> TaskAccepted:
+        return TaskAccepted(task_id=self.task_id, status=self.status)
+
+    def public(self) -> TaskStatus:
         """The status body: `{task_id, status, result}`, plus `error` when failed and `step` while running."""
-        body: dict[str, Any] = {"task_id": self.task_id, "status": self.status, "result": self.result}
+        status = TaskStatus(
+            task_id=self.task_id,
+            status=self.status,
+            result=self.result,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+        )
         if self.status == "failed":
-            body["error"] = self.error
+            status.error = self.error
         if self.status in ("pending", "running"):
-            body["step"] = self.step
-            body["step_name"] = self.step_name
-            body["progress"] = self.progress
-        body["created_at"] = self.created_at
-        body["updated_at"] = self.updated_at
-        return body
+            status.step, status.step_name, status.progress = self.step, self.step_name, self.progress
+        return status
+
+
+class TaskAccepted(msgspec.Struct, kw_only=True):
+    """The answer to a submit: the task's id and its first status."""
+
+    task_id: str
+    status: Status
+
+
+class TaskStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A task's status as the status routes report it; the unset fields are left out of the JSON.
+
+    `result` is the task's result as stored (a table or a tag tree, see docs/gen.md), null until it
+    completes; records imported from earlier versions keep the shape they were written with.
+    """
+
+    task_id: str
+    status: Status
+    result: Any
+    error: str | UnsetType | None = UNSET  # only when failed
+    step: int | UnsetType = UNSET  # this and the next two only while pending or running
+    step_name: str | UnsetType | None = UNSET
+    progress: dict[str, Any] | UnsetType = UNSET
+    created_at: str
+    updated_at: str
 
 
 class TaskFailure(JobFailure):

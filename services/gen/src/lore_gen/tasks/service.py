@@ -24,7 +24,9 @@ STALE = "interrupted: the gen replica running it stopped answering"
 Listener = Callable[[dict[str, Any]], None]
 
 
-class TaskRunner:
+class TaskService:
+    """Submits, reads and recovers gen's tasks, and tells a WebSocket listener each step of one."""
+
     def __init__(self, store: TaskStore, owner: str, retry_for: float = 0.0) -> None:
         self.store = store
         self.owner = owner
