@@ -21,7 +21,6 @@ from typing_extensions import TypedDict  # pydantic reads TypedDicts from here o
 
 from lore_core import __version__
 from lore_core.logging import REQUEST_ID_HEADER
-from lore_gateway.mcp_endpoint import MCP_PATH
 from lore_gateway.proxy import Proxy
 
 TABLE_WAIT_S = 300.0
@@ -245,12 +244,13 @@ def build_server(services: Services) -> MCPServer:
 
 
 class AgentTools:
-    """The MCP server and its ASGI app (`mcp_endpoint` starts them on the first `/mcp` request)."""
+    """The MCP server and its ASGI app, served at `path` (`mcp_endpoint` starts them on the first
+    request there)."""
 
-    def __init__(self, proxy: Proxy) -> None:
+    def __init__(self, proxy: Proxy, path: str) -> None:
         self.server = build_server(Services(proxy))
         self.app = self.server.streamable_http_app(
-            streamable_http_path=MCP_PATH,
+            streamable_http_path=path,
             stateless_http=True,
             json_response=True,
             # The gateway is reached by many names (a cluster's Service, an ingress): API keys guard it.

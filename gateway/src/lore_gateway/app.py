@@ -32,6 +32,7 @@ from lore_core.tasks import background
 from lore_core.web import build_from_environment, metrics_endpoint
 from lore_gateway.access import Access, Refusal
 from lore_gateway.mcp_endpoint import MCP_PATH, McpEndpoint
+from lore_gateway.models import GatewayHealth, Liveness, OpenApiDocument, ServiceInfo
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
 NAME = "lore"
@@ -175,12 +176,12 @@ class Gateway:
             ]
             await asyncio.gather(*probes)
 
-    async def merged_openapi(self) -> dict[str, Any]:
+    async def merged_openapi(self) -> OpenApiDocument:
         """The three services' OpenAPI documents as one; a service that is down is listed as missing."""
-        merged: dict[str, Any] = {
-            "openapi": "3.1.0",
-            "info": {"title": "Lore API", "version": __version__},
-            "paths": {
+        merged = OpenApiDocument(
+            openapi="3.1.0",
+            info={"title": "Lore API", "version": __version__},
+            paths={
                 "/": {
                     "get": {
                         "summary": "Service name and version",
@@ -197,8 +198,8 @@ class Gateway:
                     }
                 },
             },
-            "components": {"schemas": {}},
-        }
+            components={"schemas": {}},
+        )
         missing: list[str] = []
         timeout = aiohttp.ClientTimeout(total=self.config.health_timeout * 2)
         for name, upstream in self.proxy.downstreams.items():
@@ -215,11 +216,11 @@ class Gateway:
                 continue
             for path, item in document.get("paths", {}).items():
                 if path.startswith("/api/"):
-                    merged["paths"][path] = item
+                    merged.paths[path] = item
             for schema_name, schema in document.get("components", {}).get("schemas", {}).items():
-                merged["components"]["schemas"].setdefault(schema_name, schema)
+                merged.components["schemas"].setdefault(schema_name, schema)
         if missing:
-            merged["info"]["x-missing-services"] = missing
+            merged.info["x-missing-services"] = missing
         return merged
 
     def replica_watch(self, _: Litestar) -> AbstractAsyncContextManager[None]:
@@ -229,30 +230,30 @@ class Gateway:
         gateway = self
 
         @get("/", summary="Service name and version")
-        async def index() -> dict[str, str]:
-            return {"name": NAME, "version": __version__}
+        async def index() -> ServiceInfo:
+            return ServiceInfo(name=NAME, version=__version__)
 
         @get("/health", summary="Gateway and downstream health")
-        async def health() -> Response[dict[str, Any]]:
+        async def health() -> Response[GatewayHealth]:
             services = await gateway.downstream_health()
             failing = sorted(name for name, item in services.items() if item["status"] != "up")
-            body: dict[str, Any] = {
-                "status": "ok" if not failing else "degraded",
-                "version": __version__,
-                "gateway": {"status": "up"},
-                "services": services,
-            }
+            body = GatewayHealth(
+                status="ok" if not failing else "degraded",
+                version=__version__,
+                gateway={"status": "up"},
+                services=services,
+            )
             if failing:
-                body["failing"] = failing
-                body["detail"] = f"downstream down: {', '.join(failing)}"
+                body.failing = failing
+                body.detail = f"downstream down: {', '.join(failing)}"
             return Response(body, status_code=503 if failing else 200, media_type=MediaType.JSON)
 
         @get("/livez", summary="Liveness: the process answers", include_in_schema=False)
-        async def livez() -> dict[str, str]:
-            return {"status": "alive", "service": "gateway"}
+        async def livez() -> Liveness:
+            return Liveness(status="alive", service="gateway")
 
         @get(OPENAPI_PATH, summary="OpenAPI document of the whole API", include_in_schema=False)
-        async def openapi(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        async def openapi(request: Request[Any, Any, Any]) -> OpenApiDocument:
             return await gateway.merged_openapi()
 
         # The console: static files (no build step, libraries vendored) that call the public API.

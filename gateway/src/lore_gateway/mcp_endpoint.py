@@ -28,7 +28,7 @@ class McpEndpoint:
             if self._app is None:
                 from lore_gateway.agent_tools import AgentTools
 
-                tools = await asyncio.to_thread(AgentTools, self.proxy)
+                tools = await asyncio.to_thread(AgentTools, self.proxy, MCP_PATH)
                 ready = asyncio.Event()
                 self._runner = asyncio.create_task(self._serve(tools, ready), name="mcp-sessions")
                 await ready.wait()

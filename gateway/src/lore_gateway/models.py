@@ -1,0 +1,42 @@
+"""The gateway's own replies (`/`, `/health`, `/livez`, the merged OpenAPI document) as msgspec Structs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+
+class ServiceInfo(msgspec.Struct, kw_only=True):
+    name: str
+    version: str
+
+
+class Liveness(msgspec.Struct, kw_only=True):
+    status: str
+    service: str
+
+
+class GatewayHealth(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """`/health`: the gateway's status and each module's; `failing` and `detail` only when one is down.
+
+    A module's entry is its replica's probe (`status`, `url`, then `latency_ms` and `checks`, or
+    `error`), or with several replicas `{status, url, replicas, latency_ms?, checks?}`.
+    """
+
+    status: str
+    version: str
+    gateway: dict[str, str]
+    services: dict[str, dict[str, Any]]
+    failing: list[str] | UnsetType = UNSET
+    detail: str | UnsetType = UNSET
+
+
+class OpenApiDocument(msgspec.Struct, kw_only=True):
+    """The three services' OpenAPI documents merged into one (their `/api/` paths and schemas)."""
+
+    openapi: str
+    info: dict[str, Any]
+    paths: dict[str, Any]
+    components: dict[str, Any]
