@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lore_common.stores import open_vector_store
 from lore_common.stores.pgvector import table_name
-from lore_common.stores.vector import VectorStore, VectorStoreError, open_vector_store
+from lore_common.stores.vector import VectorStore, VectorStoreError
 from lore_core.settings import DatabaseConfig, VectorStoreConfig
 
 

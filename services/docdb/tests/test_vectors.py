@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from qdrant_client import AsyncQdrantClient
 
-from lore_common.stores.vector import QdrantStore, open_vector_store
+from lore_common.stores import open_vector_store
+from lore_common.stores.qdrant import QdrantStore
 from lore_core.settings import VectorStoreConfig
 from lore_docdb.index.vectors import DimensionMismatch, VectorIndex, VectorSearchError
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lore_common.stores.vector import open_vector_store
+from lore_common.stores import open_vector_store
 from lore_core.settings import VectorStoreConfig
 from lore_mem.vg.store import MemoryStore
 

@@ -1,4 +1,9 @@
-"""The stores one service holds, opened together in its lifespan and closed together."""
+"""The stores one service holds, opened together in its lifespan and closed together.
+
+Each store's client library is imported when a service asks for that store, so a service that keeps
+only relational tables (gen) never loads numpy, Qdrant or FalkorDB, and need not install them (they
+are lore-common's `vectors` and `graph` extras; object storage imports boto only when configured).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,20 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from lore_common.stores import graph, objects, sql
-from lore_common.stores.vector import VectorStore, open_vector_store
+from lore_common.stores import sql
+from lore_common.stores.objects import ObjectStore, open_object_store
 from lore_core.settings import DatabaseConfig, GraphStoreConfig, ObjectStorageConfig, VectorStoreConfig
 from lore_core.web import HealthCheck
+
+if TYPE_CHECKING:
+    from lore_common.stores.graph import GraphStore
+    from lore_common.stores.vector import VectorStore
+
+POSTGRES_URL_PREFIXES = ("postgres://", "postgresql://", "postgresql+asyncpg://")
 
 
 @dataclass
@@ -21,8 +33,8 @@ class Stores:
     data_dir: Path
     sql: AsyncEngine | None = None
     vector: VectorStore | None = None
-    graph: graph.GraphStore | None = None
-    objects: objects.ObjectStore | None = None
+    graph: GraphStore | None = None
+    objects: ObjectStore | None = None
     extra_checks: dict[str, HealthCheck] = field(default_factory=dict)
 
     def health_checks(self) -> dict[str, HealthCheck]:
@@ -38,6 +50,34 @@ class Stores:
             checks["objects"] = self.objects.ping
         checks.update(self.extra_checks)
         return checks
+
+
+async def open_vector_store(
+    config: VectorStoreConfig, data_dir: Path, database: DatabaseConfig | None = None
+) -> VectorStore:
+    """The store a service's `vector_store` names. pgvector takes its connection from `url`, else from
+    the service's `database.url`, which must then be a PostgreSQL one."""
+    if config.provider == "pgvector":
+        from lore_common.stores.pgvector import PgVectorStore
+        from lore_common.stores.vector import VectorStoreError
+
+        url = config.url or (database.url if database is not None else None)
+        if not url or not url.startswith(POSTGRES_URL_PREFIXES):
+            raise VectorStoreError(
+                "vector_store.provider is pgvector but no PostgreSQL URL is set: give vector_store.url "
+                "or the service's database.url (postgresql://user:pass@host:5432/db)"
+            )
+        return await PgVectorStore.connect(url, pool_size=config.pool_size)
+    from qdrant_client import AsyncQdrantClient
+
+    from lore_common.stores.qdrant import QdrantStore
+
+    if config.url:
+        client = AsyncQdrantClient(url=config.url, api_key=config.api_key, prefer_grpc=config.prefer_grpc)
+        return QdrantStore(client, local=False)
+    path = Path(config.path) if config.path else data_dir / "qdrant"
+    path.mkdir(parents=True, exist_ok=True)
+    return QdrantStore(AsyncQdrantClient(path=str(path)), local=True)
 
 
 @contextlib.asynccontextmanager
@@ -61,8 +101,10 @@ async def open_stores(
             stores.vector = await open_vector_store(vector_store, data_dir, database)
             stack.push_async_callback(stores.vector.close)
         if graph_store is not None and graph_store.enabled:
-            stores.graph = await graph.open_graph_store(graph_store, data_dir)
+            from lore_common.stores.graph import open_graph_store
+
+            stores.graph = await open_graph_store(graph_store, data_dir)
             stack.push_async_callback(stores.graph.close)
         if object_storage is not None:
-            stores.objects = await stack.enter_async_context(objects.open_object_store(object_storage))
+            stores.objects = await stack.enter_async_context(open_object_store(object_storage))
         yield stores

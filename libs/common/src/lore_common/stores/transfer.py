@@ -14,16 +14,18 @@ import json
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from sqlalchemy import MetaData, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from lore_common.stores.graph import GraphStore
 from lore_common.stores.migrate import Schema, upgrade
-from lore_common.stores.vector import VectorStore
 from lore_core.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from lore_common.stores.graph import GraphStore
+    from lore_common.stores.vector import VectorStore
 
 log = structlog.get_logger("lore.move")
 ROWS_PER_BATCH = 1000
