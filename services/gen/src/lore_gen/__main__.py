@@ -1,8 +1,33 @@
-"""`python -m lore_gen`: serve the gen service; `python -m lore_gen migrate`: bring its relational
-store to the latest schema; `python -m lore_gen move --to DIR`: copy its data into the stores
-`DIR/lore.yaml` names (see `lore_common.commands`)."""
+"""`python -m lore_gen` (or `lore-gen`): serve the gen service.
+`python -m lore_gen migrate`: bring its relational store to the latest schema.
+`python -m lore_gen move --to DIR`: copy its data into the stores `DIR/lore.yaml` names.
+(See `lore_common.commands`.)"""
 
-from lore_common.commands import main
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lore_common import commands
+
+if TYPE_CHECKING:
+    from lore_common.stores.migrate import Schema
+
+
+def schema() -> Schema:
+    from lore_gen.database import SCHEMA  # imported for `migrate` only
+
+    return SCHEMA
+
+
+def move() -> commands.Move:
+    from lore_gen.move import move  # imported for `move` only
+
+    return move
+
+
+def main() -> None:
+    commands.main("gen", schema=schema, move=move)
+
 
 if __name__ == "__main__":
-    main("gen")
+    main()
