@@ -375,3 +375,58 @@ async def test_the_openapi_document_shows_chat_as_json_or_an_event_stream(docdb:
     content = document["paths"][CHAT]["post"]["responses"]["200"]["content"]
     assert content["application/json"]["schema"] == {"$ref": "#/components/schemas/ChatResponse"}
     assert content["text/event-stream"]["schema"]["type"] == "string"
+
+
+async def test_a_streamed_chat_ends_with_done_holding_the_plain_body(docdb: Any) -> None:
+    await build_kb(docdb, mode=1)
+    body = {"kb_id": "science", "user_id": "u", "query": "Who developed the first compiler?"}
+    r = await docdb.post(CHAT, json={**body, "stream": True})
+    events = sse_events(r.text)
+    names = [name for name, _ in events]
+    assert names[0] == "passages" and names[-2:] == ["citations", "done"]
+    assert set(names[1:-2]) == {"delta"}
+    done = events[-1][1]
+    assert (
+        done["success"] is True and "".join(p["text"] for n, p in events if n == "delta") == done["response"]
+    )
+    assert events[0][1] == {"data": done["data"], "total_count": done["total_count"]}
+    assert events[-2][1] == {"citations": done["citations"]}
+    plain = await ask(docdb, body["query"])
+    steady = ("timings_ms",)
+    assert {k: v for k, v in plain["query_info"].items() if k not in steady} == {
+        k: v for k, v in done["query_info"].items() if k not in steady
+    }
+    assert (plain["response"], plain["citations"]) == (done["response"], done["citations"])
+
+
+async def test_a_streamed_chat_mistake_is_the_error_event_then_the_failed_body(docdb: Any) -> None:
+    r = await docdb.post(CHAT, json={"kb_id": "ghost", "user_id": "u", "query": "x", "stream": True})
+    events = sse_events(r.text)
+    assert [name for name, _ in events] == ["error", "done"]
+    assert events[0][1] == {"code": 400, "message": "knowledge base 'ghost' does not exist"}
+    assert events[1][1]["success"] is False and events[1][1]["code"] == 400
+    assert events[1][1]["message"] == events[0][1]["message"]
+
+
+async def test_the_openapi_document_shows_the_chat_and_retrieve_bodies(docdb: Any) -> None:
+    document = (await docdb.get("/schema/openapi.json")).json()
+    schemas = document["components"]["schemas"]
+    chat = document["paths"][CHAT]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert chat == {"$ref": "#/components/schemas/ChatRequestBody"}
+    assert {"query", "kb_id", "user_id", "query_mode", "stream"} <= set(
+        schemas["ChatRequestBody"]["properties"]
+    )
+    retrieve = document["paths"]["/api/v1/docdb/retrieve"]["post"]
+    assert retrieve["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "RetrieveRequest"
+    )
+    reply = retrieve["responses"]["200"]["content"]["application/json"]["schema"]
+    assert reply == {"$ref": "#/components/schemas/Retrieved"}
+    assert schemas["ChatResponse"]["properties"]["query_info"] == {"$ref": "#/components/schemas/QueryInfo"}
+
+
+async def test_an_empty_chat_body_is_code_400_naming_the_missing_query(docdb: Any) -> None:
+    r = await docdb.post(CHAT, content=b"", headers={"content-type": "application/json"})
+    assert r.status_code == 200 and r.json()["code"] == 400 and "query is empty" in r.json()["message"]
+    r = await docdb.post(CHAT, json=[1, 2])
+    assert r.status_code == 200 and r.json()["message"].startswith("the body must be a JSON object")

@@ -132,21 +132,21 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
                 index, vectors, graph, tasks, task_store, schemas, raw, data_dir / "kbs", bm25.bump, embedders
             )
             retriever = Retriever(
-                vectors,
-                graph,
-                bm25,
-                index,
-                embedders,
-                providers.reranker,
-                lambda: config_service.settings.docdb.query_defaults,
-                cfg.search_params,
+                vectors=vectors,
+                graph=graph,
+                bm25=bm25,
+                index=index,
+                embedders=providers.embedders,
+                reranker=providers.reranker,
+                defaults=lambda: config_service.settings.docdb.query_defaults,
+                search=cfg.search_params,
             )
             chat = ChatService(
-                retriever,
-                providers.llm,
-                index,
-                stores.objects,
-                lambda: config_service.settings.docdb.query_defaults,
+                retriever=retriever,
+                llm=providers.llm,
+                index=index,
+                objects=stores.objects,
+                defaults=lambda: config_service.settings.docdb.query_defaults,
             )
             app.state.update(
                 chat=chat,

@@ -1,12 +1,14 @@
-"""Wire shapes of chat and retrieval (contract 2.8, 4.2)."""
+"""Wire shapes of chat and retrieval (see docs/docdb.md)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
-from lore_core.bounds import Limit, QueryText, Score, TopK
+from lore_core.bounds import MAX_RESULTS, Limit, QueryText, Score, TopK
+from lore_docdb.envelope import Success
 
 QueryMode = Literal["naive", "rerank", "rewriter", "multihop", "direct"]
 QUERY_MODES = ("naive", "rerank", "rewriter", "multihop", "direct")
@@ -14,7 +16,21 @@ MAX_QUERY = 4096
 
 
 class ChatRequestBody(msgspec.Struct, kw_only=True):
-    """Parsed loosely on purpose: chat answers every problem with HTTP 200 and `code` 400 in the body."""
+    """The chat body as the API reference documents it. The route reads it by hand (`ChatBodyAsSent`),
+    so that a bad body is answered like every other mistake: HTTP 200 with `code` 400."""
+
+    query: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_QUERY)]
+    kb_id: str
+    user_id: str
+    query_mode: QueryMode = "naive"
+    max_results: Annotated[int, msgspec.Meta(ge=1, le=MAX_RESULTS)] = 20
+    top_k: Annotated[int, msgspec.Meta(ge=1, le=MAX_RESULTS)] | None = None
+    # true: answer as server-sent events (see the route's description).
+    stream: bool = False
+
+
+class ChatBodyAsSent(msgspec.Struct, kw_only=True):
+    """The chat body as sent, any field of any type: the service checks each and says what is wrong."""
 
     query: Any = None
     kb_id: Any = None
@@ -22,7 +38,6 @@ class ChatRequestBody(msgspec.Struct, kw_only=True):
     query_mode: Any = "naive"
     max_results: Any = 20
     top_k: Any = None
-    # true: answer as server-sent events (see the route's description).
     stream: Any = False
 
 
@@ -51,6 +66,20 @@ class Citation(msgspec.Struct):
     file_url: str | None
 
 
+class QueryInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What a question did: the model, the mode and its bounds (once the question was read), then
+    time per stage, candidates per retriever and model calls (absent before the question was read)."""
+
+    model: str | UnsetType = UNSET
+    mode: str | UnsetType = UNSET
+    kb_id: str | UnsetType = UNSET
+    top_k: int | UnsetType = UNSET
+    max_results: int | UnsetType = UNSET
+    timings_ms: dict[str, float] | UnsetType = UNSET
+    candidates: dict[str, int] | UnsetType = UNSET
+    model_calls: int | UnsetType = UNSET
+
+
 class ChatResponse(msgspec.Struct):
     success: bool
     code: int
@@ -59,5 +88,20 @@ class ChatResponse(msgspec.Struct):
     data: list[DataItem]
     total_count: int
     citations: list[Citation] | None
-    query_info: dict[str, Any]
+    query_info: QueryInfo
     request_id: str
+
+
+class Passages(msgspec.Struct):
+    """The `passages` event of a streamed chat: what the answer is written from."""
+
+    data: list[DataItem]
+    total_count: int
+
+
+class Retrieved(Success, kw_only=True):
+    """The retrieval API's reply: the chunks chat would answer from."""
+
+    data: list[DataItem]
+    total_count: int
+    query_info: QueryInfo

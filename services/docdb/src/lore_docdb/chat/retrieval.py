@@ -8,13 +8,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from lore_common.bm25 import rrf
-from lore_common.providers.embedders import Embedder
+from lore_common.providers.embedders import Embedder, EmbedderSet
 from lore_common.providers.rerank import HTTPReranker
 from lore_common.text import keywords
 from lore_core.settings import QueryDefaults, SearchParams
 from lore_docdb.index.bm25 import Bm25Cache
-from lore_docdb.index.embedding import KbEmbedders
 from lore_docdb.index.graph import GraphIndex
+from lore_docdb.index.models import KnowledgeBaseRow
 from lore_docdb.index.store import IndexStore
 from lore_docdb.index.vectors import VectorIndex
 
@@ -61,6 +61,14 @@ class Hit:
     file: str = ""
 
 
+@dataclass(frozen=True)
+class KbTarget:
+    """The KB a question searches, with the embedder its vectors come from (from its row, read once)."""
+
+    name: str
+    embedder: Embedder
+
+
 @dataclass
 class Trace:
     """What a retrieval did, for `query_info`: candidates per retriever and time per stage."""
@@ -78,11 +86,12 @@ class Trace:
 class Retriever:
     def __init__(
         self,
+        *,
         vectors: VectorIndex,
         graph: GraphIndex,
         bm25: Bm25Cache,
         index: IndexStore,
-        embedders: KbEmbedders,
+        embedders: EmbedderSet,
         reranker: HTTPReranker | None,
         defaults: Callable[[], QueryDefaults],
         search: SearchParams,
@@ -96,20 +105,18 @@ class Retriever:
         self.defaults = defaults
         self.search = search
 
-    async def vector(
-        self,
-        kb: str,
-        query: str,
-        top_k: int,
-        threshold: float,
-        trace: Trace,
-        embedder: Embedder | None = None,
-    ) -> list[Hit]:
+    def target(self, row: KnowledgeBaseRow) -> KbTarget:
+        """What a question needs of its KB's row: the name, and the embedder its vectors come from
+        (the model it recorded; a KB still `auto` holds no vectors yet, any model will do)."""
+        return KbTarget(row.name, self.embedders.get(self.embedders.resolved(row.embedding_model)))
+
+    async def vector(self, kb: KbTarget, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
         started = time.perf_counter()
-        embedder = embedder or await self.embedders.for_query(kb)
-        vector = await embedder.embed_query(query)
+        vector = await kb.embedder.embed_query(query)
         trace.time("embed_ms", started)
-        points = await self.vectors.search(kb, vector, top_k, threshold, top_k * self.search.ef_multiplier)
+        points = await self.vectors.search(
+            kb.name, vector, top_k, threshold, top_k * self.search.ef_multiplier
+        )
         hits = [
             Hit(
                 chunk_id=str(p.payload["chunk_id"]),
@@ -150,10 +157,10 @@ class Retriever:
             hit = hits[row.chunk_id]
             hit.text, hit.dataset, hit.file = row.text, row.dataset, row.file
 
-    async def naive(self, kb: str, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
+    async def naive(self, kb: KbTarget, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
         """Vector and graph in parallel; score = similarity_weight·cosine + occur_weight·occurrence share."""
         vector_hits, graph_hits = await asyncio.gather(
-            self.vector(kb, query, top_k, threshold, trace), self.graph_chunks(kb, query, top_k, trace)
+            self.vector(kb, query, top_k, threshold, trace), self.graph_chunks(kb.name, query, top_k, trace)
         )
         merged: dict[str, Hit] = {}
         for hit in vector_hits:
@@ -170,11 +177,10 @@ class Retriever:
         await self.fill(merged)
         return sorted((h for h in merged.values() if h.text), key=lambda h: -h.score)
 
-    async def fused(self, kb: str, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
+    async def fused(self, kb: KbTarget, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
         """BM25 + vector, fused as the KB's embedder measured best (`FUSION`); no model call."""
-        embedder = await self.embedders.for_query(kb)
         defaults = self.defaults()
-        fusion = FUSION.get(embedder.name, PLAIN_RRF)
+        fusion = FUSION.get(kb.embedder.name, PLAIN_RRF)
         if defaults.bm25_weight is not None or defaults.rrf_k is not None:
             base = fusion if isinstance(fusion, Rrf) else PLAIN_RRF
             fusion = Rrf(
@@ -187,8 +193,8 @@ class Retriever:
             else (top_k, top_k)
         )
         vector_hits, bm25 = await asyncio.gather(
-            self.vector(kb, query, vector_pool, threshold, trace, embedder),
-            self.bm25_hits(kb, query, bm25_pool, trace),
+            self.vector(kb, query, vector_pool, threshold, trace),
+            self.bm25_hits(kb.name, query, bm25_pool, trace),
         )
         hits = {h.chunk_id: h for h in (*bm25, *vector_hits)}
         if isinstance(fusion, Scores):
@@ -202,7 +208,7 @@ class Retriever:
         ordered = [Hit(cid, score, hits[cid].text, hits[cid].dataset, hits[cid].file) for cid, score in fused]
         return [h for h in ordered if h.text]
 
-    async def rerank(self, kb: str, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
+    async def rerank(self, kb: KbTarget, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
         """RRF candidates, then the cross-encoder when `reranker_url` is set (RRF order otherwise)."""
         candidates = await self.fused(kb, query, top_k, threshold, trace)
         if self.reranker is None or not candidates:

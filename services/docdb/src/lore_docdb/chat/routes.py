@@ -1,22 +1,69 @@
-"""Routes of contract 4.2 (chat) and the retrieval API beyond it."""
+"""Chat and the retrieval API beyond it (see docs/docdb.md)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from litestar import Controller, Request, post
 from litestar.di import NamedDependency
+from litestar.dto import AbstractDTO
+from litestar.dto.data_structures import DTOFieldDefinition
+from litestar.openapi.spec import Reference, Schema
 from litestar.params import JSONBody
 from litestar.response import Stream
+from litestar.typing import FieldDefinition
 
-from lore_core.errors import BadRequest, NotFound
 from lore_core.logging import current_request_id
 from lore_core.sse import event_stream
 from lore_core.web import from_state
-from lore_docdb.chat.models import ChatRequestBody, ChatResponse, RetrieveRequest
+from lore_docdb.chat.models import ChatBodyAsSent, ChatRequestBody, ChatResponse, Retrieved, RetrieveRequest
 from lore_docdb.chat.service import ChatService
-from lore_docdb.envelope import ok
+
+if TYPE_CHECKING:
+    from litestar._openapi.schema_generation import SchemaCreator
+
+
+@dataclass(frozen=True)
+class ReadChatBody:
+    """Chat's body as read: its fields, or why it could not be read (answered as code 400)."""
+
+    fields: ChatBodyAsSent
+    problem: str | None = None
+
+
+class ChatBodyReader(AbstractDTO[ReadChatBody]):
+    """Reads chat's body without failing, so that a body that is not a JSON object is answered like
+    every other mistake (HTTP 200, `code` 400) instead of by Litestar's 400; the OpenAPI document
+    shows the body as `ChatRequestBody`."""
+
+    @classmethod
+    def generate_field_definitions(cls, model_type: type[Any]) -> Generator[DTOFieldDefinition, None, None]:
+        yield from ()
+
+    @classmethod
+    def detect_nested_field(cls, field_definition: FieldDefinition) -> bool:
+        return False
+
+    @classmethod
+    def create_for_field_definition(
+        cls, field_definition: FieldDefinition, handler_id: str, backend_cls: Any = None
+    ) -> None:
+        """No transfer model: `decode_bytes` reads the body itself."""
+
+    @classmethod
+    def create_openapi_schema(
+        cls, field_definition: FieldDefinition, handler_id: str, schema_creator: SchemaCreator
+    ) -> Reference | Schema:
+        return schema_creator.for_field_definition(FieldDefinition.from_annotation(ChatRequestBody))
+
+    def decode_bytes(self, value: bytes) -> ReadChatBody:
+        try:
+            return ReadChatBody(msgspec.json.decode(value or b"{}", type=ChatBodyAsSent))
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            return ReadChatBody(ChatBodyAsSent(), f"the body must be a JSON object: {exc}")
 
 
 class ChatController(Controller):
@@ -27,32 +74,34 @@ class ChatController(Controller):
     @post(
         "/chat",
         status_code=200,
+        dto=ChatBodyReader,
+        return_dto=None,
         summary="Ask a knowledge base; always HTTP 200, the outcome is in `success` and `code`",
         description=(
             "Body: `{query, kb_id, user_id, query_mode (naive|rerank|rewriter|multihop|direct), max_results, "
             "top_k, stream}`. Answers cite passages as [n]; `citations[]` maps each n to its file. With "
-            "`stream: true` the answer is `text/event-stream`: `passages`, then `delta` events as the model "
-            "writes, then `citations`, then `done` holding the body the non-streaming call returns "
-            "(a failure: an `error` event, then `done`)."
+            "`stream: true` the answer is `text/event-stream`: `passages` `{data, total_count}`, then "
+            "`delta` `{text}` events as the model writes, then `citations` `{citations}`, then `done` "
+            "holding the body the non-streaming call returns. A failure at any point is an `error` event "
+            "`{code, message}`, then `done` holding the failed body (`success: false`). mem's "
+            "`/api/v1/mem/kb/query` streams the same events."
         ),
     )
     async def chat(
-        self, request: Request[Any, Any, Any], chat: NamedDependency[ChatService]
+        self,
+        request: Request[Any, Any, Any],
+        chat: NamedDependency[ChatService],
+        data: JSONBody[ReadChatBody | None] = None,
     ) -> ChatResponse | Stream:
         request_id = current_request_id(request.scope)
-        raw = await request.body()
-        try:
-            body = msgspec.json.decode(raw or b"{}", type=ChatRequestBody)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            return ChatResponse(
-                False, 400, f"the body must be a JSON object: {exc}", None, [], 0, None, {}, request_id
-            )
-        if body.stream is True:
-            return event_stream(chat.events(body, request_id))
-        if body.stream not in (False, None):
-            message = f"stream must be true or false; got {body.stream!r}"
-            return ChatResponse(False, 400, message, None, [], 0, None, {}, request_id)
-        return await chat.chat(body, request_id)
+        body = data or ReadChatBody(ChatBodyAsSent())
+        if body.problem is not None:
+            return chat.unreadable(body.problem, request_id)
+        if body.fields.stream is True:
+            return event_stream(chat.events(body.fields, request_id))
+        if body.fields.stream not in (False, None):
+            return chat.unreadable(f"stream must be true or false; got {body.fields.stream!r}", request_id)
+        return await chat.chat(body.fields, request_id)
 
     @post(
         "/retrieve",
@@ -62,16 +111,5 @@ class ChatController(Controller):
     )
     async def retrieve(
         self, chat: NamedDependency[ChatService], data: JSONBody[RetrieveRequest]
-    ) -> dict[str, Any]:
-        if await chat.index.get_kb(data.kb_id) is None:
-            raise NotFound(f"knowledge base {data.kb_id!r} does not exist")
-        if not data.query.strip():
-            raise BadRequest("query is empty")
-        items, info = await chat.retrieve(
-            data.kb_id, data.query, data.mode, data.top_k, max(1, data.max_results), data.threshold
-        )
-        return ok(
-            data=msgspec.to_builtins(items),
-            total_count=len(items),
-            query_info=info,
-        )
+    ) -> Retrieved:
+        return await chat.retrieve(data)

@@ -1,31 +1,38 @@
-"""Chat over a KB (contract 4.2): five query modes side by side, an answer that cites `[n]`, and
-`citations[]` mapping each number to its file. Every outcome is HTTP 200 with `code` 200, 400 or 500."""
+"""Chat over a KB (see docs/docdb.md): five query modes side by side, an answer that cites `[n]`, and
+`citations[]` mapping each number to its file. Every outcome is HTTP 200 with `code` 200, 400 or 500.
+The answer's events come from `lore_common.answers`, as mem's memory-graph (mem kb) query's do."""
 
 from __future__ import annotations
 
 import asyncio
-import re
+import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import structlog
 
+from lore_common.answers import AnswerEvent, CitedAnswer, Failure, Grounding, Stage, cited_numbers, numbered
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, ModelError, complete_structured
 from lore_common.stores.objects import ObjectStore
 from lore_core.bounds import MAX_RESULTS
-from lore_core.errors import store_outage
+from lore_core.errors import BadRequest, NotFound, store_outage
 from lore_core.settings import QueryDefaults
 from lore_docdb.chat.models import (
     MAX_QUERY,
     QUERY_MODES,
-    ChatRequestBody,
+    ChatBodyAsSent,
     ChatResponse,
     Citation,
     DataItem,
+    Passages,
+    QueryInfo,
+    Retrieved,
+    RetrieveRequest,
 )
-from lore_docdb.chat.retrieval import Hit, Retriever, Trace, dedupe
+from lore_docdb.chat.retrieval import Hit, KbTarget, Retriever, Trace, dedupe
 from lore_docdb.index.store import IndexStore
 from lore_docdb.knowledge_bases.models import PROCESS_MODES
 
@@ -34,7 +41,7 @@ log = structlog.get_logger("lore.docdb.chat")
 MAX_ROUNDS = 3
 REWRITES = 3
 ANSWER_PASSAGES = 8
-_CITE = re.compile(r"\[(\d{1,3})\]")
+PARAGRAPH = "\n\n"
 
 ANSWER_SYSTEM = (
     "You answer questions about a knowledge base. Use only the numbered passages. After each claim, cite "
@@ -65,9 +72,26 @@ class ChatInputError(Exception):
     """A client mistake: answered as code 400."""
 
 
+class KnowledgeBaseMissing(NotFound):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"knowledge base {name!r} does not exist")
+
+
+@dataclass(frozen=True)
+class Question:
+    """A checked question: its text, its KB (row read once), the mode and its bounds."""
+
+    text: str
+    kb: KbTarget
+    mode: str
+    max_results: int
+    top_k: int
+
+
 class ChatService:
     def __init__(
         self,
+        *,
         retriever: Retriever,
         llm: ChatModel,
         index: IndexStore,
@@ -82,74 +106,24 @@ class ChatService:
 
     # ------------------------------------------------------------ entry
 
-    async def chat(self, body: ChatRequestBody, request_id: str) -> ChatResponse:
-        """The whole answer at once: the last event of the stream, with the model asked in one call."""
-        final: ChatResponse | None = None
-        async for name, payload in self.events(body, request_id, stream=False):
-            if name == "done":
-                final = payload
-        assert final is not None  # events() always ends with `done`
-        return final
+    async def chat(self, body: ChatBodyAsSent, request_id: str) -> ChatResponse:
+        """The whole answer at once: the `done` body of the stream, with the model asked in one call."""
+        reply, _ = await ChatAnswer(self, body, request_id).answer()
+        return reply
 
-    async def events(
-        self, body: ChatRequestBody, request_id: str, *, stream: bool = True
-    ) -> AsyncIterator[tuple[str, Any]]:
-        """The answer as events: `passages` (what was retrieved), `delta` (answer text as the model
-        writes it), `citations`, then `done` with the body the non-streaming call returns; a failure is
-        an `error` event, then `done` with the failed body."""
-        started = time.perf_counter()
-        trace = Trace()
-        info: dict[str, Any] = {"model": self.llm.name}
-        try:
-            query, kb, mode, max_results, top_k = await self._validate(body)
-            info.update({"mode": mode, "kb_id": kb, "top_k": top_k, "max_results": max_results})
-            hits, request = await self._prepare(mode, kb, query, top_k, max_results, trace)
-            data = [self._item(kb, hit) for hit in hits[:max_results]]
-            yield "passages", {"data": data, "total_count": len(data)}
-            parts: list[str] = []
-            model_started = time.perf_counter()
-            trace.model_calls += 1
-            try:
-                if stream:
-                    async for piece in self.llm.stream(request):
-                        parts.append(piece)
-                        yield "delta", {"text": piece}
-                else:
-                    parts.append(await self.llm.complete(request))
-            finally:
-                trace.time("model_ms", model_started)
-            answer = "".join(parts)
-            citations = await self._citations(answer, hits) if mode != "direct" else []
-            if stream:
-                yield "citations", {"citations": citations}
-            info.update(self._info(trace, started))
-            yield "done", ChatResponse(True, 200, "ok", answer, data, len(data), citations, info, request_id)
-        except ChatInputError as exc:
-            info.update(self._info(trace, started))
-            failed = ChatResponse(False, 400, str(exc), None, [], 0, None, info, request_id)
-            if stream:
-                yield "error", {"code": 400, "message": failed.message}
-            yield "done", failed
-        except Exception as exc:
-            log.warning("chat_failed", error=f"{type(exc).__name__}: {exc}")
-            info.update(self._info(trace, started))
-            stage = "model" if isinstance(exc, ModelError) else "retrieval"
-            outage = store_outage(exc)
-            message = f"{stage} failed: " + (outage[1] if outage else f"{type(exc).__name__}: {exc}")
-            failed = ChatResponse(False, 500, message, None, [], 0, None, info, request_id)
-            if stream:
-                yield "error", {"code": 500, "message": message}
-            yield "done", failed
+    def events(self, body: ChatBodyAsSent, request_id: str) -> AsyncIterator[AnswerEvent]:
+        """The answer as events (see `lore_common.answers`): `passages` {data, total_count}, `delta`
+        {text}, `citations` {citations}, then `done` with the body `chat` returns; a failure is
+        `error` {code, message}, then `done` with the failed body."""
+        return ChatAnswer(self, body, request_id).events()
 
     @staticmethod
-    def _info(trace: Trace, started: float) -> dict[str, Any]:
-        return {
-            "timings_ms": {**trace.timings_ms, "total_ms": round((time.perf_counter() - started) * 1000, 2)},
-            "candidates": trace.candidates,
-            "model_calls": trace.model_calls,
-        }
+    def unreadable(message: str, request_id: str) -> ChatResponse:
+        """The reply to a body that cannot be read: code 400, with HTTP 200 like every mistake."""
+        return ChatResponse(False, 400, message, None, [], 0, None, QueryInfo(), request_id)
 
-    async def _validate(self, body: ChatRequestBody) -> tuple[str, str, str, int, int]:
+    async def validate(self, body: ChatBodyAsSent) -> Question:
+        """The question, checked, with the row of its knowledge base (read once per question)."""
         query, kb, user = body.query, body.kb_id, body.user_id
         if not isinstance(query, str) or not query.strip():
             raise ChatInputError("query is empty: send the question as a non-empty string")
@@ -175,40 +149,45 @@ class ChatService:
                 f"query_mode {mode!r} does not fit knowledge base {kb!r} (process mode {row.mode}); "
                 f"use one of {allowed}"
             )
-        return query.strip(), kb, str(mode), max_results, max(top_k, max_results)
+        return Question(
+            text=query.strip(),
+            kb=self.retriever.target(row),
+            mode=str(mode),
+            max_results=max_results,
+            top_k=max(top_k, max_results),
+        )
 
     # ------------------------------------------------------------ the five modes
 
-    async def _prepare(
-        self, mode: str, kb: str, query: str, top_k: int, max_results: int, trace: Trace
-    ) -> tuple[list[Hit], ChatRequest]:
+    async def prepare(self, question: Question, trace: Trace) -> tuple[list[Hit], ChatRequest]:
         """The passages a mode retrieves and the model request that answers from them."""
-        modes: dict[str, Callable[[str, str, int, Trace], Awaitable[list[Hit]]]] = {
+        modes: dict[str, Callable[[KbTarget, str, int, Trace], Awaitable[list[Hit]]]] = {
             "naive": self._naive,
             "rerank": self._rerank,
             "rewriter": self._rewriter,
             "multihop": self._multihop,
         }
-        if mode == "direct":
+        if question.mode == "direct":
             direct = ChatRequest(
-                messages=[ChatMessage("system", DIRECT_SYSTEM), ChatMessage("user", query)], task="direct"
+                messages=[ChatMessage("system", DIRECT_SYSTEM), ChatMessage("user", question.text)],
+                task="direct",
             )
             return [], direct
         started = time.perf_counter()
-        hits = await modes[mode](kb, query, top_k, trace)
+        hits = await modes[question.mode](question.kb, question.text, question.top_k, trace)
         trace.time("retrieval_ms", started)
-        return hits, self._answer_request(query, hits[:max_results])
+        return hits, self._answer_request(question.text, hits[: question.max_results])
 
     def _threshold(self) -> float:
         return self.defaults().threshold
 
-    async def _naive(self, kb: str, query: str, top_k: int, trace: Trace) -> list[Hit]:
+    async def _naive(self, kb: KbTarget, query: str, top_k: int, trace: Trace) -> list[Hit]:
         return await self.retriever.naive(kb, query, top_k, self._threshold(), trace)
 
-    async def _rerank(self, kb: str, query: str, top_k: int, trace: Trace) -> list[Hit]:
+    async def _rerank(self, kb: KbTarget, query: str, top_k: int, trace: Trace) -> list[Hit]:
         return await self.retriever.rerank(kb, query, top_k, self._threshold(), trace)
 
-    async def _rewriter(self, kb: str, query: str, top_k: int, trace: Trace) -> list[Hit]:
+    async def _rewriter(self, kb: KbTarget, query: str, top_k: int, trace: Trace) -> list[Hit]:
         request = ChatRequest(
             messages=[ChatMessage("system", REWRITE_SYSTEM), ChatMessage("user", query)],
             task="rewrite",
@@ -228,7 +207,7 @@ class ChatService:
         )
         return dedupe(results)
 
-    async def _multihop(self, kb: str, query: str, top_k: int, trace: Trace) -> list[Hit]:
+    async def _multihop(self, kb: KbTarget, query: str, top_k: int, trace: Trace) -> list[Hit]:
         evidence: list[list[Hit]] = []
         question = query
         rounds = 0
@@ -258,20 +237,20 @@ class ChatService:
     @staticmethod
     def _answer_request(query: str, hits: list[Hit]) -> ChatRequest:
         passages = [h.text for h in hits[:ANSWER_PASSAGES]]
-        numbered = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(passages, start=1))
+        shown = numbered(passages, separator=PARAGRAPH)
         return ChatRequest(
             messages=[
                 ChatMessage("system", ANSWER_SYSTEM),
-                ChatMessage("user", f"Passages:\n{numbered}\n\nQuestion: {query}"),
+                ChatMessage("user", f"Passages:\n{shown}\n\nQuestion: {query}"),
             ],
             task="answer",
             inputs={"question": query, "passages": passages},
         )
 
-    async def _citations(self, answer: str, hits: list[Hit]) -> list[Citation]:
+    async def citations(self, answer: str, hits: list[Hit]) -> list[Citation]:
+        """The passages the answer cites as [n]; every passage shown when it cites none."""
         shown = hits[:ANSWER_PASSAGES]
-        cited = sorted({int(n) for n in _CITE.findall(answer) if 1 <= int(n) <= len(shown)})
-        numbers = cited or list(range(1, len(shown) + 1))
+        numbers = cited_numbers(answer, len(shown)) or list(range(1, len(shown) + 1))
         citations = []
         for number in numbers:
             hit = shown[number - 1]
@@ -288,7 +267,7 @@ class ChatService:
             return None
 
     @staticmethod
-    def _item(kb: str, hit: Hit) -> DataItem:
+    def item(kb: str, hit: Hit) -> DataItem:
         return DataItem(
             kb_id=kb,
             kb_name=hit.file or hit.dataset,
@@ -300,20 +279,99 @@ class ChatService:
 
     # ------------------------------------------------------------ retrieval API
 
-    async def retrieve(
-        self, kb: str, query: str, mode: str, top_k: int | None, max_results: int, threshold: float | None
-    ) -> tuple[list[DataItem], dict[str, Any]]:
+    async def retrieve(self, request: RetrieveRequest) -> Retrieved:
+        """The chunks chat would answer from, without a model call: 404 for an unknown KB."""
+        row = await self.index.get_kb(request.kb_id)
+        if row is None:
+            raise KnowledgeBaseMissing(request.kb_id)
+        if not request.query.strip():
+            raise BadRequest("query is empty")
         started = time.perf_counter()
         trace = Trace()
         defaults = self.defaults()
-        k = max(top_k or defaults.top_k, max_results)
-        limit = defaults.threshold if threshold is None else threshold
-        if mode == "rerank":
-            hits = await self.retriever.rerank(kb, query, k, limit, trace)
+        max_results = max(1, request.max_results)
+        k = max(request.top_k or defaults.top_k, max_results)
+        limit = defaults.threshold if request.threshold is None else request.threshold
+        kb = self.retriever.target(row)
+        if request.mode == "rerank":
+            hits = await self.retriever.rerank(kb, request.query, k, limit, trace)
         else:
-            hits = await self.retriever.naive(kb, query, k, limit, trace)
-        items = [self._item(kb, hit) for hit in hits[:max_results]]
-        return items, {"mode": mode, "top_k": k, **self._info(trace, started)}
+            hits = await self.retriever.naive(kb, request.query, k, limit, trace)
+        items = [self.item(request.kb_id, hit) for hit in hits[:max_results]]
+        info = info_of(trace, started)
+        info.mode, info.top_k = request.mode, k
+        return Retrieved(data=items, total_count=len(items), query_info=info)
+
+
+class ChatAnswer(CitedAnswer[Passages, Citation, ChatResponse]):
+    """One chat question's answer: docdb's passages, citations and bodies around the shared stream."""
+
+    def __init__(self, chat: ChatService, body: ChatBodyAsSent, request_id: str) -> None:
+        super().__init__(model=chat.llm)
+        self.chat = chat
+        self.body = body
+        self.request_id = request_id
+        self.started = time.perf_counter()
+        self.trace = Trace()
+        self.info = QueryInfo(model=chat.llm.name)
+        self.question: Question | None = None
+        self.hits: list[Hit] = []
+
+    async def ground(self) -> Grounding[Passages]:
+        question = self.question = await self.chat.validate(self.body)
+        self.info.mode, self.info.kb_id = question.mode, question.kb.name
+        self.info.top_k, self.info.max_results = question.top_k, question.max_results
+        self.hits, request = await self.chat.prepare(question, self.trace)
+        data = [self.chat.item(question.kb.name, hit) for hit in self.hits[: question.max_results]]
+        return Grounding(Passages(data, len(data)), request)
+
+    @contextlib.contextmanager
+    def generating(self) -> Iterator[None]:
+        started = time.perf_counter()
+        self.trace.model_calls += 1
+        try:
+            yield
+        finally:
+            self.trace.time("model_ms", started)
+
+    async def cite(self, answer: str, grounding: Grounding[Passages]) -> list[Citation]:
+        assert self.question is not None  # ground() ran
+        return [] if self.question.mode == "direct" else await self.chat.citations(answer, self.hits)
+
+    def done(self, answer: str, grounding: Grounding[Passages], citations: list[Citation]) -> ChatResponse:
+        data = grounding.passages.data
+        info = self._finished_info()
+        return ChatResponse(True, 200, "ok", answer, data, len(data), citations, info, self.request_id)
+
+    def failed(self, exc: Exception, stage: Stage) -> Failure[ChatResponse]:
+        if isinstance(exc, ChatInputError):
+            code, message = 400, str(exc)
+        else:
+            log.warning("chat_failed", error=f"{type(exc).__name__}: {exc}")
+            outage = store_outage(exc)
+            where = "model" if isinstance(exc, ModelError) else "retrieval"
+            code = 500
+            message = f"{where} failed: " + (outage[1] if outage else f"{type(exc).__name__}: {exc}")
+        body = ChatResponse(False, code, message, None, [], 0, None, self._finished_info(), self.request_id)
+        return Failure(code, message, body)
+
+    def _finished_info(self) -> QueryInfo:
+        finished = info_of(self.trace, self.started)
+        return msgspec.structs.replace(
+            self.info,
+            timings_ms=finished.timings_ms,
+            candidates=finished.candidates,
+            model_calls=finished.model_calls,
+        )
+
+
+def info_of(trace: Trace, started: float) -> QueryInfo:
+    """Time per stage (and in all), candidates per retriever and model calls of a question."""
+    return QueryInfo(
+        timings_ms={**trace.timings_ms, "total_ms": round((time.perf_counter() - started) * 1000, 2)},
+        candidates=trace.candidates,
+        model_calls=trace.model_calls,
+    )
 
 
 def _bounded(field: str, value: Any) -> int:
