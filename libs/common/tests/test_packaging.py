@@ -22,31 +22,49 @@ PACKAGES = {
     "lore-mem": ROOT / "services/mem/src/lore_mem",
     "lore-gateway": ROOT / "gateway/src/lore_gateway",
 }
-# Parts of lore-common whose libraries are extras: the test helpers (`testing`) and the development
+COMMON = ROOT / "libs/common/src/lore_common"
+# Parts of lore-common whose libraries are extras: the store clients and local models a service asks for
+# (`vectors`, `bm25`, `embed`, `graph`, `objects`), the test helpers (`testing`) and the development
 # stack `lore-servers` (`servers`).
 EXTRAS = {
-    ROOT / "libs/common/src/lore_common/testing": "testing",
-    ROOT / "libs/common/src/lore_common/servers.py": "servers",
+    COMMON / "stores/vector.py": "vectors",
+    COMMON / "stores/qdrant.py": "vectors",
+    COMMON / "stores/pgvector.py": "vectors",
+    COMMON / "stores/collection.py": "vectors",
+    COMMON / "matrix.py": "vectors",
+    COMMON / "vector_worker.py": "vectors",
+    COMMON / "bm25.py": "bm25",
+    COMMON / "providers/embedders.py": "embed",
+    COMMON / "providers/embed_worker.py": "embed",
+    COMMON / "providers/minilm.py": "embed",
+    COMMON / "providers/container.py": "embed",
+    COMMON / "stores/graph.py": "graph",
+    COMMON / "backup.py": "graph",
+    COMMON / "stores/objects.py": "objects",
+    COMMON / "testing": "testing",
+    COMMON / "servers.py": "servers",
 }
 
 
 def declared(package: str, extras: tuple[str, ...] = ()) -> set[str]:
-    """The distributions `package` requires, with those of the workspace packages it requires."""
-    seen: set[str] = set()
-    pending = [(canonicalize_name(package), extras)]
+    """The distributions `package` (with `extras`) requires, with those of the workspace packages it
+    requires, each with the extras its requirement names."""
+    seen: set[tuple[str, str]] = set()  # (distribution, extra) pairs already walked; "" is the base
+    names: set[str] = set()
+    pending = [(canonicalize_name(package), ("", *extras))]
     while pending:
         name, wanted = pending.pop()
-        if name in seen:
+        names.add(name)
+        fresh = [extra for extra in wanted if (name, extra) not in seen]
+        if not name.startswith("lore-") or not fresh:
             continue
-        seen.add(name)
-        if not name.startswith("lore-"):
-            continue
+        seen.update((name, extra) for extra in fresh)
         for line in requires(name) or []:
             requirement = Requirement(line)
             marker = requirement.marker
-            if marker is None or any(marker.evaluate({"extra": e}) for e in ("", *wanted)):
-                pending.append((canonicalize_name(requirement.name), ()))
-    return seen
+            if marker is None or any(marker.evaluate({"extra": e}) for e in fresh):
+                pending.append((canonicalize_name(requirement.name), ("", *sorted(requirement.extras))))
+    return names
 
 
 def imported_modules(folder: Path, skip: tuple[Path, ...] = ()) -> set[str]:

@@ -68,16 +68,9 @@ async def open_vector_store(
                 "or the service's database.url (postgresql://user:pass@host:5432/db)"
             )
         return await PgVectorStore.connect(url, pool_size=config.pool_size)
-    from qdrant_client import AsyncQdrantClient
+    from lore_common.stores.qdrant import open_qdrant
 
-    from lore_common.stores.qdrant import QdrantStore
-
-    if config.url:
-        client = AsyncQdrantClient(url=config.url, api_key=config.api_key, prefer_grpc=config.prefer_grpc)
-        return QdrantStore(client, local=False)
-    path = Path(config.path) if config.path else data_dir / "qdrant"
-    path.mkdir(parents=True, exist_ok=True)
-    return QdrantStore(AsyncQdrantClient(path=str(path)), local=True)
+    return open_qdrant(config, data_dir)
 
 
 @contextlib.asynccontextmanager

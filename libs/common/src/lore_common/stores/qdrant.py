@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from lore_common.stores.vector import (
     check_collection,
     check_keys,
 )
+from lore_core.settings import VectorStoreConfig
 
 
 def _is_uuid(value: str) -> bool:
@@ -149,3 +151,14 @@ class QdrantStore(VectorStore):
                 )
             if offset is None:
                 return
+
+
+def open_qdrant(config: VectorStoreConfig, data_dir: Path) -> QdrantStore:
+    """A Qdrant server when `vector_store.url` is set, else local mode under `vector_store.path`
+    (default `data_dir/qdrant`)."""
+    if config.url:
+        client = AsyncQdrantClient(url=config.url, api_key=config.api_key, prefer_grpc=config.prefer_grpc)
+        return QdrantStore(client, local=False)
+    path = Path(config.path) if config.path else data_dir / "qdrant"
+    path.mkdir(parents=True, exist_ok=True)
+    return QdrantStore(AsyncQdrantClient(path=str(path)), local=True)

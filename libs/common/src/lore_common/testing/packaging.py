@@ -9,20 +9,25 @@ from packaging.utils import canonicalize_name
 
 
 def installed_closure(package: str) -> set[str]:
-    """Every distribution `package` pulls in when installed without extras (what its image gets)."""
-    seen: set[str] = set()
-    pending = [canonicalize_name(package)]
+    """Every distribution `package` pulls in when installed without extras (what its image gets),
+    following the extras its own requirements name (`lore-common[vectors]`)."""
+    seen: set[tuple[str, str]] = set()  # (distribution, extra) pairs already walked; "" is the base
+    names: set[str] = set()
+    pending: list[tuple[str, tuple[str, ...]]] = [(canonicalize_name(package), ("",))]
     while pending:
-        name = pending.pop()
-        if name in seen:
+        name, wanted = pending.pop()
+        names.add(name)
+        fresh = [extra for extra in wanted if (name, extra) not in seen]
+        if not fresh:
             continue
-        seen.add(name)
+        seen.update((name, extra) for extra in fresh)
         try:
             declared = requires(name) or []
         except PackageNotFoundError:
             continue
         for line in declared:
             requirement = Requirement(line)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                pending.append(canonicalize_name(requirement.name))
-    return seen
+            marker = requirement.marker
+            if marker is None or any(marker.evaluate({"extra": extra}) for extra in fresh):
+                pending.append((canonicalize_name(requirement.name), ("", *sorted(requirement.extras))))
+    return names
