@@ -1,4 +1,4 @@
-"""docdb's success envelope (contract section 7): every successful reply says `success: true`, then
+"""docdb's success envelope (see docs/docdb.md): every successful reply says `success: true`, then
 an optional `message`, then the route's own fields."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import msgspec
 
 
 def ok(message: str | None = None, **fields: Any) -> dict[str, Any]:
+    """An untyped envelope; kept only for handlers not yet typed (docdb chat's error replies)."""
     body: dict[str, Any] = {"success": True}
     if message is not None:
         body["message"] = message
@@ -17,6 +18,12 @@ def ok(message: str | None = None, **fields: Any) -> dict[str, Any]:
 
 
 class Success(msgspec.Struct, kw_only=True):
-    """The same envelope for typed replies: a reply Struct subclasses it and never sets `success`."""
+    """The envelope of typed replies: a reply Struct subclasses it and never sets `success`."""
 
     success: bool = True
+
+
+class Message(Success, kw_only=True):
+    """A reply that only says what was done: `{success, message}`."""
+
+    message: str

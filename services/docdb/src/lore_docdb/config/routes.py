@@ -1,14 +1,14 @@
-from __future__ import annotations
+"""Routes of the configuration: read it merged and redacted, or re-read its files."""
 
-from typing import Any
+from __future__ import annotations
 
 from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath
 
 from lore_core.web import from_state
+from lore_docdb.config.models import ConfigReply
 from lore_docdb.config.service import ConfigService
-from lore_docdb.envelope import ok
 
 
 class ConfigController(Controller):
@@ -17,14 +17,14 @@ class ConfigController(Controller):
     dependencies = {"config": from_state("config_service")}
 
     @get("/", summary="The full configuration merged from both files, secrets redacted")
-    async def full(self, config: NamedDependency[ConfigService]) -> dict[str, Any]:
-        return ok(message="ok", data=config.merged())
+    async def full(self, config: NamedDependency[ConfigService]) -> ConfigReply:
+        return ConfigReply(message="ok", data=config.merged())
 
     @get("/{section:str}", summary="One configuration section; 404 if it does not exist")
-    async def one(self, config: NamedDependency[ConfigService], section: FromPath[str]) -> dict[str, Any]:
-        return ok(message="ok", data=config.section(section))
+    async def one(self, config: NamedDependency[ConfigService], section: FromPath[str]) -> ConfigReply:
+        return ConfigReply(message="ok", data=config.section(section))
 
     @post("/reload", status_code=200, summary="Re-read both configuration files from disk")
-    async def reload(self, config: NamedDependency[ConfigService]) -> dict[str, Any]:
+    async def reload(self, config: NamedDependency[ConfigService]) -> ConfigReply:
         config.reload()
-        return ok(message="configuration reloaded", data=config.merged())
+        return ConfigReply(message="configuration reloaded", data=config.merged())

@@ -1,4 +1,4 @@
-"""Wire shapes of the datasets domain (contract 2.3, 4.3)."""
+"""Wire shapes of the datasets domain: datasets, their files, simple uploads (see docs/docdb.md)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,22 @@ class DatasetList(Success, kw_only=True):
     data: list[str]
 
 
-class Done(Success, kw_only=True):
+class DatasetRef(msgspec.Struct):
+    name: str
+
+
+class DatasetChanged(Success, kw_only=True):
+    """A dataset created or deleted."""
+
     message: str
-    data: dict[str, object] | None = None
+    data: DatasetRef
+
+
+class FileRef(msgspec.Struct):
+    dataset: str
+    filename: str
+
+
+class FileDeleted(Success, kw_only=True):
+    message: str
+    data: FileRef

@@ -1,20 +1,45 @@
-"""Routes of contract 4.3: datasets, files, simple upload."""
+"""Routes of datasets: datasets, their files, simple (multipart) upload."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from litestar import Controller, delete, get, post
 from litestar.datastructures import UploadFile
 from litestar.di import NamedDependency
+from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
 from litestar.params import FromPath, JSONBody, MultipartBody
 
 from lore_core.errors import BadRequest
 from lore_core.web import from_state
-from lore_docdb.datasets.models import CreateDataset, DatasetFiles, DatasetList, Done, UploadResult
+from lore_docdb.datasets.models import (
+    CreateDataset,
+    DatasetChanged,
+    DatasetFiles,
+    DatasetList,
+    DatasetRef,
+    FileDeleted,
+    FileRef,
+    UploadResult,
+)
 from lore_docdb.datasets.service import DatasetService
 
 DATASETS = "/api/v1/docdb/files/raw-files/datasets"
+BINARY = Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY)
+
+
+@dataclass
+class FilesOperation(Operation):
+    """The simple-upload form in the OpenAPI document: the handler takes the form as a dict (a field
+    other than `files` is ignored, no file is a 400 naming the field), so the form is described here."""
+
+    def __post_init__(self) -> None:
+        files = Schema(type=OpenAPIType.ARRAY, items=BINARY, description="one or more files")
+        form = Schema(type=OpenAPIType.OBJECT, required=["files"], properties={"files": files})
+        self.request_body = RequestBody(
+            required=True, content={"multipart/form-data": OpenAPIMediaType(schema=form)}
+        )
 
 
 class DatasetController(Controller):
@@ -30,14 +55,16 @@ class DatasetController(Controller):
     @post("/", status_code=200, summary="Create an empty dataset; 409 if it exists")
     async def create_dataset(
         self, datasets: NamedDependency[DatasetService], data: JSONBody[CreateDataset]
-    ) -> Done:
+    ) -> DatasetChanged:
         await datasets.create(data.name)
-        return Done(message=f"dataset {data.name!r} created", data={"name": data.name})
+        return DatasetChanged(message=f"dataset {data.name!r} created", data=DatasetRef(name=data.name))
 
     @delete("/{dataset:str}", status_code=200, summary="Delete a dataset and all its files")
-    async def delete_dataset(self, datasets: NamedDependency[DatasetService], dataset: FromPath[str]) -> Done:
+    async def delete_dataset(
+        self, datasets: NamedDependency[DatasetService], dataset: FromPath[str]
+    ) -> DatasetChanged:
         await datasets.delete(dataset)
-        return Done(message=f"dataset {dataset!r} deleted", data={"name": dataset})
+        return DatasetChanged(message=f"dataset {dataset!r} deleted", data=DatasetRef(name=dataset))
 
     @get("/{dataset:str}/files", summary="List the files of a dataset (hidden .uploads/ excluded)")
     async def list_files(
@@ -49,6 +76,7 @@ class DatasetController(Controller):
     @post(
         "/{dataset:str}/files",
         status_code=200,
+        operation_class=FilesOperation,
         summary="Upload one or more files (multipart field `files`); taken names get `_<n>`",
     )
     async def upload_files(
@@ -71,9 +99,8 @@ class DatasetController(Controller):
     @delete("/{dataset:str}/files/{filename:str}", status_code=200, summary="Delete one file")
     async def delete_file(
         self, datasets: NamedDependency[DatasetService], dataset: FromPath[str], filename: FromPath[str]
-    ) -> Done:
+    ) -> FileDeleted:
         await datasets.delete_file(dataset, filename)
-        return Done(
-            message=f"file {filename!r} deleted",
-            data={"dataset": dataset, "filename": filename},
+        return FileDeleted(
+            message=f"file {filename!r} deleted", data=FileRef(dataset=dataset, filename=filename)
         )

@@ -1,4 +1,4 @@
-"""Wire shapes of the knowledge-bases domain (contract 2.5, 4.4)."""
+"""Wire shapes of the knowledge-bases domain (see docs/docdb.md)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import msgspec
 
 from lore_core.naming import Name
+from lore_docdb.envelope import Success
 
 
 class CreateKnowledgeBase(msgspec.Struct, forbid_unknown_fields=True):
@@ -45,3 +46,127 @@ PROCESS_MODES: dict[int, dict[str, Any]] = {
 def query_modes_for(mode: int | None) -> list[dict[str, str]]:
     names = PROCESS_MODES[mode]["query_modes"] if mode in PROCESS_MODES else list(QUERY_MODES)
     return [{"id": name, **QUERY_MODES[name]} for name in names]
+
+
+class QueryMode(msgspec.Struct):
+    id: str
+    label: str
+    desc: str
+
+
+def query_modes_of(mode: int | None) -> list[QueryMode]:
+    """The query modes a KB of this process mode answers (all of them before its first parse)."""
+    return [QueryMode(**item) for item in query_modes_for(mode)]
+
+
+class KbSummary(msgspec.Struct, kw_only=True):
+    name: str
+    created_at: str
+    status: str
+
+
+class KbList(Success, kw_only=True):
+    data: list[KbSummary]
+
+
+class KbCreatedInfo(msgspec.Struct, kw_only=True):
+    name: str
+    created_at: str
+    status: str
+    embedding_model: str
+
+
+class KbCreated(Success, kw_only=True):
+    message: str
+    data: KbCreatedInfo
+
+
+class KbDatasetInfo(msgspec.Struct, kw_only=True):
+    name: str
+    parsed: bool
+    process_mode: int
+    parsed_at: str | None
+
+
+class KbDetail(Success, kw_only=True):
+    name: str
+    created_at: str
+    status: str
+    process_mode: int | None
+    embedding_model: str
+    datasets: list[KbDatasetInfo]
+    available_query_modes: list[QueryMode]
+
+
+class GraphEntity(msgspec.Struct, kw_only=True):
+    name: str
+    type: str
+    description: str
+    degree: int
+    datasets: Any  # the datasets whose text named it, as the graph store keeps them
+
+
+class GraphRelation(msgspec.Struct, kw_only=True):
+    source: str
+    target: str
+    description: str
+    weight: float
+
+
+class KbOverview(msgspec.Struct, kw_only=True):
+    name: str
+    datasets: list[KbDatasetInfo]
+    top_entities: list[GraphEntity]
+    sample_relations: list[GraphRelation]
+    chunk_count: int
+    prompt: str
+
+
+class KbOverviewReply(Success, kw_only=True):
+    overview: KbOverview
+    prompt: str
+
+
+class KbGraphPage(Success, kw_only=True):
+    kb: str
+    total_nodes: int
+    offset: int
+    limit: int
+    nodes: list[GraphEntity]
+    edges: list[GraphRelation]
+
+
+class KbDeletingInfo(msgspec.Struct, kw_only=True):
+    name: str
+    status: str
+    purge_db: bool
+
+
+class KbDeleting(Success, kw_only=True):
+    message: str
+    data: KbDeletingInfo
+
+
+class KbDatasetRef(msgspec.Struct, kw_only=True):
+    kb_name: str
+    dataset: str
+
+
+class KbDatasetRemoved(Success, kw_only=True):
+    message: str
+    data: KbDatasetRef
+
+
+class QueuedTask(msgspec.Struct, kw_only=True):
+    task_id: str
+    dataset: str
+
+
+class ParseQueued(msgspec.Struct, kw_only=True):
+    tasks: list[QueuedTask]
+    mode: int
+
+
+class ParseStarted(Success, kw_only=True):
+    message: str
+    data: ParseQueued

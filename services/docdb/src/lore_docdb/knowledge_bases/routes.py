@@ -1,8 +1,6 @@
-"""Routes of contract 4.4."""
+"""Routes of knowledge bases: list, create, detail, overview, graph, delete, dataset removal, parse."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from litestar import Controller, Response, delete, get, post
 from litestar.di import NamedDependency
@@ -10,9 +8,26 @@ from litestar.params import FromPath, FromQuery, JSONBody
 
 from lore_core.bounds import GraphPage, Offset, OverviewCount
 from lore_core.web import from_state
-from lore_docdb.envelope import ok
-from lore_docdb.knowledge_bases.models import CreateKnowledgeBase, ParseRequest, query_modes_for
-from lore_docdb.knowledge_bases.service import KnowledgeBaseService
+from lore_docdb.knowledge_bases.models import (
+    CreateKnowledgeBase,
+    KbCreated,
+    KbCreatedInfo,
+    KbDatasetRef,
+    KbDatasetRemoved,
+    KbDeleting,
+    KbDeletingInfo,
+    KbDetail,
+    KbGraphPage,
+    KbList,
+    KbOverviewReply,
+    KbSummary,
+    ParseQueued,
+    ParseRequest,
+    ParseStarted,
+    QueuedTask,
+    query_modes_of,
+)
+from lore_docdb.knowledge_bases.service import KnowledgeBaseService, dataset_info
 
 
 class KnowledgeBaseController(Controller):
@@ -21,48 +36,40 @@ class KnowledgeBaseController(Controller):
     dependencies = {"knowledge_bases": from_state("knowledge_bases")}
 
     @get("/", summary="List knowledge bases")
-    async def list_kbs(self, knowledge_bases: NamedDependency[KnowledgeBaseService]) -> dict[str, Any]:
+    async def list_kbs(self, knowledge_bases: NamedDependency[KnowledgeBaseService]) -> KbList:
         rows = await knowledge_bases.list_all()
-        return ok(
-            data=[{"name": r.name, "created_at": r.created_at.isoformat(), "status": r.status} for r in rows],
+        return KbList(
+            data=[KbSummary(name=r.name, created_at=r.created_at.isoformat(), status=r.status) for r in rows]
         )
 
     @post("/", status_code=200, summary="Create an empty knowledge base; 409 if it exists")
     async def create(
         self, knowledge_bases: NamedDependency[KnowledgeBaseService], data: JSONBody[CreateKnowledgeBase]
-    ) -> dict[str, Any]:
+    ) -> KbCreated:
         row = await knowledge_bases.create(data.name, data.embedding_model)
-        return ok(
+        return KbCreated(
             message=f"knowledge base {row.name!r} created",
-            data={
-                "name": row.name,
-                "created_at": row.created_at.isoformat(),
-                "status": row.status,
-                "embedding_model": knowledge_bases.embedders.shown(row.embedding_model),
-            },
+            data=KbCreatedInfo(
+                name=row.name,
+                created_at=row.created_at.isoformat(),
+                status=row.status,
+                embedding_model=knowledge_bases.embedders.shown(row.embedding_model),
+            ),
         )
 
     @get("/{kb_name:str}", summary="Knowledge-base detail: datasets and the query modes it supports")
     async def detail(
         self, knowledge_bases: NamedDependency[KnowledgeBaseService], kb_name: FromPath[str]
-    ) -> dict[str, Any]:
+    ) -> KbDetail:
         kb, datasets = await knowledge_bases.detail(kb_name)
-        return ok(
+        return KbDetail(
             name=kb.name,
             created_at=kb.created_at.isoformat(),
             status=kb.status,
             process_mode=kb.mode,
             embedding_model=knowledge_bases.embedders.shown(kb.embedding_model),
-            datasets=[
-                {
-                    "name": d.dataset,
-                    "parsed": d.parsed,
-                    "process_mode": d.process_mode,
-                    "parsed_at": d.parsed_at.isoformat() if d.parsed_at else None,
-                }
-                for d in datasets
-            ],
-            available_query_modes=query_modes_for(kb.mode),
+            datasets=[dataset_info(d) for d in datasets],
+            available_query_modes=query_modes_of(kb.mode),
         )
 
     @get("/{kb_name:str}/overview", summary="Most connected entities, sample relations and an LLM prompt")
@@ -72,9 +79,9 @@ class KnowledgeBaseController(Controller):
         kb_name: FromPath[str],
         top_nodes: OverviewCount = 20,
         sample_relations: OverviewCount = 15,
-    ) -> dict[str, Any]:
+    ) -> KbOverviewReply:
         overview = await knowledge_bases.overview(kb_name, top_nodes, sample_relations)
-        return ok(overview=overview, prompt=overview["prompt"])
+        return KbOverviewReply(overview=overview, prompt=overview.prompt)
 
     @get(
         "/{kb_name:str}/graph",
@@ -86,8 +93,8 @@ class KnowledgeBaseController(Controller):
         kb_name: FromPath[str],
         offset: Offset = 0,
         limit: GraphPage = 500,
-    ) -> dict[str, Any]:
-        return ok(**await knowledge_bases.graph_page(kb_name, offset, limit))
+    ) -> KbGraphPage:
+        return await knowledge_bases.graph_page(kb_name, offset, limit)
 
     @delete(
         "/{kb_name:str}", status_code=202, summary="Delete asynchronously: 202, or 200 when already deleting"
@@ -97,13 +104,13 @@ class KnowledgeBaseController(Controller):
         knowledge_bases: NamedDependency[KnowledgeBaseService],
         kb_name: FromPath[str],
         purge_db: FromQuery[bool] = True,
-    ) -> Response[dict[str, Any]]:
+    ) -> Response[KbDeleting]:
         started = await knowledge_bases.delete(kb_name, purge_db)
-        body = ok(
+        body = KbDeleting(
             message=f"knowledge base {kb_name!r} is being deleted"
             if started
             else "deletion already in progress",
-            data={"name": kb_name, "status": "deleting", "purge_db": purge_db},
+            data=KbDeletingInfo(name=kb_name, status="deleting", purge_db=purge_db),
         )
         return Response(body, status_code=202 if started else 200)
 
@@ -115,11 +122,11 @@ class KnowledgeBaseController(Controller):
         knowledge_bases: NamedDependency[KnowledgeBaseService],
         kb_name: FromPath[str],
         dataset_name: FromPath[str],
-    ) -> dict[str, Any]:
+    ) -> KbDatasetRemoved:
         await knowledge_bases.remove_dataset(kb_name, dataset_name)
-        return ok(
+        return KbDatasetRemoved(
             message=f"dataset {dataset_name!r} removed from {kb_name!r}; its raw files are untouched",
-            data={"kb_name": kb_name, "dataset": dataset_name},
+            data=KbDatasetRef(kb_name=kb_name, dataset=dataset_name),
         )
 
     @post("/{kb_name:str}/parse", status_code=200, summary="Start one background parse task per dataset")
@@ -128,12 +135,11 @@ class KnowledgeBaseController(Controller):
         knowledge_bases: NamedDependency[KnowledgeBaseService],
         kb_name: FromPath[str],
         data: JSONBody[ParseRequest],
-    ) -> dict[str, Any]:
+    ) -> ParseStarted:
         tasks = await knowledge_bases.parse(kb_name, data.datasets, data.mode, data.schema_name, data.force)
-        return ok(
+        return ParseStarted(
             message=f"{len(tasks)} parse task(s) queued",
-            data={
-                "tasks": [{"task_id": t.task_id, "dataset": t.dataset} for t in tasks],
-                "mode": data.mode,
-            },
+            data=ParseQueued(
+                tasks=[QueuedTask(task_id=t.task_id, dataset=t.dataset) for t in tasks], mode=data.mode
+            ),
         )

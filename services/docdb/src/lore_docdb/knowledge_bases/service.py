@@ -25,7 +25,14 @@ from lore_docdb.index.graph import GraphIndex
 from lore_docdb.index.models import KbDatasetRow, KnowledgeBaseRow
 from lore_docdb.index.store import IndexStore, KbExists
 from lore_docdb.index.vectors import VectorIndex
-from lore_docdb.knowledge_bases.models import PROCESS_MODES
+from lore_docdb.knowledge_bases.models import (
+    PROCESS_MODES,
+    GraphEntity,
+    GraphRelation,
+    KbDatasetInfo,
+    KbGraphPage,
+    KbOverview,
+)
 from lore_docdb.schemas.service import SchemaService
 from lore_docdb.tasks.models import Task
 from lore_docdb.tasks.service import TaskService
@@ -91,40 +98,32 @@ class KnowledgeBaseService:
         kb = await self.require(name)
         return kb, await self.index.kb_datasets(name)
 
-    async def overview(self, name: str, top_nodes: int, sample_relations: int) -> dict[str, Any]:
+    async def overview(self, name: str, top_nodes: int, sample_relations: int) -> KbOverview:
         kb, datasets = await self.detail(name)
         entities = await self.graph.top_entities(name, top_nodes)
         relations = await self.graph.sample_relations(name, sample_relations)
         chunk_count = await self.index.count_chunks(name)
-        dataset_items = [
-            {
-                "name": d.dataset,
-                "parsed": d.parsed,
-                "process_mode": d.process_mode,
-                "parsed_at": _iso(d.parsed_at),
-            }
-            for d in datasets
-        ]
-        return {
-            "name": kb.name,
-            "datasets": dataset_items,
-            "top_entities": entities,
-            "sample_relations": relations,
-            "chunk_count": chunk_count,
-            "prompt": overview_prompt(kb, dataset_items, entities, relations, chunk_count),
-        }
+        dataset_items = [dataset_info(d) for d in datasets]
+        return KbOverview(
+            name=kb.name,
+            datasets=dataset_items,
+            top_entities=[GraphEntity(**e) for e in entities],
+            sample_relations=[GraphRelation(**r) for r in relations],
+            chunk_count=chunk_count,
+            prompt=overview_prompt(kb, dataset_items, entities, relations, chunk_count),
+        )
 
-    async def graph_page(self, name: str, offset: int, limit: int) -> dict[str, Any]:
+    async def graph_page(self, name: str, offset: int, limit: int) -> KbGraphPage:
         await self.require(name)
         total, nodes, edges = await self.graph.page(name, offset, limit)
-        return {
-            "kb": name,
-            "total_nodes": total,
-            "offset": offset,
-            "limit": limit,
-            "nodes": nodes,
-            "edges": edges,
-        }
+        return KbGraphPage(
+            kb=name,
+            total_nodes=total,
+            offset=offset,
+            limit=limit,
+            nodes=[GraphEntity(**n) for n in nodes],
+            edges=[GraphRelation(**e) for e in edges],
+        )
 
     # ------------------------------------------------------------ parse
 
@@ -246,13 +245,18 @@ class KnowledgeBaseService:
             log.error("kb_delete_failed", kb=name, error=f"{type(exc).__name__}: {exc}")
 
 
-def _iso(value: Any) -> str | None:
-    return value.isoformat() if value is not None else None
+def dataset_info(row: KbDatasetRow) -> KbDatasetInfo:
+    return KbDatasetInfo(
+        name=row.dataset,
+        parsed=row.parsed,
+        process_mode=row.process_mode,
+        parsed_at=row.parsed_at.isoformat() if row.parsed_at else None,
+    )
 
 
 def overview_prompt(
     kb: KnowledgeBaseRow,
-    datasets: list[dict[str, Any]],
+    datasets: list[KbDatasetInfo],
     entities: list[dict[str, Any]],
     relations: list[dict[str, Any]],
     chunk_count: int,
@@ -260,7 +264,7 @@ def overview_prompt(
     """A ready-to-use description of the KB for an LLM prompt."""
     lines = [f"Knowledge base '{kb.name}' ({chunk_count} text chunks)."]
     if datasets:
-        parts = [f"{d['name']} ({'parsed' if d['parsed'] else 'not parsed yet'})" for d in datasets]
+        parts = [f"{d.name} ({'parsed' if d.parsed else 'not parsed yet'})" for d in datasets]
         lines.append("Datasets: " + ", ".join(parts) + ".")
     if entities:
         lines.append("Most connected entities:")

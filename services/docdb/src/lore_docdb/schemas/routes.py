@@ -1,8 +1,6 @@
-"""Routes of contract 4.7."""
+"""Routes of entity schemas: create, list, detail with the prompt it injects, delete."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import msgspec
 from litestar import Controller, delete, get, post
@@ -10,8 +8,8 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
 from lore_core.web import from_state
-from lore_docdb.envelope import ok
-from lore_docdb.schemas.models import CreateSchema
+from lore_docdb.envelope import Message
+from lore_docdb.schemas.models import CreateSchema, SchemaCreated, SchemaDetail, SchemaSummary
 from lore_docdb.schemas.service import SchemaService, extraction_prompt
 
 
@@ -23,41 +21,38 @@ class SchemaController(Controller):
     @post("/", status_code=201, summary="Create an entity schema; 409 if it exists, 422 for an invalid type")
     async def create(
         self, schemas: NamedDependency[SchemaService], data: JSONBody[CreateSchema]
-    ) -> dict[str, Any]:
+    ) -> SchemaCreated:
         row = await schemas.create(data)
-        return ok(
+        return SchemaCreated(
             message=f"schema {row.name!r} created",
-            data={
-                "name": row.name,
-                "created_at": row.created_at.isoformat(),
-                "entity_count": len(data.entities),
-            },
+            data=SchemaSummary(
+                name=row.name, created_at=row.created_at.isoformat(), entity_count=len(data.entities)
+            ),
         )
 
     @get("/", summary="List entity schemas")
-    async def list_schemas(self, schemas: NamedDependency[SchemaService]) -> list[dict[str, Any]]:
-        rows = await schemas.list_all()
+    async def list_schemas(self, schemas: NamedDependency[SchemaService]) -> list[SchemaSummary]:
         return [
-            {
-                "name": r.name,
-                "created_at": r.created_at.isoformat(),
-                "entity_count": len(msgspec.json.decode(r.entities)),
-            }
-            for r in rows
+            SchemaSummary(
+                name=r.name,
+                created_at=r.created_at.isoformat(),
+                entity_count=len(msgspec.json.decode(r.entities)),
+            )
+            for r in await schemas.list_all()
         ]
 
     @get("/{name:str}", summary="An entity schema with the prompt it injects")
-    async def detail(self, schemas: NamedDependency[SchemaService], name: FromPath[str]) -> dict[str, Any]:
+    async def detail(self, schemas: NamedDependency[SchemaService], name: FromPath[str]) -> SchemaDetail:
         row, entities = await schemas.get(name)
-        return ok(
+        return SchemaDetail(
             name=row.name,
             created_at=row.created_at.isoformat(),
             entity_count=len(entities),
-            entities=msgspec.to_builtins(entities),
+            entities=entities,
             prompt_preview=extraction_prompt(entities),
         )
 
     @delete("/{name:str}", status_code=200, summary="Delete a schema; KBs parsed with it are unaffected")
-    async def remove(self, schemas: NamedDependency[SchemaService], name: FromPath[str]) -> dict[str, Any]:
+    async def remove(self, schemas: NamedDependency[SchemaService], name: FromPath[str]) -> Message:
         await schemas.delete(name)
-        return ok(message=f"schema {name!r} deleted")
+        return Message(message=f"schema {name!r} deleted")

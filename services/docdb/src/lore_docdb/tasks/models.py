@@ -1,4 +1,4 @@
-"""The processing task as stored (contract 2.6). The parse pipeline that runs tasks is built on this."""
+"""The processing task as stored, and as the task routes show it (see docs/docdb.md)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import msgspec
 
 from lore_common.jobs import Lifecycle
 from lore_core.clock import utc_iso
+from lore_docdb.envelope import Success
 
 ACTIVE_STATES = ("pending", "running", "cancelling")
 TERMINAL_STATES = ("completed", "failed", "cancelled")
@@ -40,3 +41,96 @@ class Task(msgspec.Struct, kw_only=True):
     skipped_files: str | None = None  # JSON list of files that were not parsed, with the reason
     created_at: str = msgspec.field(default_factory=_now)
     updated_at: str = msgspec.field(default_factory=_now)
+
+
+class SkippedFile(msgspec.Struct):
+    """A file a parse left out, and why."""
+
+    file: str
+    reason: str
+
+
+class TaskMetadata(msgspec.Struct, kw_only=True, omit_defaults=True):
+    kb_name: str
+    dataset: str
+    mode: int
+    schema_name: str | None
+    skipped_files: list[SkippedFile] | msgspec.UnsetType = msgspec.UNSET  # only when some were
+
+
+class TaskObject(msgspec.Struct, kw_only=True):
+    """A task as the task routes show it."""
+
+    task_id: str
+    status: str
+    task_type: str
+    metadata: TaskMetadata
+    stage: str | None
+    created_at: str
+    updated_at: str
+    error: str | None
+
+    @classmethod
+    def of(cls, task: Task) -> TaskObject:
+        skipped = (
+            msgspec.json.decode(task.skipped_files, type=list[SkippedFile])
+            if task.skipped_files
+            else msgspec.UNSET
+        )
+        return cls(
+            task_id=task.task_id,
+            status=task.status,
+            task_type=task.task_type,
+            metadata=TaskMetadata(
+                kb_name=task.kb_name,
+                dataset=task.dataset,
+                mode=task.mode,
+                schema_name=task.schema_name,
+                skipped_files=skipped,
+            ),
+            stage=task.stage,
+            created_at=task.created_at,
+            updated_at=task.updated_at,
+            error=task.error,
+        )
+
+
+class TaskState(msgspec.Struct, kw_only=True):
+    task_id: str
+    status: str
+
+
+class TaskCancelled(Success, kw_only=True):
+    message: str
+    data: TaskState
+
+
+class LlmSettings(msgspec.Struct, kw_only=True):
+    model: str
+    max_concurrent: int
+    timeout: float
+
+
+class EmbeddingSettings(msgspec.Struct, kw_only=True):
+    model: str
+    dim: int | None
+    batch_size: int
+
+
+class GraphSettings(msgspec.Struct, kw_only=True):
+    chunk_size: int
+    overlap: int
+    batch_size: int
+    max_workers: int
+
+
+class ProcessingSettings(msgspec.Struct, kw_only=True):
+    llm: LlmSettings
+    embedding: EmbeddingSettings
+    graph: GraphSettings
+    parse_max_workers: int
+
+
+class ProcessingConfig(Success, kw_only=True):
+    message: str
+    data: ProcessingSettings

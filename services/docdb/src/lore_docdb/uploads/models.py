@@ -1,4 +1,4 @@
-"""Chunked uploads (contract 2.4, 4.3): wire shapes, the session, and what both upload stores do."""
+"""Chunked uploads: wire shapes, the session, and what both upload stores do (see docs/docdb.md)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,45 @@ class UploadProgress(msgspec.Struct, kw_only=True):
 class UploadStatus(Success, kw_only=True):
     message: str
     data: UploadProgress
+
+
+class UploadInfo(msgspec.Struct, kw_only=True):
+    upload_id: str
+    filename: str
+    total_chunks: int
+    total_size: int
+    created_at: str
+
+
+class UploadStarted(Success, kw_only=True):
+    message: str
+    upload_id: str
+    data: UploadInfo
+
+
+class ChunkInfo(msgspec.Struct, kw_only=True):
+    upload_id: str
+    chunk_index: int
+    size: int
+
+
+class ChunkStored(Success, kw_only=True):
+    message: str
+    data: ChunkInfo
+
+
+class UploadCompleted(Success, kw_only=True):
+    message: str
+    data: UploadedFile
+
+
+class UploadRef(msgspec.Struct):
+    upload_id: str
+
+
+class UploadAborted(Success, kw_only=True):
+    message: str
+    data: UploadRef
 
 
 class UploadSessionNotFound(NotFound):
