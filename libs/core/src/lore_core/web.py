@@ -34,12 +34,29 @@ App = TypeVar("App")
 JSON_BODY_LIMIT = 10_000_000
 
 
+class CheckResult(msgspec.Struct, omit_defaults=True):
+    """One store's answer to the health probe: `up` with its latency, or `down` with the error."""
+
+    status: str
+    latency_ms: float | msgspec.UnsetType = msgspec.UNSET
+    error: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class ModelsReport(msgspec.Struct):
+    """The models a service runs: chat model, default embedder (and its dimension), reranker URL."""
+
+    llm: str
+    embedder: str
+    embedding_dim: int | None = None
+    reranker: str | None = None
+
+
 class HealthReport(msgspec.Struct):
     status: str
     service: str
     version: str
-    checks: dict[str, dict[str, Any]]
-    models: dict[str, Any] | None = None
+    checks: dict[str, CheckResult]
+    models: ModelsReport | None = None
 
 
 @dataclass(frozen=True)
@@ -142,8 +159,8 @@ def create_service_app(
             status="ok" if ok else "degraded",
             service=service,
             version=__version__,
-            checks=results,
-            models=providers.describe() if providers is not None else None,
+            checks=msgspec.convert(results, dict[str, CheckResult]),
+            models=msgspec.convert(providers.describe(), ModelsReport) if providers is not None else None,
         )
         return Response(report, status_code=200 if ok else 503)
 
