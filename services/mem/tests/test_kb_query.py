@@ -140,3 +140,82 @@ async def test_bad_requests_are_400_and_unknown_jobs_404(mem: AppClient) -> None
     assert bad_mode.status_code == 400 and "mode" in json.dumps(bad_mode.json())
     assert (await mem.get(f"{INSERT}/nope")).status_code == 404
     assert (await mem.get(f"{INSERT}/..%2F..%2Fetc")).status_code == 404
+
+
+def sse_events(text: str) -> list[tuple[str, Any]]:
+    found = []
+    for block in text.strip().split("\n\n"):
+        name, data = (line.split(": ", 1)[1] for line in block.split("\n"))
+        found.append((name, json.loads(data)))
+    return found
+
+
+async def test_a_streamed_query_ends_with_done_holding_the_plain_body(mem: AppClient) -> None:
+    await finished(mem, (await insert(mem, FACT))["id"])
+    ask_body = {"query": "Who keeps the Zanzibar lighthouse burning?", "mode": "naive"}
+    r = await mem.post(QUERY, json={**ask_body, "stream": True})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+    events = sse_events(r.text)
+    names = [name for name, _ in events]
+    assert names[0] == "passages" and names[-2:] == ["citations", "done"] and set(names[1:-2]) == {"delta"}
+    done = events[-1][1]
+    assert "".join(payload["text"] for name, payload in events if name == "delta") == done["final_answer"]
+    assert events[0][1] == {"rag_memory": done["rag_memory"], "passages": [FACT]}
+    assert all(c["passage"] == FACT for c in events[-2][1]["citations"])
+    assert (await mem.post(QUERY, json=ask_body)).json() == done
+
+
+class _BrokenStream(httpx.AsyncByteStream):
+    """An OpenAI stream whose connection drops after the first words."""
+
+    async def __aiter__(self) -> Any:
+        chunk = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1732000000,
+            "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": {"content": "Ilsa Varga"}, "finish_reason": None}],
+        }
+        yield f"data: {json.dumps(chunk)}\n\n".encode()
+        raise httpx.ReadError("connection reset by peer")
+
+
+async def test_a_model_failing_mid_answer_is_the_error_event_then_done(mem_factory: Any) -> None:
+    async with mem_factory() as client:
+        await finished(client, (await insert(client, FACT))["id"])
+        await communities_ready(client)
+
+    def model(request: httpx.Request) -> httpx.Response:
+        if json.loads(request.content).get("stream"):
+            return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=_BrokenStream())
+        return httpx.Response(500, json={"error": {"message": "boom"}})
+
+    with respx.mock(assert_all_called=False, using="httpx") as router:
+        router.route(host="mem.test").pass_through()
+        router.post(f"{LLM}/chat/completions").mock(side_effect=model)
+        async with mem_factory(**MODEL) as client:
+            ask_body = {"query": "Who keeps the Zanzibar lighthouse burning?", "mode": "naive"}
+            r = await client.post(QUERY, json={**ask_body, "stream": True})
+            plain = await client.post(QUERY, json=ask_body)
+    events = sse_events(r.text)
+    assert [name for name, _ in events] == ["passages", "delta", "error", "done"]
+    assert events[1][1] == {"text": "Ilsa Varga"}
+    error = events[2][1]
+    assert set(error) == {"code", "message"} and error["code"] == 500
+    assert error["message"].startswith("kb naive answer failed")
+    assert events[3][1] == {"detail": error["message"]}
+    # Not streaming, the same failure is the status with `{detail}`.
+    assert plain.status_code == 500 and plain.json()["detail"].startswith("kb naive answer failed")
+
+
+async def test_the_openapi_document_shows_the_query_and_insert_bodies(mem: AppClient) -> None:
+    document = (await mem.get("/schema/openapi.json")).json()
+    query = document["paths"][QUERY]["post"]
+    assert query["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("QueryRequest")
+    content = query["responses"]["200"]["content"]
+    assert content["application/json"]["schema"] == {"$ref": "#/components/schemas/KbAnswer"}
+    assert "text/event-stream" in content
+    form = document["paths"][INSERT]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
+    assert set(form["properties"]) == {"query", "video", "audio", "image"} and form["required"] == ["query"]
+    status = document["paths"][f"{INSERT}/{{job_id}}"]["get"]["responses"]["200"]["content"]
+    assert status["application/json"]["schema"] == {"$ref": "#/components/schemas/InsertStatus"}

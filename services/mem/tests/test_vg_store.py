@@ -14,7 +14,7 @@ import pytest
 
 from lore_common.stores import open_vector_store
 from lore_core.settings import VectorStoreConfig
-from lore_mem.vg.store import MemoryStore
+from lore_mem.vg.store import VgStore
 
 
 def memory(text: str, created: int, **scope: str) -> dict[str, str]:
@@ -28,7 +28,7 @@ async def test_memories_are_scoped_searchable_and_survive_a_restart(
     vectors = rng.normal(size=(6, 16)).astype(np.float32)
     ids = [str(uuid.uuid4()) for _ in range(6)]
     store = await open_vector_store(vector_store_config, tmp_path)
-    memories = MemoryStore(store, "memoryvg")
+    memories = VgStore(store, "memoryvg")
     try:
         await memories.ensure(16)
         assert (memories.mirror is not None) == (vector_store_config.provider == "qdrant")
@@ -69,7 +69,7 @@ async def test_memories_are_scoped_searchable_and_survive_a_restart(
 
     # A new process sees the same memories (Qdrant local rebuilds its mirror; pgvector just reads).
     store = await open_vector_store(vector_store_config, tmp_path)
-    memories = MemoryStore(store, "memoryvg")
+    memories = VgStore(store, "memoryvg")
     try:
         await memories.ensure(16)
         assert [r["data"] for r in await memories.list_scope({"user_id": "ana"}, 10)] == [

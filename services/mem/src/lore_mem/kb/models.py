@@ -1,8 +1,9 @@
-"""Wire structures of `kb` memory, the records an insert adds, and the tables they are stored in."""
+"""Wire structures of the memory graph (mem kb), the records an insert adds, and the tables they are
+stored in."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 from sqlalchemy import JSON, Column, Float, Text
@@ -41,21 +42,63 @@ class InsertJob(msgspec.Struct, kw_only=True):
     created_at: str = msgspec.field(default_factory=now)
     updated_at: str = msgspec.field(default_factory=now)
 
-    def accepted(self) -> dict[str, Any]:
-        """The contract's insert job (2.12), as the 202 answers it."""
-        return {
-            "id": self.id,
-            "query": self.query,
-            "status": "accepted",
-            "videocaption": self.videocaption,
-            "audiocaption": self.audiocaption,
-            "imagecaption": self.imagecaption,
-        }
+    def accepted(self) -> InsertAccepted:
+        """The insert job as the 202 answers it (see docs/mem.md)."""
+        return InsertAccepted(
+            id=self.id,
+            query=self.query,
+            status="accepted",
+            videocaption=self.videocaption,
+            audiocaption=self.audiocaption,
+            imagecaption=self.imagecaption,
+        )
 
-    def public(self) -> dict[str, Any]:
-        body = msgspec.to_builtins(self)
-        body.pop("media", None)
-        return dict(body)
+    def public(self) -> InsertStatus:
+        """The job as its status route answers it: everything but where its media wait."""
+        return InsertStatus(
+            id=self.id,
+            query=self.query,
+            status=self.status,
+            videocaption=self.videocaption,
+            audiocaption=self.audiocaption,
+            imagecaption=self.imagecaption,
+            notes=self.notes,
+            error=self.error,
+            waiting_for=self.waiting_for,
+            chunks=self.chunks,
+            entities=self.entities,
+            relations=self.relations,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+        )
+
+
+class InsertAccepted(msgspec.Struct, kw_only=True):
+    id: str
+    query: str
+    status: JobStatus
+    videocaption: str | None
+    audiocaption: str | None
+    imagecaption: str | None
+
+
+class InsertStatus(msgspec.Struct, kw_only=True):
+    id: str
+    query: str
+    status: JobStatus
+    videocaption: str | None
+    audiocaption: str | None
+    imagecaption: str | None
+    # Why a medium got no caption (no provider, unreadable file…), by medium.
+    notes: dict[str, str]
+    error: str | None
+    # While `processing` waits for a store that cannot be reached: why (it then runs again).
+    waiting_for: str | None
+    chunks: int
+    entities: int
+    relations: int
+    created_at: str
+    updated_at: str
 
 
 class QueryRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -64,6 +107,37 @@ class QueryRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     use_pm: bool = False
     # true: answer as server-sent events (see the route's description).
     stream: bool = False
+
+
+class KbAnswer(msgspec.Struct, kw_only=True):
+    """An answer of the memory graph: `pm_*` say whether the parametric-memory model answered first,
+    `rag_memory` is the retrieved context by section, `final_answer` cites its passages as [n]."""
+
+    query: str
+    mode: QueryMode
+    pm_used: bool = False
+    pm_memory: str | None = None
+    pm_relevant: bool = False
+    rag_memory: str = ""
+    final_answer: str = ""
+
+
+class KbPassages(msgspec.Struct):
+    """The `passages` event of a streamed query: the context by section, and the passages numbered."""
+
+    rag_memory: str
+    passages: list[str]
+
+
+class KbCitation(msgspec.Struct):
+    index: int
+    passage: str
+
+
+class QueryFailed(msgspec.Struct):
+    """The body of `done` after an `error` event: what the non-streaming call answers (with the status)."""
+
+    detail: str
 
 
 class ChunkRecord(msgspec.Struct, array_like=True):

@@ -1,24 +1,26 @@
-"""Routes of contract 4.10 (`kb` memory), plus the insert job's status (beyond the contract)."""
+"""Routes of the memory graph (mem kb): insert, the insert job's status, query (see docs/mem.md)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from litestar import Controller, Request, get, post
 from litestar.datastructures import UploadFile
 from litestar.di import NamedDependency
+from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
 from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
 from lore_core.errors import BadRequest
 from lore_core.sse import event_stream
 from lore_core.web import from_state
-from lore_mem.kb.models import QueryRequest
-from lore_mem.kb.service import MEDIA_KINDS, KbMemory
+from lore_mem.kb.models import InsertAccepted, InsertStatus, KbAnswer, QueryRequest
+from lore_mem.kb.service import MEDIA_KINDS, KbService
 
 MAX_INSERT_BYTES = 512 * 1024 * 1024
 COPY_CHUNK = 1024 * 1024
@@ -38,6 +40,32 @@ async def _spool(upload: UploadFile, folder: Path) -> Path:
     return target
 
 
+_TEXT = Schema(type=OpenAPIType.STRING, description="the text to remember")
+_FILE = Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY)
+INSERT_FORM = Schema(
+    type=OpenAPIType.OBJECT,
+    required=["query"],
+    properties={"query": _TEXT, **{kind: _FILE for kind in MEDIA_KINDS}},
+)
+
+
+@dataclass
+class InsertOperation(Operation):
+    """The insert form in the OpenAPI document: the route reads it itself (`request.form()`), so that
+    a url-encoded form works as well as multipart."""
+
+    def __post_init__(self) -> None:
+        self.request_body = RequestBody(
+            required=True,
+            content={
+                "multipart/form-data": OpenAPIMediaType(schema=INSERT_FORM),
+                "application/x-www-form-urlencoded": OpenAPIMediaType(
+                    schema=Schema(type=OpenAPIType.OBJECT, required=["query"], properties={"query": _TEXT})
+                ),
+            },
+        )
+
+
 class KbController(Controller):
     path = "/api/v1/mem/kb"
     tags = ["kb memory"]
@@ -47,6 +75,7 @@ class KbController(Controller):
         "/insert",
         status_code=202,
         request_max_body_size=MAX_INSERT_BYTES,
+        operation_class=InsertOperation,
         summary="Queue text (and optional video, audio, image) for the knowledge-graph memory",
         description=(
             "multipart: `query` (text, required), `video`, `audio`, `image` (files, optional). Answers 202 "
@@ -54,8 +83,8 @@ class KbController(Controller):
             "follow it at `GET /api/v1/mem/kb/insert/{id}` (accepted → processing → done | failed)."
         ),
     )
-    async def insert(self, request: Request[Any, Any, Any], kb: NamedDependency[KbMemory]) -> dict[str, Any]:
-        # request.form() reads multipart (the contract) and also a plain url-encoded form (`curl -d`).
+    async def insert(self, request: Request[Any, Any, Any], kb: NamedDependency[KbService]) -> InsertAccepted:
+        # request.form() reads multipart (as documented) and also a plain url-encoded form (`curl -d`).
         data = await request.form()
         query = data.get("query")
         if not isinstance(query, str) or not query.strip():
@@ -78,7 +107,7 @@ class KbController(Controller):
         return job.accepted()
 
     @get("/insert/{job_id:str}", summary="An insert job: accepted → processing → done | failed")
-    async def insert_status(self, kb: NamedDependency[KbMemory], job_id: FromPath[str]) -> dict[str, Any]:
+    async def insert_status(self, kb: NamedDependency[KbService], job_id: FromPath[str]) -> InsertStatus:
         return (await kb.job(job_id)).public()
 
     @post(
@@ -86,15 +115,15 @@ class KbController(Controller):
         status_code=200,
         summary="Ask the knowledge-graph memory (hybrid, local, global, naive)",
         description=(
-            "With `stream: true` the answer is `text/event-stream`: `passages` (the retrieved context), "
-            "`delta` events as the model writes, `citations`, then `done` holding the body the "
-            "non-streaming call returns; a failure mid-way is an `error` event `{status, detail}`."
+            "With `stream: true` the answer is `text/event-stream`: `passages` `{rag_memory, passages}`, "
+            "`delta` `{text}` events as the model writes, `citations` `{citations: [{index, passage}]}`, "
+            "then `done` holding the body the non-streaming call returns. A failure at any point is an "
+            "`error` event `{code, message}`, then `done` holding `{detail}` (what the non-streaming call "
+            "answers with status `code`). docdb's `/api/v1/docdb/chat` streams the same events. An empty "
+            "or too long question is a 400 before any event."
         ),
     )
-    async def query(
-        self, kb: NamedDependency[KbMemory], data: JSONBody[QueryRequest]
-    ) -> dict[str, Any] | Stream:
+    async def query(self, kb: NamedDependency[KbService], data: JSONBody[QueryRequest]) -> KbAnswer | Stream:
         if data.stream:
-            kb.checked(data)  # a bad question is a 400, not a stream
-            return event_stream(kb.events(data))
+            return event_stream(kb.events(data))  # checks the question first: a bad one is a 400
         return await kb.query(data)

@@ -1,4 +1,5 @@
-"""`kb` memory: asynchronous multimodal insert into a knowledge graph, and four query modes.
+"""The memory graph (mem kb): asynchronous multimodal insert into a knowledge graph, and four query
+modes (not docdb's knowledge bases).
 
 Insert (202 at once, then in the background): captions for the media, chunking, entity and relation
 extraction per chunk, one embedding call for the chunks and entities, then one atomic segment commit
@@ -8,7 +9,8 @@ Query: `naive` ranks chunks by similarity; `local` takes the entities nearest th
 names), their 1-hop relations and the chunks that mention most of them; `global` ranks community
 summaries; `hybrid` is local plus global, plus the nearest chunks (as LightRAG's `mix`), so that text
 without named entities is recalled too. With `use_pm`, the parametric-memory model answers first and
-retrieval is skipped when it judges its own answer relevant.
+retrieval is skipped when it judges its own answer relevant. The answer's events come from
+`lore_common.answers`, as docdb chat's do.
 """
 
 from __future__ import annotations
@@ -26,6 +28,15 @@ import msgspec
 import numpy as np
 import structlog
 
+from lore_common.answers import (
+    AnswerEvent,
+    CitedAnswer,
+    Failure,
+    Grounding,
+    Stage,
+    cited_numbers,
+    numbered,
+)
 from lore_common.chunking import chunk_text
 from lore_common.jobs import JobRunner
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
@@ -42,6 +53,10 @@ from lore_mem.kb.models import (
     ChunkRecord,
     EntityRecord,
     InsertJob,
+    KbAnswer,
+    KbCitation,
+    KbPassages,
+    QueryFailed,
     QueryRequest,
     RelationRecord,
     Segment,
@@ -62,6 +77,7 @@ EXTRACT_SYSTEM = (
     "object…). Each description is one sentence from the facts in the text; relations link entities "
     "named in `entities`."
 )
+NO_MEMORY = "(no memory found)"
 ANSWER_SYSTEM = (
     "Answer the question from the memory context only. Cite the passages you use as [n]. If the context "
     "does not contain the answer, say so."
@@ -95,9 +111,10 @@ def entity_key(name: str) -> str:
     return re.sub(r"\s+", " ", name.strip().lower())
 
 
-class KbMemory:
+class KbService:
     def __init__(
         self,
+        *,
         store: KbStore,
         runner: JobRunner[InsertJob],
         media_dir: Path,
@@ -288,78 +305,22 @@ class KbMemory:
             raise BadRequest(f"query is longer than {MAX_QUERY_CHARS} characters")
         return question
 
-    async def query(self, request: QueryRequest) -> dict[str, Any]:
-        """The whole answer at once: the `done` event of `events`, with the model asked in one call."""
-        async for name, payload in self.events(request, stream=False):
-            if name == "done":
-                return dict(payload)
-        raise AssertionError("events() always ends with done")  # pragma: no cover
+    async def query(self, request: QueryRequest) -> KbAnswer:
+        """The whole answer at once: the `done` body of `events`, with the model asked in one call; a
+        failure is answered with its status and `{detail}`."""
+        body, error = await KbQueryAnswer(self, request, self.checked(request)).answer()
+        if error is not None:
+            raise LoreError(error.message, status_code=error.code)
+        assert isinstance(body, KbAnswer)
+        return body
 
-    async def events(self, request: QueryRequest, *, stream: bool = True) -> AsyncIterator[tuple[str, Any]]:
-        """`passages` (the retrieved context), `delta` (answer text as the model writes it), `citations`
-        (the passages the answer cites as [n]), then `done` with the body the non-streaming call
-        returns. A failure after the first event is an `error` event `{status, detail}` and no `done`."""
-        question = self.checked(request)
-        body: dict[str, Any] = {
-            "query": request.query,
-            "mode": request.mode,
-            "pm_used": False,
-            "pm_memory": None,
-            "pm_relevant": False,
-            "rag_memory": "",
-            "final_answer": "",
-        }
-        try:
-            if request.use_pm and self.pm_llm is not None:
-                pm = await self._ask_pm(question)
-                body["pm_memory"], body["pm_relevant"] = pm.answer, pm.relevant
-                if pm.relevant:
-                    body["pm_used"], body["final_answer"] = True, pm.answer
-                    yield "passages", {"rag_memory": "", "passages": []}
-                    if stream:
-                        yield "delta", {"text": pm.answer}
-                        yield "citations", {"citations": []}
-                    yield "done", body
-                    return
-            try:
-                context = await self.retrieve(question, request.mode)
-            except LoreError:
-                raise
-            except Exception as exc:
-                log.warning("kb_query_failed", mode=request.mode, error=str(exc))
-                outage = store_outage(exc)  # a store away is a 503 naming it, not a failure of ours
-                status, reason = outage if outage else (500, str(exc))
-                raise LoreError(f"kb {request.mode} retrieval failed: {reason}", status_code=status) from exc
-            body["rag_memory"] = context.text()
-            yield "passages", {"rag_memory": body["rag_memory"], "passages": context.passages}
-            answer = ChatRequest(
-                messages=[
-                    ChatMessage("system", ANSWER_SYSTEM),
-                    ChatMessage("user", f"Context:\n{_numbered(context.passages)}\n\nQuestion: {question}"),
-                ],
-                task="answer",
-                inputs={"question": question, "passages": context.passages},
-            )
-            try:
-                if stream:
-                    parts: list[str] = []
-                    async for piece in self.llm.stream(answer):
-                        parts.append(piece)
-                        yield "delta", {"text": piece}
-                    body["final_answer"] = "".join(parts)
-                    yield "citations", {"citations": _cited(body["final_answer"], context.passages)}
-                else:
-                    body["final_answer"] = await self.llm.complete(answer)
-            except Exception as exc:
-                log.warning("kb_query_failed", mode=request.mode, error=str(exc))
-                raise LoreError(f"kb {request.mode} answer failed: {exc}", status_code=500) from exc
-            yield "done", body
-        except LoreError as exc:
-            if not stream:
-                raise
-            yield "error", {"status": exc.status_code, "detail": exc.message}
+    def events(self, request: QueryRequest) -> AsyncIterator[AnswerEvent]:
+        """The answer as events (see `lore_common.answers`): `passages` {rag_memory, passages},
+        `delta` {text}, `citations` {citations: [{index, passage}]}, then `done` with the body `query`
+        returns; a failure is `error` {code, message}, then `done` with `{detail}`."""
+        return KbQueryAnswer(self, request, self.checked(request)).events()
 
-    async def _ask_pm(self, question: str) -> PmReply:
+    async def ask_pm(self, question: str) -> PmReply:
         assert self.pm_llm is not None
         try:
             return await complete_structured(
@@ -445,17 +406,60 @@ class KbMemory:
             lines.append(f"[{len(context.passages)}] {community.title}: {community.summary}")
 
 
-_CITE = re.compile(r"\[(\d{1,3})\]")
+class KbQueryAnswer(CitedAnswer[KbPassages, KbCitation, KbAnswer | QueryFailed]):
+    """One question to the memory graph: the parametric-memory model first when asked (its answer
+    stands when it judges it relevant), else retrieval by mode and the model's answer from it."""
 
+    def __init__(self, kb: KbService, request: QueryRequest, question: str) -> None:
+        super().__init__(model=kb.llm)
+        self.kb = kb
+        self.request = request
+        self.question = question
+        self.body = KbAnswer(query=request.query, mode=request.mode)
 
-def _cited(answer: str, passages: Sequence[str]) -> list[dict[str, Any]]:
-    """The passages an answer cites as [n], in number order."""
-    numbers = sorted({int(n) for n in _CITE.findall(answer) if 1 <= int(n) <= len(passages)})
-    return [{"index": n, "passage": passages[n - 1]} for n in numbers]
+    async def ground(self) -> Grounding[KbPassages]:
+        if self.request.use_pm and self.kb.pm_llm is not None:
+            pm = await self.kb.ask_pm(self.question)
+            self.body.pm_memory, self.body.pm_relevant = pm.answer, pm.relevant
+            if pm.relevant:
+                self.body.pm_used = True
+                return Grounding(KbPassages("", []), answer=pm.answer)
+        context = await self.kb.retrieve(self.question, self.request.mode)
+        self.body.rag_memory = context.text()
+        answer = ChatRequest(
+            messages=[
+                ChatMessage("system", ANSWER_SYSTEM),
+                ChatMessage(
+                    "user",
+                    f"Context:\n{numbered(context.passages) or NO_MEMORY}\n\nQuestion: {self.question}",
+                ),
+            ],
+            task="answer",
+            inputs={"question": self.question, "passages": context.passages},
+        )
+        return Grounding(KbPassages(self.body.rag_memory, context.passages), answer)
 
+    async def cite(self, answer: str, grounding: Grounding[KbPassages]) -> list[KbCitation]:
+        passages = grounding.passages.passages
+        return [KbCitation(n, passages[n - 1]) for n in cited_numbers(answer, len(passages))]
 
-def _numbered(passages: Sequence[str]) -> str:
-    return "\n".join(f"[{i + 1}] {p}" for i, p in enumerate(passages)) or "(no memory found)"
+    def done(self, answer: str, grounding: Grounding[KbPassages], citations: list[KbCitation]) -> KbAnswer:
+        self.body.final_answer = answer
+        return self.body
+
+    def failed(self, exc: Exception, stage: Stage) -> Failure[KbAnswer | QueryFailed]:
+        mode = self.request.mode
+        if isinstance(exc, LoreError):
+            status, message = exc.status_code, exc.message
+        elif stage == "passages":
+            log.warning("kb_query_failed", mode=mode, error=str(exc))
+            outage = store_outage(exc)  # a store away is a 503 naming it, not a failure of ours
+            status, reason = outage if outage else (500, str(exc))
+            message = f"kb {mode} retrieval failed: {reason}"
+        else:
+            log.warning("kb_query_failed", mode=mode, error=str(exc))
+            status, message = 500, f"kb {mode} answer failed: {exc}"
+        return Failure(status, message, QueryFailed(message))
 
 
 def _move(source: Path, target: Path) -> None:

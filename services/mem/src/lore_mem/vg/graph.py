@@ -8,11 +8,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import Any
 
 from lore_common.stores.graph import GraphStore
 from lore_common.text import keywords
-from lore_mem.vg.models import Relation
+from lore_mem.vg.models import GraphRelation, Relation
 
 GRAPH = "memoryvg"
 
@@ -38,7 +37,7 @@ class VgGraph:
 
     async def add(
         self, relations: Sequence[Relation], scope: dict[str, str], memory_id: str
-    ) -> list[dict[str, str]]:
+    ) -> list[GraphRelation]:
         """Merge a memory's relations into the scope's graph; returns what was added."""
         key = scope_key(scope)
         rows = [
@@ -62,12 +61,9 @@ class VgGraph:
                 "CREATE (a)-[:RELATED {relationship: row.relationship, memory_id: row.memory_id}]->(b)",
                 {"rows": rows},
             )
-        return [
-            {"source": r["source"], "relationship": r["relationship"], "destination": r["target"]}
-            for r in rows
-        ]
+        return [GraphRelation(r["source"], r["relationship"], r["target"]) for r in rows]
 
-    async def forget(self, memory_ids: Sequence[str]) -> list[dict[str, str]]:
+    async def forget(self, memory_ids: Sequence[str]) -> list[GraphRelation]:
         """Delete the relations that came from these memories; returns what was deleted."""
         if not memory_ids:
             return []
@@ -78,9 +74,9 @@ class VgGraph:
             {"ids": list(memory_ids)},
         )
         await self.graph.query("MATCH (n:Entity) WHERE NOT (n)--() DELETE n")
-        return [{"source": s, "relationship": r, "destination": d} for s, r, d in result.result_set]
+        return [GraphRelation(s, r, d) for s, r, d in result.result_set]
 
-    async def search(self, query: str, scope: dict[str, str], limit: int) -> list[dict[str, str]]:
+    async def search(self, query: str, scope: dict[str, str], limit: int) -> list[GraphRelation]:
         """Relations of the scope that touch an entity named by the query's words."""
         terms = sorted({t for t in keywords(query) if len(t) > 1})
         if not terms:
@@ -91,8 +87,4 @@ class VgGraph:
             "RETURN DISTINCT startNode(r).name, r.relationship, endNode(r).name LIMIT $limit",
             {"terms": terms, "scope": scope_key(scope), "limit": limit},
         )
-        return [{"source": s, "relationship": r, "destination": d} for s, r, d in result.result_set]
-
-
-def relations_payload(added: list[dict[str, Any]], deleted: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"added_entities": added, "deleted_entities": deleted}
+        return [GraphRelation(s, r, d) for s, r, d in result.result_set]

@@ -1,4 +1,5 @@
-"""`vg` fact memory (contract 2.11, 4.11): wire shapes and the history table."""
+"""`vg` fact memory (see docs/mem.md): wire shapes and the history table. Bodies follow mem0's, which
+users of this kind of API know."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 from sqlmodel import Field, SQLModel
 
 from lore_core.bounds import MESSAGES, Limit, LongText, QueryText, ScopeId, Score
@@ -47,6 +49,97 @@ class SearchRequest(Scope, kw_only=True):
 
 class UpdateRequest(msgspec.Struct):
     data: LongText
+
+
+# ---------------------------------------------------------------- replies
+
+MemoryEvent = Literal["ADD", "UPDATE", "DELETE"]
+
+
+class MemoryItem(msgspec.Struct, omit_defaults=True):
+    """One memory as every read answers it; `score` (its cosine to the query) only in a search."""
+
+    id: str
+    memory: str
+    hash: str | None
+    created_at: str | None
+    updated_at: str | None
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    metadata: dict[str, Any]
+    score: float | UnsetType = UNSET
+
+
+class MemoryChange(msgspec.Struct, omit_defaults=True):
+    """What an add (or an update) did to one memory; `previous_memory` only for an UPDATE."""
+
+    id: str
+    memory: str
+    event: MemoryEvent
+    previous_memory: str | UnsetType = UNSET
+
+
+class GraphRelation(msgspec.Struct):
+    """A relation of the scope's graph (graph store on): `source` -- `relationship` -> `destination`."""
+
+    source: str
+    relationship: str
+    destination: str
+
+
+class RelationChanges(msgspec.Struct):
+    """The relations an add merged into the graph, and those it removed with replaced text."""
+
+    added_entities: list[GraphRelation]
+    deleted_entities: list[GraphRelation]
+
+
+class Added(msgspec.Struct):
+    results: list[MemoryChange]
+    relations: RelationChanges
+
+
+class Found(msgspec.Struct):
+    """A search: the memories best first, and the graph's relations touching the query's words."""
+
+    results: list[MemoryItem]
+    relations: list[GraphRelation]
+
+
+class Listed(msgspec.Struct):
+    results: list[MemoryItem]
+
+
+class Updated(msgspec.Struct):
+    message: str
+    id: str
+    memory: str
+    event: MemoryEvent
+    previous_memory: str
+
+
+class Deleted(msgspec.Struct):
+    message: str
+    id: str
+
+
+class ScopeDeleted(msgspec.Struct):
+    message: str
+    deleted: int
+
+
+class HistoryEntry(msgspec.Struct):
+    id: str
+    memory_id: str
+    event: str
+    old_memory: str | None
+    new_memory: str | None
+    created_at: str
+    is_deleted: bool
+
+
+# ---------------------------------------------------------------- tables
 
 
 class HistoryRow(SQLModel, table=True):

@@ -28,9 +28,25 @@ from lore_common.stores.sql import advisory_lock
 from lore_core.clock import utc_iso, utcnow
 from lore_core.errors import BadRequest, NotFound, Unprocessable
 from lore_mem.vg import when
-from lore_mem.vg.graph import VgGraph, relations_payload
-from lore_mem.vg.models import AddRequest, Extraction, Relation, Scope
-from lore_mem.vg.store import HistoryStore, MemoryStore
+from lore_mem.vg.graph import VgGraph
+from lore_mem.vg.models import (
+    Added,
+    AddRequest,
+    Deleted,
+    Extraction,
+    Found,
+    GraphRelation,
+    HistoryEntry,
+    Listed,
+    MemoryChange,
+    MemoryItem,
+    Relation,
+    RelationChanges,
+    Scope,
+    ScopeDeleted,
+    Updated,
+)
+from lore_mem.vg.store import VgHistoryStore, VgStore
 
 log = structlog.get_logger("lore.mem.vg")
 NEIGHBOURS = 5
@@ -131,28 +147,30 @@ def _said_within(record: dict[str, Any], span: when.Span) -> bool:
     )
 
 
-def public(record: dict[str, Any], score: float | None = None) -> dict[str, Any]:
-    item = {
-        "id": record["id"],
-        "memory": record.get("memory", ""),
-        "hash": record.get("hash"),
-        "created_at": record.get("created_at"),
-        "updated_at": record.get("updated_at"),
-        "user_id": record.get("user_id"),
-        "agent_id": record.get("agent_id"),
-        "run_id": record.get("run_id"),
-        "metadata": record.get("metadata") or {},
-    }
+def public(record: dict[str, Any], score: float | None = None) -> MemoryItem:
+    """A stored memory (its vector payload) as the API answers it."""
+    item = MemoryItem(
+        id=record["id"],
+        memory=record.get("memory", ""),
+        hash=record.get("hash"),
+        created_at=record.get("created_at"),
+        updated_at=record.get("updated_at"),
+        user_id=record.get("user_id"),
+        agent_id=record.get("agent_id"),
+        run_id=record.get("run_id"),
+        metadata=record.get("metadata") or {},
+    )
     if score is not None:
-        item["score"] = round(score, 6)
+        item.score = round(score, 6)
     return item
 
 
-class VgMemory:
+class VgService:
     def __init__(
         self,
-        store: MemoryStore,
-        history: HistoryStore,
+        *,
+        store: VgStore,
+        history: VgHistoryStore,
         embedder: Embedder,
         llm: ChatModel,
         graph: VgGraph | None = None,
@@ -186,7 +204,7 @@ class VgMemory:
 
     # ------------------------------------------------------------ add
 
-    async def add(self, request: AddRequest) -> dict[str, Any]:
+    async def add(self, request: AddRequest) -> Added:
         scope = require_scope(request)
         if not request.messages:
             raise BadRequest("messages is empty: send at least one message")
@@ -205,21 +223,21 @@ class VgMemory:
             else:
                 results = await self._infer(request, scope, stamp)
             relations = await self._graph_changes(results, scope)
-        return {"results": results, "relations": relations}
+        return Added(results=results, relations=relations)
 
-    async def _graph_changes(self, results: list[dict[str, Any]], scope: dict[str, str]) -> dict[str, Any]:
+    async def _graph_changes(self, results: list[MemoryChange], scope: dict[str, str]) -> RelationChanges:
         """With the graph store on: relations of new text are merged, those of replaced text removed."""
-        added: list[dict[str, str]] = []
-        deleted: list[dict[str, str]] = []
+        added: list[GraphRelation] = []
+        deleted: list[GraphRelation] = []
         if self.graph is None:
-            return relations_payload(added, deleted)
+            return RelationChanges(added, deleted)
         for result in results:
-            if result["event"] in ("UPDATE", "DELETE"):
-                deleted.extend(await self.graph.forget([result["id"]]))
-            if result["event"] in ("ADD", "UPDATE"):
-                relations = await self._relations(result["memory"])
-                added.extend(await self.graph.add(relations, scope, result["id"]))
-        return relations_payload(added, deleted)
+            if result.event in ("UPDATE", "DELETE"):
+                deleted.extend(await self.graph.forget([result.id]))
+            if result.event in ("ADD", "UPDATE"):
+                relations = await self._relations(result.memory)
+                added.extend(await self.graph.add(relations, scope, result.id))
+        return RelationChanges(added, deleted)
 
     async def _relations(self, text: str) -> list[Relation]:
         extraction = await complete_structured(
@@ -235,7 +253,7 @@ class VgMemory:
 
     async def _infer(
         self, request: AddRequest, scope: dict[str, str], stamp: str | None
-    ) -> list[dict[str, Any]]:
+    ) -> list[MemoryChange]:
         conversation = "\n".join(f"{m.role}: {m.content}" for m in request.messages)
         facts = (
             await complete_structured(
@@ -279,7 +297,7 @@ class VgMemory:
                 Decisions,
             )
         ).memory
-        results = []
+        results: list[MemoryChange] = []
         for decision in decisions:
             event = decision.event.upper()
             target = aliases.get(str(decision.id)) if decision.id is not None else None
@@ -291,7 +309,7 @@ class VgMemory:
                 results.append(await self._update(target, text, stamp))
             elif event == "DELETE" and target is not None:
                 await self._delete(target)
-                results.append({"id": target["id"], "memory": target.get("memory", ""), "event": "DELETE"})
+                results.append(MemoryChange(target["id"], target.get("memory", ""), "DELETE"))
             elif event in ("UPDATE", "DELETE") and target is None:
                 log.warning("model_named_unknown_memory", decision=event, alias=decision.id)
         return results
@@ -303,7 +321,7 @@ class VgMemory:
         metadata: dict[str, Any] | None,
         vectors: dict[str, list[float]] | None = None,
         stamp: str | None = None,
-    ) -> dict[str, Any] | None:
+    ) -> MemoryChange | None:
         if await self.store.find_hash(scope, digest(text)):
             return None  # already remembered word for word
         memory_id = str(uuid.uuid4())
@@ -320,15 +338,15 @@ class VgMemory:
         # (never shown), instead of a memory without its ADD.
         await self.history.record(memory_id, "ADD", None, text)
         await self.store.put(memory_id, vector, payload)
-        return {"id": memory_id, "memory": text, "event": "ADD"}
+        return MemoryChange(memory_id, text, "ADD")
 
-    async def _update(self, record: dict[str, Any], text: str, stamp: str | None = None) -> dict[str, Any]:
+    async def _update(self, record: dict[str, Any], text: str, stamp: str | None = None) -> MemoryChange:
         old = str(record.get("memory", ""))
         payload = {k: v for k, v in record.items() if k != "id"}
         payload.update(memory=text, hash=digest(text), updated_at=stamp or utc_iso(with_zone=True))
         await self.store.put(record["id"], await self._vector(text), payload)
         await self.history.record(record["id"], "UPDATE", old, text)
-        return {"id": record["id"], "memory": text, "event": "UPDATE", "previous_memory": old}
+        return MemoryChange(record["id"], text, "UPDATE", previous_memory=old)
 
     async def _delete(self, record: dict[str, Any]) -> None:
         await self.store.delete([record["id"]])
@@ -336,7 +354,7 @@ class VgMemory:
 
     # ------------------------------------------------------------ the rest of the API
 
-    async def search(self, query: str, scope: Scope, limit: int, threshold: float | None) -> dict[str, Any]:
+    async def search(self, query: str, scope: Scope, limit: int, threshold: float | None) -> Found:
         filters = require_scope(scope)
         if not query.strip():
             raise BadRequest("query is empty")
@@ -350,19 +368,19 @@ class VgMemory:
         results = [
             public(record, score) for record, score in fuse(query, hits, max(1, limit), self.words_weight)
         ]
-        return {"results": results, "relations": relations}
+        return Found(results=results, relations=relations)
 
-    async def list_scope(self, scope: Scope, limit: int) -> dict[str, Any]:
+    async def list_scope(self, scope: Scope, limit: int) -> Listed:
         filters = require_scope(scope)
-        return {"results": [public(r) for r in await self.store.list_scope(filters, max(1, limit))]}
+        return Listed(results=[public(r) for r in await self.store.list_scope(filters, max(1, limit))])
 
-    async def get(self, memory_id: str) -> dict[str, Any]:
+    async def get(self, memory_id: str) -> MemoryItem:
         record = await self.store.get(memory_id)
         if record is None:
             raise MemoryNotFound(memory_id)
         return public(record)
 
-    async def update(self, memory_id: str, data: str) -> dict[str, Any]:
+    async def update(self, memory_id: str, data: str) -> Updated:
         if not data.strip():
             raise BadRequest("data is empty: send the new text of the memory")
         record = await self.store.get(memory_id)
@@ -372,18 +390,24 @@ class VgMemory:
         if self.graph is not None:
             scope = {k: record[k] for k in ("user_id", "agent_id", "run_id") if record.get(k)}
             await self._graph_changes([result], scope)
-        return {"message": "Memory updated successfully!", **result}
+        return Updated(
+            message="Memory updated successfully!",
+            id=result.id,
+            memory=result.memory,
+            event=result.event,
+            previous_memory=str(record.get("memory", "")),
+        )
 
-    async def delete(self, memory_id: str) -> dict[str, Any]:
+    async def delete(self, memory_id: str) -> Deleted:
         record = await self.store.get(memory_id)
         if record is None:
             raise MemoryNotFound(memory_id)
         await self._delete(record)
         if self.graph is not None:
             await self.graph.forget([memory_id])
-        return {"message": "Memory deleted successfully!", "id": memory_id}
+        return Deleted(message="Memory deleted successfully!", id=memory_id)
 
-    async def delete_all(self, scope: Scope) -> dict[str, Any]:
+    async def delete_all(self, scope: Scope) -> ScopeDeleted:
         filters = require_scope(scope)
         async with self._scope_lock(filters):
             records = await self.store.list_scope(filters, 100_000)
@@ -391,21 +415,21 @@ class VgMemory:
                 await self._delete(record)
             if self.graph is not None:
                 await self.graph.forget([r["id"] for r in records])
-        return {"message": "Memories deleted successfully!", "deleted": len(records)}
+        return ScopeDeleted(message="Memories deleted successfully!", deleted=len(records))
 
-    async def history_of(self, memory_id: str) -> list[dict[str, Any]]:
+    async def history_of(self, memory_id: str) -> list[HistoryEntry]:
         rows = await self.history.of(memory_id)
         if not rows and await self.store.get(memory_id) is None:
             raise MemoryNotFound(memory_id)
         return [
-            {
-                "id": r.id,
-                "memory_id": r.memory_id,
-                "event": r.event,
-                "old_memory": r.old_memory,
-                "new_memory": r.new_memory,
-                "created_at": r.created_at.isoformat(),
-                "is_deleted": r.is_deleted,
-            }
+            HistoryEntry(
+                id=r.id,
+                memory_id=r.memory_id,
+                event=r.event,
+                old_memory=r.old_memory,
+                new_memory=r.new_memory,
+                created_at=r.created_at.isoformat(),
+                is_deleted=r.is_deleted,
+            )
             for r in rows
         ]

@@ -20,7 +20,7 @@ SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 INDEXED_KEYS = (*SCOPE_KEYS, "hash")
 
 
-class MemoryStore(Collection):
+class VgStore(Collection):
     """Memories in one collection (mirrored in memory on Qdrant local mode, see `Collection`)."""
 
     def __init__(self, store: VectorStore, collection: str) -> None:
@@ -39,7 +39,9 @@ class MemoryStore(Collection):
         return found[0] if found else None
 
 
-class HistoryStore:
+class VgHistoryStore:
+    """Every change of every memory (ADD, UPDATE, DELETE), in the relational store."""
+
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
 
