@@ -75,7 +75,7 @@ async def test_pictures_are_captioned_into_the_parsed_text(docdb_factory: Any) -
             found = await client.post(
                 "/api/v1/docdb/retrieve", json={"kb_id": "harbour", "query": "ferry crossings Skye 1923"}
             )
-            chunks = await client.app.state.index.chunks_of_kb("harbour")
+            chunks = await client.app.state.kb_store.chunks_of_kb("harbour")
     assert {file for _, text, _, file in chunks if f"[Picture 1: {CAPTION}]" in text} == {
         "scan.pdf",
         "report.docx",

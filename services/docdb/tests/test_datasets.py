@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lore_docdb.tasks.models import Task
+from lore_docdb.parse.models import Task
 
 DS = "/api/v1/docdb/files/raw-files/datasets"
 Client = Any
@@ -117,7 +117,7 @@ async def test_delete_dataset_removes_files_and_is_409_while_a_parse_is_active(
 ) -> None:
     await create(docdb)
     await docdb.post(f"{DS}/reports/files", files={"files": ("a.txt", b"x")})
-    tasks = docdb.app.state.datasets.tasks
+    tasks = docdb.app.state.parse.store
     await tasks.add(Task(task_id="t-1", status="running", kb_name="kb1", dataset="reports"))
     busy = await docdb.delete(f"{DS}/reports")
     assert busy.status_code == 409

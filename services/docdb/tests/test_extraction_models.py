@@ -134,7 +134,7 @@ async def test_malformed_reply_is_retried_then_the_task_fails_readably(docdb_fac
             assert route.call_count == 3
             state = client.app.state
             assert await state.vectors.count("computing") == 0  # rolled back
-            assert await state.index.count_chunks("computing") == 0
+            assert await state.kb_store.count_chunks("computing") == 0
 
 
 async def test_malformed_then_valid_reply_completes(docdb_factory: Any) -> None:

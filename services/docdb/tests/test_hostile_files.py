@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from lore_common.testing.flows import CURIE, DS, KB, parse, upload, wait_task
-from lore_docdb.parsing.extract import ExtractionError
-from lore_docdb.parsing.sandbox import Sandbox
+from lore_docdb.parse.extract import ExtractionError
+from lore_docdb.parse.sandbox import Sandbox
 
 Client = Any
 MIB = 1024 * 1024

@@ -60,7 +60,7 @@ async def test_parse_mode_0_builds_vectors_chunks_and_graph(docdb_factory: Any) 
             "skipped_files": [{"file": "image.png", "reason": "unsupported type .png"}],
         }
         state = client.app.state
-        assert await state.vectors.count("science") == await state.index.count_chunks("science") >= 2
+        assert await state.vectors.count("science") == await state.kb_store.count_chunks("science") >= 2
         nodes, edges = await state.graph.counts("science")
         assert nodes >= 4 and edges >= 2
         detail = (await client.get(f"{KB}/science")).json()
@@ -188,14 +188,14 @@ async def test_delete_kb_is_asynchronous_then_404(docdb_factory: Any) -> None:
             await asyncio.sleep(0.05)
         assert await state.vectors.count("kb") == 0
         assert await state.graph.counts("kb") == (0, 0)
-        assert await state.index.count_chunks("kb") == 0
+        assert await state.kb_store.count_chunks("kb") == 0
         assert (await client.get(f"{DS}/d1/files")).json()["files"]  # raw files stay
 
 
 async def test_dataset_delete_is_409_while_its_parse_is_active(docdb: Client) -> None:
     await upload(docdb, "d1", {"a.txt": CURIE.encode()})
     await docdb.post(KB, json={"name": "kb"})
-    await docdb.app.state.tasks.stop()
+    await docdb.app.state.parse.stop()
     [task_id] = await parse(docdb, "kb", ["d1"])
     assert (await docdb.delete(f"{DS}/d1")).status_code == 409
     assert (await docdb.delete(f"{KB}/kb/datasets/d1")).status_code == 409
@@ -210,7 +210,7 @@ async def test_another_replicas_bm25_index_catches_up_with_new_chunks(docdb: Cli
     with the chunks, tells its next question to rebuild."""
     from lore_docdb.index.bm25 import Bm25Cache
 
-    index = docdb.app.state.index
+    index = docdb.app.state.kb_store
     await upload(docdb, "d1", {"curie.txt": CURIE.encode()})
     await docdb.post(KB, json={"name": "kb"})
     await wait_task(docdb, (await parse(docdb, "kb", ["d1"]))[0])
@@ -230,7 +230,7 @@ async def test_another_replicas_bm25_index_catches_up_with_new_chunks(docdb: Cli
 
 
 async def test_questions_that_find_the_kb_cache_expired_share_one_read(docdb: Client) -> None:
-    index = docdb.app.state.index
+    index = docdb.app.state.kb_store
     await docdb.post(KB, json={"name": "kb"})
     reads = 0
     original = index.get_kb

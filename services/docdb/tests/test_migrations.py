@@ -89,6 +89,6 @@ async def test_a_database_of_the_first_revision_upgrades_with_its_tasks(
         # A KB from before KBs recorded their embedder is read as built with the configured one.
         assert (await docdb.get(f"{KB}/kb")).json()["embedding_model"] == "hashing"
         # The other tables kept their rows (the recovery of task 3 bumped the version once more).
-        assert await docdb.app.state.index.kb_version("kb") == 8
+        assert await docdb.app.state.kb_store.kb_version("kb") == 8
     assert await current(engine, SCHEMA) == "0003"
     assert await differences(engine, SCHEMA) == []

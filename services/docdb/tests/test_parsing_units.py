@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lore_common.chunking import chunk_sentences, chunk_text, count_tokens
-from lore_docdb.parsing.extract import ExtractionError, extract_text
+from lore_docdb.parse.extract import ExtractionError, extract_text
 
 
 def minimal_pdf(text: str) -> bytes:

@@ -38,7 +38,7 @@ async def test_task_list_filter_limit_and_cancel_rules(docdb: Client) -> None:
 async def test_cancel_pending_is_immediate(docdb: Client) -> None:
     await upload(docdb, "d1", {"a.txt": CURIE.encode()})
     await docdb.post(KB, json={"name": "kb"})
-    await docdb.app.state.tasks.stop()  # no worker: the task stays pending
+    await docdb.app.state.parse.stop()  # no worker: the task stays pending
     [task_id] = await parse(docdb, "kb", ["d1"])
     r = await docdb.post(f"{TASKS}/{task_id}/cancel")
     assert r.json()["data"] == {"task_id": task_id, "status": "cancelled"}
@@ -63,7 +63,7 @@ async def test_cancel_running_task_rolls_back_indexed_chunks_and_graph(docdb_fac
         [task_id] = await parse(client, "kb", ["d1"])
         await asyncio.wait_for(reached_merge.wait(), 30)
         # The chunks, points and BM25 entries of this task exist now; the graph merge is about to start.
-        assert await state.index.count_chunks("kb", task_id) > 0
+        assert await state.kb_store.count_chunks("kb", task_id) > 0
         assert any(c[0].startswith(f"{task_id}:") for c in (await state.bm25.get("kb")).chunks)
         search = {"kb_id": "kb", "query": "Marie Curie radium", "mode": "naive"}
         assert (await client.post("/api/v1/docdb/retrieve", json=search)).json()["data"]
@@ -73,7 +73,7 @@ async def test_cancel_running_task_rolls_back_indexed_chunks_and_graph(docdb_fac
         task = await wait_task(client, task_id)
         assert task["status"] == "cancelled"
         assert await state.vectors.count("kb", "task_id", task_id) == 0
-        assert await state.index.count_chunks("kb", task_id) == 0
+        assert await state.kb_store.count_chunks("kb", task_id) == 0
         assert await state.graph.counts("kb", task_id) == (0, 0)
         bm25 = await state.bm25.get("kb")
         assert not any(c[0].startswith(f"{task_id}:") for c in bm25.chunks)

@@ -5,18 +5,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from litestar import Litestar, Router
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from lore_common.jobs import replica_id
-from lore_common.providers.chat import create_chat_model
-from lore_common.providers.container import open_providers
+from lore_common.providers.chat import ChatModel, create_chat_model
+from lore_common.providers.container import Providers, open_providers
 from lore_common.stores import open_stores
+from lore_common.stores.container import Stores
 from lore_common.stores.objects import ObjectStore
 from lore_common.stores.sql import Leadership
-from lore_core.settings import DocdbConfig, Settings
+from lore_core.settings import DocdbConfig, QueryDefaults, Settings
 from lore_core.tasks import periodic
 from lore_core.web import PlannedRoute, build_from_environment, create_service_app
 from lore_docdb.chat.offline import OFFLINE_SKILLS as CHAT_OFFLINE_SKILLS
@@ -31,19 +34,20 @@ from lore_docdb.datasets.routes import DatasetController
 from lore_docdb.datasets.service import DatasetService
 from lore_docdb.datasets.store import LocalRawStore, RawFiles, RawStore
 from lore_docdb.index.bm25 import Bm25Cache
-from lore_docdb.index.embedding import KbEmbedders
 from lore_docdb.index.graph import GraphIndex
-from lore_docdb.index.store import IndexStore
+from lore_docdb.index.indexes import SearchIndexes
 from lore_docdb.index.vectors import VectorIndex
+from lore_docdb.knowledge_bases.embedders import KbEmbedders
 from lore_docdb.knowledge_bases.routes import KnowledgeBaseController
 from lore_docdb.knowledge_bases.service import KnowledgeBaseService
-from lore_docdb.parsing.pipeline import ParsePipeline
+from lore_docdb.knowledge_bases.store import KnowledgeBaseStore
+from lore_docdb.parse.pipeline import ParsePipeline
+from lore_docdb.parse.routes import ParseController
+from lore_docdb.parse.service import ParseService
+from lore_docdb.parse.store import TaskStore
 from lore_docdb.schemas.routes import SchemaController
 from lore_docdb.schemas.service import SchemaService
 from lore_docdb.schemas.store import SchemaStore
-from lore_docdb.tasks.routes import TaskController
-from lore_docdb.tasks.service import TaskService
-from lore_docdb.tasks.store import TaskStore
 from lore_docdb.uploads.models import Uploads
 from lore_docdb.uploads.objects import ObjectUploads
 from lore_docdb.uploads.routes import UploadController
@@ -60,17 +64,21 @@ STALE_WRITE_S = 3600.0
 
 
 async def open_raw_files(
-    data_dir: Path, engine: AsyncEngine, objects: ObjectStore | None, tasks: TaskStore, cfg: DocdbConfig
+    data_dir: Path, engine: AsyncEngine, objects: ObjectStore | None, parse: TaskStore, cfg: DocdbConfig
 ) -> tuple[RawStore, Uploads, DatasetService]:
     """Raw files and chunked uploads in object storage when it is configured (replicas then share no
     disk), else on local disk."""
+
+    async def active_parses(dataset: str) -> list[str]:
+        return [task.task_id for task in await parse.active_for_dataset(dataset)]
+
     local = data_dir / "raw"
     if objects is not None:
         store = ObjectRawStore(engine, objects, data_dir / "staging")
         if local.is_dir():
             await store.import_local(RawFiles(local))
         await store.sweep(0 if engine.dialect.name == "sqlite" else STALE_WRITE_S)
-        datasets = DatasetService(store, tasks, cfg.max_upload_size)
+        datasets = DatasetService(raw=store, active_parses=active_parses, max_upload_size=cfg.max_upload_size)
         return store, ObjectUploads(store, datasets, engine), datasets
     files = RawFiles(local)
     await asyncio.to_thread(files.purge_trash)
@@ -78,12 +86,153 @@ async def open_raw_files(
     # On SQLite this process owns the data dir; on PostgreSQL replicas may share it (a ReadWriteMany
     # volume), and a young temp file may be another replica's upload.
     await raw.sweep(0 if engine.dialect.name == "sqlite" else STALE_WRITE_S)
-    datasets = DatasetService(raw, tasks, cfg.max_upload_size)
+    datasets = DatasetService(raw=raw, active_parses=active_parses, max_upload_size=cfg.max_upload_size)
     return raw, LocalUploads(files, datasets, engine), datasets
 
 
 async def sweep_uploads(uploads: Uploads, raw: RawStore, ttl: float) -> int:
     return await uploads.sweep(ttl) + await raw.sweep(STALE_WRITE_S)
+
+
+@dataclass
+class Domains:
+    """docdb's services, wired: what the routes reach through `app.state`."""
+
+    datasets: DatasetService
+    uploads: Uploads
+    schemas: SchemaService
+    knowledge_bases: KnowledgeBaseService
+    parse: ParseService
+    chat: ChatService
+    # Below the services, kept for the start-up and shutdown steps (and for tests to look into).
+    raw: RawStore
+    kb_store: KnowledgeBaseStore
+    indexes: SearchIndexes
+    leadership: Leadership
+    vision: ChatModel | None
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "datasets": self.datasets,
+            "uploads": self.uploads,
+            "schemas": self.schemas,
+            "knowledge_bases": self.knowledge_bases,
+            "parse": self.parse,
+            "chat": self.chat,
+            "kb_store": self.kb_store,
+            "vectors": self.indexes.vectors,
+            "graph": self.indexes.graph,
+            "bm25": self.indexes.bm25,
+        }
+
+
+async def wire(settings: Settings, config: ConfigService, stores: Stores, providers: Providers) -> Domains:
+    """Build docdb's stores, search adapters and services, bottom up (see CONTRIBUTING.md's map)."""
+    cfg = settings.docdb
+    data_dir = Path(cfg.server.data_dir)
+    assert stores.sql is not None and stores.vector is not None
+    sql = stores.sql
+
+    def query_defaults() -> QueryDefaults:
+        return config.settings.docdb.query_defaults
+
+    kb_store = KnowledgeBaseStore(sql, settings.postgres_batch_size)
+    indexes = SearchIndexes(
+        vectors=VectorIndex(stores.vector),
+        graph=GraphIndex(stores.graph),
+        bm25=Bm25Cache(kb_store.chunks_of_kb, kb_store.fresh_version.get if kb_store.shared else None),
+    )
+    embedders = KbEmbedders(providers.embedders, kb_store)
+    schemas = SchemaService(SchemaStore(sql))
+    task_store = TaskStore(sql)
+    raw, uploads, datasets = await open_raw_files(data_dir, sql, stores.objects, task_store, cfg)
+    # With several replicas on one PostgreSQL, one of them runs the sweeps.
+    leadership = Leadership(sql, "lore-docdb-sweeps")
+    # Pictures in PDF/DOCX files are captioned when a vision model is configured (docdb.vlm).
+    vision = create_chat_model(cfg.vlm) if cfg.vlm.provider != "offline" else None
+    pipeline = ParsePipeline(
+        settings=settings,
+        kbs=kb_store,
+        indexes=indexes,
+        embedders=embedders,
+        llm=providers.llm,
+        vision=vision,
+    )
+    parse = ParseService(
+        store=task_store,
+        kbs=kb_store,
+        pipeline=pipeline,
+        raw=raw,
+        settings=settings,
+        owner=replica_id(cfg.server.port),
+        leads=leadership.is_leader,
+        current_settings=lambda: config.settings,
+        embedders=providers.embedders,
+    )
+    knowledge_bases = KnowledgeBaseService(
+        store=kb_store,
+        parses=parse,
+        indexes=indexes,
+        embedders=embedders,
+        schemas=schemas,
+        raw=raw,
+        kb_root=data_dir / "kbs",
+    )
+    retriever = Retriever(
+        vectors=indexes.vectors,
+        graph=indexes.graph,
+        bm25=indexes.bm25,
+        index=kb_store,
+        embedders=providers.embedders,
+        reranker=providers.reranker,
+        defaults=query_defaults,
+        search=cfg.search_params,
+    )
+    chat = ChatService(
+        retriever=retriever,
+        llm=providers.llm,
+        index=kb_store,
+        objects=stores.objects,
+        defaults=query_defaults,
+    )
+    return Domains(
+        datasets=datasets,
+        uploads=uploads,
+        schemas=schemas,
+        knowledge_bases=knowledge_bases,
+        parse=parse,
+        chat=chat,
+        raw=raw,
+        kb_store=kb_store,
+        indexes=indexes,
+        leadership=leadership,
+        vision=vision,
+    )
+
+
+@contextlib.asynccontextmanager
+async def running(domains: Domains, sql: AsyncEngine, cfg: DocdbConfig) -> AsyncIterator[None]:
+    """Start the background work (recovered tasks, pending deletions, workers, the upload sweep) and
+    stop it on the way out."""
+    leadership = domains.leadership
+    # One process owns an embedded SQLite store: whatever it finds running died with the last one.
+    await domains.parse.recover(shared=sql.dialect.name != "sqlite")
+    await domains.knowledge_bases.resume_deletions()
+    await domains.parse.start()
+    try:
+        async with periodic(
+            cfg.upload_sweep_interval,
+            lambda: sweep_uploads(domains.uploads, domains.raw, cfg.upload_session_ttl),
+            name="upload_sweep",
+            when=leadership.is_leader,
+        ):
+            yield
+    finally:
+        await domains.parse.stop()
+        await leadership.release()
+        await domains.indexes.vectors.close()
+        if domains.vision is not None:
+            await domains.vision.aclose()
 
 
 def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
@@ -107,79 +256,12 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
                 cfg.llm, cfg.embedding_api, cfg.query_defaults.reranker_url, CHAT_OFFLINE_SKILLS
             ) as providers,
         ):
-            assert stores.sql is not None and stores.vector is not None
+            assert stores.sql is not None
             await create_tables(stores.sql)
-            task_store = TaskStore(stores.sql)
-            index = IndexStore(stores.sql, settings.postgres_batch_size)
-            vectors = VectorIndex(stores.vector)
-            graph, bm25 = (
-                GraphIndex(stores.graph),
-                Bm25Cache(index.chunks_of_kb, index.fresh_version.get if index.shared else None),
-            )
-            schemas = SchemaService(SchemaStore(stores.sql))
-            raw, uploads, datasets = await open_raw_files(
-                data_dir, stores.sql, stores.objects, task_store, cfg
-            )
-            # Pictures in PDF/DOCX files are captioned when a vision model is configured (docdb.vlm).
-            vision = create_chat_model(cfg.vlm) if cfg.vlm.provider != "offline" else None
-            embedders = KbEmbedders(providers.embedders, index)
-            pipeline = ParsePipeline(settings, index, vectors, graph, embedders, providers.llm, bm25, vision)
-            # With several replicas on one PostgreSQL, one of them runs the sweeps.
-            leadership = Leadership(stores.sql, "lore-docdb-sweeps")
-            owner = replica_id(cfg.server.port)
-            tasks = TaskService(task_store, index, pipeline, raw, settings, owner, leadership.is_leader)
-            kbs = KnowledgeBaseService(
-                index, vectors, graph, tasks, task_store, schemas, raw, data_dir / "kbs", bm25.bump, embedders
-            )
-            retriever = Retriever(
-                vectors=vectors,
-                graph=graph,
-                bm25=bm25,
-                index=index,
-                embedders=providers.embedders,
-                reranker=providers.reranker,
-                defaults=lambda: config_service.settings.docdb.query_defaults,
-                search=cfg.search_params,
-            )
-            chat = ChatService(
-                retriever=retriever,
-                llm=providers.llm,
-                index=index,
-                objects=stores.objects,
-                defaults=lambda: config_service.settings.docdb.query_defaults,
-            )
-            app.state.update(
-                chat=chat,
-                stores=stores,
-                providers=providers,
-                datasets=datasets,
-                uploads=uploads,
-                schemas=schemas,
-                tasks=tasks,
-                knowledge_bases=kbs,
-                index=index,
-                vectors=vectors,
-                graph=graph,
-                bm25=bm25,
-            )
-            # One process owns an embedded SQLite store: whatever it finds running died with the last one.
-            await tasks.recover(shared=stores.sql.dialect.name != "sqlite")
-            await kbs.resume_deletions()
-            await tasks.start()
-            try:
-                async with periodic(
-                    cfg.upload_sweep_interval,
-                    lambda: sweep_uploads(uploads, raw, cfg.upload_session_ttl),
-                    name="upload_sweep",
-                    when=leadership.is_leader,
-                ):
-                    yield
-            finally:
-                await tasks.stop()
-                await leadership.release()
-                await vectors.close()
-                if vision is not None:
-                    await vision.aclose()
+            domains = await wire(settings, config_service, stores, providers)
+            app.state.update(stores=stores, providers=providers, **domains.state())
+            async with running(domains, stores.sql, cfg):
+                yield
 
     return create_service_app(
         service="docdb",
@@ -190,7 +272,7 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             UploadController,
             SchemaController,
             KnowledgeBaseController,
-            TaskController,
+            ParseController,
             ChatController,
         ],
         planned=PLANNED,

@@ -14,9 +14,9 @@ from lore_common.text import keywords
 from lore_core.settings import QueryDefaults, SearchParams
 from lore_docdb.index.bm25 import Bm25Cache
 from lore_docdb.index.graph import GraphIndex
-from lore_docdb.index.models import KnowledgeBaseRow
-from lore_docdb.index.store import IndexStore
 from lore_docdb.index.vectors import VectorIndex
+from lore_docdb.knowledge_bases.models import KnowledgeBaseRow
+from lore_docdb.knowledge_bases.store import KnowledgeBaseStore as IndexStore
 
 
 @dataclass(frozen=True)

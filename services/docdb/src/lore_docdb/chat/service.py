@@ -33,8 +33,8 @@ from lore_docdb.chat.models import (
     RetrieveRequest,
 )
 from lore_docdb.chat.retrieval import Hit, KbTarget, Retriever, Trace, dedupe
-from lore_docdb.index.store import IndexStore
 from lore_docdb.knowledge_bases.models import PROCESS_MODES
+from lore_docdb.knowledge_bases.store import KnowledgeBaseStore as IndexStore
 
 log = structlog.get_logger("lore.docdb.chat")
 

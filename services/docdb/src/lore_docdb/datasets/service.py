@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import IO
 
@@ -16,7 +16,6 @@ from lore_core.naming import check_name, safe_filename
 from lore_docdb.datasets.errors import DatasetNotFound, FileNotInDataset, PayloadTooLarge
 from lore_docdb.datasets.models import FileEntry, UploadedFile
 from lore_docdb.datasets.store import RawStore
-from lore_docdb.tasks.store import TaskStore
 
 log = structlog.get_logger("lore.docdb.datasets")
 COPY_BUFFER = 1024 * 1024
@@ -25,9 +24,12 @@ MAX_PIECES = 512  # below IOV_MAX (1024)
 
 
 class DatasetService:
-    def __init__(self, raw: RawStore, tasks: TaskStore, max_upload_size: int) -> None:
+    def __init__(
+        self, *, raw: RawStore, active_parses: Callable[[str], Awaitable[list[str]]], max_upload_size: int
+    ) -> None:
         self.raw = raw
-        self.tasks = tasks
+        # The ids of the parse tasks still reading a dataset: it cannot be deleted under them.
+        self.active_parses = active_parses
         self.max_upload_size = max_upload_size
 
     async def require(self, dataset: str) -> str:
@@ -46,12 +48,12 @@ class DatasetService:
 
     async def delete(self, dataset: str) -> None:
         await self.require(dataset)
-        active = await self.tasks.active_for_dataset(dataset)
+        active = await self.active_parses(dataset)
         if active:
-            ids = ", ".join(t.task_id for t in active[:5])
+            ids = ", ".join(active[:5])
             raise Conflict(
                 f"dataset {dataset!r} has {len(active)} active parse task(s) ({ids}); cancel them or wait",
-                detail={"active_tasks": [t.task_id for t in active]},
+                detail={"active_tasks": active},
             )
         await self.raw.delete(dataset)
 

@@ -11,7 +11,6 @@ from lore_core.web import from_state
 from lore_docdb.knowledge_bases.models import (
     CreateKnowledgeBase,
     KbCreated,
-    KbCreatedInfo,
     KbDatasetRef,
     KbDatasetRemoved,
     KbDeleting,
@@ -25,9 +24,8 @@ from lore_docdb.knowledge_bases.models import (
     ParseRequest,
     ParseStarted,
     QueuedTask,
-    query_modes_of,
 )
-from lore_docdb.knowledge_bases.service import KnowledgeBaseService, dataset_info
+from lore_docdb.knowledge_bases.service import KnowledgeBaseService
 
 
 class KnowledgeBaseController(Controller):
@@ -46,31 +44,14 @@ class KnowledgeBaseController(Controller):
     async def create(
         self, knowledge_bases: NamedDependency[KnowledgeBaseService], data: JSONBody[CreateKnowledgeBase]
     ) -> KbCreated:
-        row = await knowledge_bases.create(data.name, data.embedding_model)
-        return KbCreated(
-            message=f"knowledge base {row.name!r} created",
-            data=KbCreatedInfo(
-                name=row.name,
-                created_at=row.created_at.isoformat(),
-                status=row.status,
-                embedding_model=knowledge_bases.embedders.shown(row.embedding_model),
-            ),
-        )
+        created = await knowledge_bases.create(data.name, data.embedding_model)
+        return KbCreated(message=f"knowledge base {created.name!r} created", data=created)
 
     @get("/{kb_name:str}", summary="Knowledge-base detail: datasets and the query modes it supports")
     async def detail(
         self, knowledge_bases: NamedDependency[KnowledgeBaseService], kb_name: FromPath[str]
     ) -> KbDetail:
-        kb, datasets = await knowledge_bases.detail(kb_name)
-        return KbDetail(
-            name=kb.name,
-            created_at=kb.created_at.isoformat(),
-            status=kb.status,
-            process_mode=kb.mode,
-            embedding_model=knowledge_bases.embedders.shown(kb.embedding_model),
-            datasets=[dataset_info(d) for d in datasets],
-            available_query_modes=query_modes_of(kb.mode),
-        )
+        return await knowledge_bases.detail(kb_name)
 
     @get("/{kb_name:str}/overview", summary="Most connected entities, sample relations and an LLM prompt")
     async def overview(

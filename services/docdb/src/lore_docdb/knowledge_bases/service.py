@@ -1,4 +1,5 @@
-"""Knowledge bases: create, detail, overview, asynchronous delete (contract 3.2), dataset removal, parse.
+"""Knowledge bases: create, detail, overview, asynchronous delete, dataset removal, and the parse
+request (checked here, queued by the parse domain).
 
 Process modes (a KB has one, fixed by its first parse):
 - 0: vector index + knowledge graph (the chat model extracts entities and relations);
@@ -9,10 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 import structlog
@@ -20,23 +20,23 @@ import structlog
 from lore_core.errors import BadRequest, Conflict, NotFound
 from lore_core.naming import check_name
 from lore_docdb.datasets.store import RawStore
-from lore_docdb.index.embedding import KbEmbedders
-from lore_docdb.index.graph import GraphIndex
-from lore_docdb.index.models import KbDatasetRow, KnowledgeBaseRow
-from lore_docdb.index.store import IndexStore, KbExists
-from lore_docdb.index.vectors import VectorIndex
+from lore_docdb.index.indexes import SearchIndexes
+from lore_docdb.knowledge_bases.embedders import KbEmbedders
 from lore_docdb.knowledge_bases.models import (
     PROCESS_MODES,
     GraphEntity,
     GraphRelation,
+    KbCreatedInfo,
     KbDatasetInfo,
+    KbDatasetRow,
+    KbDetail,
     KbGraphPage,
     KbOverview,
+    KnowledgeBaseRow,
+    query_modes_of,
 )
+from lore_docdb.knowledge_bases.store import KbExists, KnowledgeBaseStore
 from lore_docdb.schemas.service import SchemaService
-from lore_docdb.tasks.models import Task
-from lore_docdb.tasks.service import TaskService
-from lore_docdb.tasks.store import TaskStore
 
 log = structlog.get_logger("lore.docdb.kb")
 
@@ -48,61 +48,103 @@ class KbNotFound(NotFound):
         super().__init__(f"knowledge base {name!r} does not exist")
 
 
+class QueuedParse(Protocol):
+    """A parse task as the knowledge bases see it."""
+
+    @property
+    def task_id(self) -> str: ...
+
+    @property
+    def dataset(self) -> str: ...
+
+
+class ParseQueue(Protocol):
+    """What the knowledge bases ask of the parse domain (`parse.service.ParseService`). The parse domain
+    sits above this one (it writes the KB's chunks), so it is reached through this protocol, wired in
+    app.py."""
+
+    async def submit(
+        self,
+        kb_name: str,
+        datasets: Sequence[str],
+        *,
+        mode: int,
+        schema_name: str | None,
+        schema_entities: str | None,
+        queued: Callable[[QueuedParse], Awaitable[None]] | None = None,
+    ) -> Sequence[QueuedParse]: ...
+
+    async def active_for_dataset(self, dataset: str, kb: str | None = None) -> Sequence[QueuedParse]: ...
+
+    async def active_for_kb(self, kb: str) -> Sequence[QueuedParse]: ...
+
+    async def cancel_all_for_kb(self, kb: str) -> None: ...
+
+
 class KnowledgeBaseService:
     def __init__(
         self,
-        index: IndexStore,
-        vectors: VectorIndex,
-        graph: GraphIndex,
-        tasks: TaskService,
-        task_store: TaskStore,
+        *,
+        store: KnowledgeBaseStore,
+        parses: ParseQueue,
+        indexes: SearchIndexes,
+        embedders: KbEmbedders,
         schemas: SchemaService,
         raw: RawStore,
         kb_root: Path,
-        on_chunks_changed: Callable[[str], None],
-        embedders: KbEmbedders,
     ) -> None:
-        self.index = index
-        self.vectors = vectors
-        self.graph = graph
-        self.tasks = tasks
-        self.task_store = task_store
+        self.store = store
+        self.parses = parses
+        self.indexes = indexes
+        self.embedders = embedders
         self.schemas = schemas
         self.raw = raw
         self.kb_root = kb_root
-        self.on_chunks_changed = on_chunks_changed
-        self.embedders = embedders
         self._deleters: dict[str, asyncio.Task[None]] = {}
 
     async def require(self, name: str) -> KnowledgeBaseRow:
         check_name("knowledge base", name)
-        kb = await self.index.get_kb(name)
+        kb = await self.store.get_kb(name)
         if kb is None:
             raise KbNotFound(name)
         return kb
 
-    async def create(self, name: str, embedding_model: str | None = None) -> KnowledgeBaseRow:
+    async def create(self, name: str, embedding_model: str | None = None) -> KbCreatedInfo:
         check_name("knowledge base", name)
         model = self.embedders.for_new_kb(embedding_model)
         try:
-            row = await self.index.create_kb(name, model)
+            row = await self.store.create_kb(name, model)
         except KbExists as exc:
             raise Conflict(f"knowledge base {name!r} already exists") from exc
         await asyncio.to_thread((self.kb_root / name).mkdir, parents=True, exist_ok=True)
-        return row
+        return KbCreatedInfo(
+            name=row.name,
+            created_at=row.created_at.isoformat(),
+            status=row.status,
+            embedding_model=self.embedders.shown(row.embedding_model),
+        )
 
     async def list_all(self) -> list[KnowledgeBaseRow]:
-        return await self.index.list_kbs()
+        return await self.store.list_kbs()
 
-    async def detail(self, name: str) -> tuple[KnowledgeBaseRow, list[KbDatasetRow]]:
+    async def detail(self, name: str) -> KbDetail:
         kb = await self.require(name)
-        return kb, await self.index.kb_datasets(name)
+        return KbDetail(
+            name=kb.name,
+            created_at=kb.created_at.isoformat(),
+            status=kb.status,
+            process_mode=kb.mode,
+            embedding_model=self.embedders.shown(kb.embedding_model),
+            datasets=[dataset_info(d) for d in await self.store.kb_datasets(name)],
+            available_query_modes=query_modes_of(kb.mode),
+        )
 
     async def overview(self, name: str, top_nodes: int, sample_relations: int) -> KbOverview:
-        kb, datasets = await self.detail(name)
-        entities = await self.graph.top_entities(name, top_nodes)
-        relations = await self.graph.sample_relations(name, sample_relations)
-        chunk_count = await self.index.count_chunks(name)
+        kb = await self.require(name)
+        datasets = await self.store.kb_datasets(name)
+        entities = await self.indexes.graph.top_entities(name, top_nodes)
+        relations = await self.indexes.graph.sample_relations(name, sample_relations)
+        chunk_count = await self.store.count_chunks(name)
         dataset_items = [dataset_info(d) for d in datasets]
         return KbOverview(
             name=kb.name,
@@ -115,7 +157,7 @@ class KnowledgeBaseService:
 
     async def graph_page(self, name: str, offset: int, limit: int) -> KbGraphPage:
         await self.require(name)
-        total, nodes, edges = await self.graph.page(name, offset, limit)
+        total, nodes, edges = await self.indexes.graph.page(name, offset, limit)
         return KbGraphPage(
             kb=name,
             total_nodes=total,
@@ -129,7 +171,7 @@ class KnowledgeBaseService:
 
     async def parse(
         self, name: str, datasets: list[str], mode: int, schema_name: str | None, force: bool
-    ) -> list[Task]:
+    ) -> list[QueuedParse]:
         kb = await self.require(name)
         if kb.status == "deleting":
             raise Conflict(f"knowledge base {name!r} is being deleted")
@@ -143,7 +185,7 @@ class KnowledgeBaseService:
             check_name("dataset", dataset)
             if not await self.raw.exists(dataset):
                 raise NotFound(f"dataset {dataset!r} does not exist")
-        existing = {row.dataset: row for row in await self.index.kb_datasets(name)}
+        existing = {row.dataset: row for row in await self.store.kb_datasets(name)}
         modes = {row.process_mode for row in existing.values() if row.dataset not in datasets or not force}
         if kb.mode is not None:
             modes.add(kb.mode)
@@ -157,30 +199,21 @@ class KnowledgeBaseService:
             _, entities = await self.schemas.get(schema_name)
             schema_entities = msgspec.json.encode(entities).decode()
         for dataset in datasets:
-            if await self.task_store.active_for_dataset(dataset, kb=name):
+            if await self.parses.active_for_dataset(dataset, kb=name):
                 raise Conflict(f"dataset {dataset!r} already has an active parse task in {name!r}")
             previous = existing.get(dataset)
             if previous is not None and previous.parsed and not force:
                 raise Conflict(
                     f"dataset {dataset!r} is already parsed in {name!r}; set force to parse it again"
                 )
-        created = []
-        for dataset in datasets:
-            task = Task(
-                task_id=str(uuid.uuid4()),
-                status="pending",
-                kb_name=name,
-                dataset=dataset,
-                mode=mode,
-                schema_name=schema_name,
-                schema_entities=schema_entities,
-            )
-            await self.task_store.add(task)
-            previous = existing.get(dataset)
-            await self.index.upsert_kb_dataset(
+
+        async def link(task: QueuedParse) -> None:
+            """Record which task parses the dataset into the KB, before any worker can start it."""
+            previous = existing.get(task.dataset)
+            await self.store.upsert_kb_dataset(
                 KbDatasetRow(
                     kb_name=name,
-                    dataset=dataset,
+                    dataset=task.dataset,
                     parsed=previous.parsed if previous else False,
                     process_mode=mode,
                     parsed_at=previous.parsed_at if previous else None,
@@ -188,30 +221,32 @@ class KnowledgeBaseService:
                     task_id=task.task_id,
                 )
             )
-            created.append(task)
-        await self.index.set_kb_mode(name, mode)
-        self.tasks.notify()
-        return created
+
+        created = await self.parses.submit(
+            name, datasets, mode=mode, schema_name=schema_name, schema_entities=schema_entities, queued=link
+        )
+        await self.store.set_kb_mode(name, mode)
+        return list(created)
 
     # ------------------------------------------------------------ removal
 
     async def remove_dataset(self, name: str, dataset: str) -> None:
         await self.require(name)
         check_name("dataset", dataset)
-        if await self.index.get_kb_dataset(name, dataset) is None:
+        if await self.store.get_kb_dataset(name, dataset) is None:
             raise NotFound(f"dataset {dataset!r} is not part of knowledge base {name!r}")
-        if await self.task_store.active_for_dataset(dataset, kb=name):
+        if await self.parses.active_for_dataset(dataset, kb=name):
             raise Conflict(f"dataset {dataset!r} has an active parse task in {name!r}; cancel it first")
-        for task_id in await self.index.chunk_task_ids(name, dataset):
-            await self.graph.forget_task(name, task_id)
-        await self.vectors.delete_where(name, "dataset", dataset)
-        await self.index.remove_kb_dataset(name, dataset)
-        self.on_chunks_changed(name)
+        for task_id in await self.store.chunk_task_ids(name, dataset):
+            await self.indexes.graph.forget_task(name, task_id)
+        await self.indexes.vectors.delete_where(name, "dataset", dataset)
+        await self.store.remove_kb_dataset(name, dataset)
+        self.indexes.bm25.bump(name)
 
     async def delete(self, name: str, purge_db: bool) -> bool:
         """Start the asynchronous deletion; False when it was already under way (contract 3.2)."""
         await self.require(name)
-        started = await self.index.mark_deleting(name, purge_db)
+        started = await self.store.mark_deleting(name, purge_db)
         if started:
             self._spawn_deleter(name)
         return started
@@ -222,24 +257,24 @@ class KnowledgeBaseService:
 
     async def resume_deletions(self) -> None:
         """KBs a crash left `deleting` are deleted again at start-up."""
-        for kb in await self.index.list_kbs():
+        for kb in await self.store.list_kbs():
             if kb.status == "deleting":
                 self._spawn_deleter(kb.name)
 
     async def _delete_worker(self, name: str) -> None:
         try:
-            await self.tasks.cancel_all_for_kb(name)
+            await self.parses.cancel_all_for_kb(name)
             # Polled, not awaited on an event: tasks may run in another replica.
-            while await self.task_store.active_for_kb(name):  # noqa: ASYNC110
+            while await self.parses.active_for_kb(name):  # noqa: ASYNC110
                 await asyncio.sleep(DELETE_POLL_S)
-            kb = await self.index.get_kb(name)
+            kb = await self.store.get_kb(name)
             purge = kb.purge_db if kb else True
             if purge:
-                await self.vectors.drop(name)
-                await self.graph.drop(name)
-            await self.index.delete_kb_rows(name, purge)
+                await self.indexes.vectors.drop(name)
+                await self.indexes.graph.drop(name)
+            await self.store.delete_kb_rows(name, purge)
             await asyncio.to_thread(shutil.rmtree, self.kb_root / name, True)
-            self.on_chunks_changed(name)
+            self.indexes.bm25.bump(name)
             log.info("kb_deleted", kb=name, purge_db=purge)
         except Exception as exc:
             log.error("kb_delete_failed", kb=name, error=f"{type(exc).__name__}: {exc}")

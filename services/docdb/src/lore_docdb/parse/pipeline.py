@@ -27,22 +27,21 @@ from lore_common.providers.chat import (
 )
 from lore_common.providers.extraction import Extraction
 from lore_core.settings import Settings
-from lore_docdb.index.bm25 import Bm25Cache
-from lore_docdb.index.embedding import KbEmbedders
-from lore_docdb.index.graph import GraphIndex, entity_id
-from lore_docdb.index.models import ChunkRow
-from lore_docdb.index.store import IndexStore
-from lore_docdb.index.vectors import VectorIndex
-from lore_docdb.parsing.extract import (
+from lore_docdb.index.graph import entity_id
+from lore_docdb.index.indexes import SearchIndexes
+from lore_docdb.knowledge_bases.embedders import KbEmbedders
+from lore_docdb.knowledge_bases.models import ChunkRow
+from lore_docdb.knowledge_bases.store import KnowledgeBaseStore
+from lore_docdb.parse.extract import (
     PICTURE_SUFFIXES,
     ExtractionError,
     embedded_pictures,
     supported,
 )
-from lore_docdb.parsing.sandbox import Sandbox
+from lore_docdb.parse.models import Task
+from lore_docdb.parse.sandbox import Sandbox
 from lore_docdb.schemas.models import ENTITY_TYPES, EntityDefinition
 from lore_docdb.schemas.service import extraction_prompt
-from lore_docdb.tasks.models import Task
 
 log = structlog.get_logger("lore.docdb.parse")
 
@@ -81,22 +80,21 @@ class ParseContext:
 class ParsePipeline:
     def __init__(
         self,
+        *,
         settings: Settings,
-        index: IndexStore,
-        vectors: VectorIndex,
-        graph: GraphIndex,
+        kbs: KnowledgeBaseStore,
+        indexes: SearchIndexes,
         embedders: KbEmbedders,
         llm: ChatModel,
-        bm25: Bm25Cache,
         vision: ChatModel | None = None,
     ) -> None:
         self.settings = settings
-        self.index = index
-        self.vectors = vectors
-        self.graph = graph
+        self.kbs = kbs  # the KB's chunk rows
+        self.vectors = indexes.vectors
+        self.graph = indexes.graph
+        self.bm25 = indexes.bm25
         self.embedders = embedders
         self.llm = llm
-        self.bm25 = bm25
         # With `docdb.vlm` configured, pictures inside PDF and DOCX files are captioned into the text.
         self.vision = vision
 
@@ -139,7 +137,7 @@ class ParsePipeline:
                 for c in window
             ]
             await self.vectors.upsert(task.kb_name, part, payloads)
-        await self.index.add_chunks(
+        await self.kbs.add_chunks(
             [
                 ChunkRow(
                     chunk_id=c.chunk_id,
@@ -338,7 +336,7 @@ class ParsePipeline:
     async def rollback(self, task: Task) -> None:
         """Remove everything this task wrote: points, chunk rows, graph contributions."""
         await self.vectors.delete_where(task.kb_name, "task_id", task.task_id)
-        await self.index.delete_chunks_of_task(task.task_id, task.kb_name)
+        await self.kbs.delete_chunks_of_task(task.task_id, task.kb_name)
         await self.graph.forget_task(task.kb_name, task.task_id)
         self.bm25.bump(task.kb_name)
 

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 
 from lore_common.providers.embedders import AUTO, Embedder, EmbedderSet, EmbeddingError
 from lore_core.errors import BadRequest
-from lore_docdb.index.store import IndexStore
+from lore_docdb.knowledge_bases.store import KnowledgeBaseStore
 
 
 class KbEmbedders:
-    def __init__(self, embedders: EmbedderSet, index: IndexStore) -> None:
+    def __init__(self, embedders: EmbedderSet, store: KnowledgeBaseStore) -> None:
         self.embedders = embedders
-        self.index = index
+        self.store = store
 
     def for_new_kb(self, requested: str | None) -> str:
         """What a new KB records; 400 naming the choices for a model this service cannot make."""
@@ -26,16 +26,12 @@ class KbEmbedders:
         """The KB's embedder as its detail shows it: `auto` until its first parse chooses."""
         return AUTO if recorded == AUTO else self.embedders.resolved(recorded)
 
-    async def for_query(self, kb: str) -> Embedder:
-        row = await self.index.cached_kb(kb)
-        return self.embedders.get(self.embedders.resolved(row.embedding_model if row else None))
-
     async def for_parse(self, kb: str, texts: Sequence[str]) -> Embedder:
         """The KB's embedder; a KB still `auto` (or from before KBs recorded theirs) records it now."""
-        row = await self.index.get_kb(kb)
+        row = await self.store.get_kb(kb)
         recorded = row.embedding_model if row else None
         if recorded is None or recorded == AUTO:
-            recorded = await self.index.settle_embedding_model(
+            recorded = await self.store.settle_embedding_model(
                 kb, AUTO, self.embedders.choose(recorded, texts)
             )
         return self.embedders.get(recorded)

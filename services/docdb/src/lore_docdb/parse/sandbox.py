@@ -3,7 +3,7 @@
 A PDF, DOCX or XLSX bomb, a file that sends a parser into a loop, or a text file of gigabytes would
 otherwise take the service's memory or a parse worker forever. Here each file is first checked by its
 content (a `.pdf` must be a PDF, a `.docx` a zip, a text file must not be binary) and its size, then
-extracted by a child (`python -m lore_docdb.parsing.sandbox`) whose address space is capped; the
+extracted by a child (`python -m lore_docdb.parse.sandbox`) whose address space is capped; the
 service gives it `timeout` seconds per file, then kills it and starts another for the next file. Every
 failure is a reason in the task's `skipped_files`; the rest of the dataset parses.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lore_common.workers import Inbox, Reply, Worker, serve
-from lore_docdb.parsing.extract import EXTRACTORS, ExtractionError, extract_text
+from lore_docdb.parse.extract import EXTRACTORS, ExtractionError, extract_text
 
 MIB = 1024 * 1024
 TEXT_TYPES = {s for s in EXTRACTORS if s not in (".pdf", ".docx", ".xlsx")}
@@ -54,7 +54,7 @@ class Sandbox:
     def _child(self) -> Worker:
         if self._worker is None or not self._worker.usable():
             args = [str(self.memory_mb), str(self.max_bytes)]
-            self._worker = Worker("text extraction", "lore_docdb.parsing.sandbox", args, ExtractionError)
+            self._worker = Worker("text extraction", "lore_docdb.parse.sandbox", args, ExtractionError)
         return self._worker
 
     async def extract(self, path: Path) -> str:

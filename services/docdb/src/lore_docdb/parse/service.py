@@ -1,4 +1,7 @@
-"""Processing tasks: the state machine of contract 3.1, the workers that run parses, and recovery.
+"""The parse domain: tasks are submitted here, run by workers, cancelled, and recovered after a crash.
+
+A task goes pending → running → completed | failed | cancelled (running → cancelling → cancelled when a
+cancel arrives mid-parse); see docs/docdb.md.
 
 Tasks are jobs of the shared job store, run by a `JobQueue`: `parse_max_workers` workers per replica
 claim pending tasks, and a running task sends heartbeats. A task whose process died is rolled back and
@@ -12,22 +15,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import msgspec
 import structlog
 
 from lore_common.jobs import JobQueue
+from lore_common.providers.embedders import AUTO, EmbedderSet
 from lore_core import metrics, tracing
 from lore_core.clock import utcnow
 from lore_core.errors import BadRequest, NotFound, store_outage
 from lore_core.settings import Settings
 from lore_docdb.datasets.store import RawStore
-from lore_docdb.index.store import IndexStore
-from lore_docdb.parsing.pipeline import Cancelled, ParseContext, ParsePipeline, skipped_json
-from lore_docdb.tasks.models import ACTIVE_STATES, TERMINAL_STATES, Task
-from lore_docdb.tasks.store import TaskStore
+from lore_docdb.knowledge_bases.store import KnowledgeBaseStore
+from lore_docdb.parse.models import (
+    ACTIVE_STATES,
+    TERMINAL_STATES,
+    EmbeddingSettings,
+    GraphSettings,
+    LlmSettings,
+    ProcessingSettings,
+    Task,
+)
+from lore_docdb.parse.pipeline import Cancelled, ParseContext, ParsePipeline, skipped_json
+from lore_docdb.parse.store import TaskStore
 
 log = structlog.get_logger("lore.docdb.tasks")
 INTERRUPTED = "interrupted: the docdb process stopped while this task was running; parse again to retry"
@@ -38,21 +51,27 @@ class TaskNotFound(NotFound):
         super().__init__(f"task {task_id!r} does not exist")
 
 
-class TaskService:
+class ParseService:
     def __init__(
         self,
+        *,
         store: TaskStore,
-        index: IndexStore,
+        kbs: KnowledgeBaseStore,
         pipeline: ParsePipeline,
         raw: RawStore,
         settings: Settings,
         owner: str,
         leads: Callable[[], Awaitable[bool]] | None = None,
+        current_settings: Callable[[], Settings],
+        embedders: EmbedderSet,
     ) -> None:
         self.store = store
+        # What the processing-config route reports: the configuration as last reloaded, the embedders.
+        self.current_settings = current_settings
+        self.embedders = embedders
         # Whether this replica runs the shared sweeps (stale-task recovery); see stores.sql.Leadership.
         self.leads = leads
-        self.index = index
+        self.kbs = kbs  # marks a KB's dataset parsed; holds the chunk rows a re-parse replaces
         self.pipeline = pipeline
         self.raw = raw
         self.settings = settings
@@ -99,8 +118,69 @@ class TaskService:
             return "cancelling"
         return (await self.get(task_id)).status  # it finished in between
 
-    def notify(self) -> None:
+    async def submit(
+        self,
+        kb_name: str,
+        datasets: Sequence[str],
+        *,
+        mode: int,
+        schema_name: str | None,
+        schema_entities: str | None,
+        queued: Callable[[Task], Awaitable[None]] | None = None,
+    ) -> list[Task]:
+        """Queue one parse task per dataset, then wake the workers. `queued` runs right after each task
+        is stored, before any worker is woken (the knowledge base records which task parses what)."""
+        created = []
+        for dataset in datasets:
+            task = Task(
+                task_id=str(uuid.uuid4()),
+                status="pending",
+                kb_name=kb_name,
+                dataset=dataset,
+                mode=mode,
+                schema_name=schema_name,
+                schema_entities=schema_entities,
+            )
+            await self.store.add(task)
+            if queued is not None:
+                await queued(task)
+            created.append(task)
         self.queue.notify()
+        return created
+
+    async def active_for_dataset(self, dataset: str, kb: str | None = None) -> list[Task]:
+        """Tasks still pending, running or cancelling for this dataset (in one KB, or in any)."""
+        return await self.store.active_for_dataset(dataset, kb)
+
+    async def active_for_kb(self, kb: str) -> list[Task]:
+        return await self.store.active_for_kb(kb)
+
+    def processing_config(self) -> ProcessingSettings:
+        """The processing configuration in effect (as last reloaded)."""
+        settings = self.current_settings()
+        llm, embedding, chunking = (
+            settings.docdb.llm,
+            settings.docdb.embedding_api,
+            settings.parameter.chunk_config,
+        )
+        graph = settings.parameter.graph_config
+        default = self.embedders.default
+        return ProcessingSettings(
+            llm=LlmSettings(model=llm.model, max_concurrent=llm.max_concurrent_requests, timeout=llm.timeout),
+            # `auto`: each KB's model (and dimension) is chosen by its first parse.
+            embedding=EmbeddingSettings(
+                model=default,
+                dim=None if default == AUTO else self.embedders.get(self.embedders.fallback).dim,
+                batch_size=embedding.batch_size,
+            ),
+            graph=GraphSettings(
+                chunk_size=chunking.chunk_size,
+                overlap=chunking.overlap,
+                batch_size=graph.batch_size,
+                max_workers=graph.max_workers,
+            ),
+            parse_max_workers=settings.parse_max_workers,
+        )
 
     # ------------------------------------------------------------ workers
 
@@ -210,7 +290,7 @@ class TaskService:
             )
             if done is None:
                 raise Cancelled("done")
-            await self.index.mark_parsed(task.kb_name, task.dataset, task_id, utcnow())
+            await self.kbs.mark_parsed(task.kb_name, task.dataset, task_id, utcnow())
             log.info("parse_completed", kb=task.kb_name, dataset=task.dataset, skipped=len(skipped))
         except Cancelled as stop:
             await self._roll_back(task)
@@ -250,7 +330,7 @@ class TaskService:
 
     async def _replace_previous(self, task: Task) -> None:
         """A forced re-parse replaces the dataset's earlier data only once the new data is complete."""
-        for old in await self.index.chunk_task_ids(task.kb_name, task.dataset):
+        for old in await self.kbs.chunk_task_ids(task.kb_name, task.dataset):
             if old != task.task_id:
                 await self.pipeline.rollback(
                     Task(task_id=old, status="completed", kb_name=task.kb_name, dataset=task.dataset)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from lore_common.jobs import JobStore
-from lore_docdb.tasks.models import ACTIVE_STATES, LIFECYCLE, Task
+from lore_docdb.parse.models import ACTIVE_STATES, LIFECYCLE, Task
 
 TABLE = "lore_docdb_jobs"
 

@@ -1,4 +1,4 @@
-"""SQL of the index: knowledge bases, their datasets, and chunk rows."""
+"""The only SQL of the knowledge-bases domain: KB rows, their datasets, their chunks and versions."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from lore_common.stores.sql import increment
 from lore_core.tasks import FreshReads
-from lore_docdb.index.models import ChunkRow, KbDatasetRow, KbVersionRow, KnowledgeBaseRow
+from lore_docdb.knowledge_bases.models import ChunkRow, KbDatasetRow, KbVersionRow, KnowledgeBaseRow
 
 
 class KbExists(Exception):
     pass
 
 
-class IndexStore:
+class KnowledgeBaseStore:
     # How long `cached_kb` may answer from memory. Writes by this process drop the entry at once; another
     # replica's write (a deletion, the first parse's mode) is seen within this time.
     KB_CACHE_SECONDS = 1.0
