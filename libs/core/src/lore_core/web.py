@@ -42,13 +42,15 @@ class CheckResult(msgspec.Struct, omit_defaults=True):
     error: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class ModelsReport(msgspec.Struct):
-    """The models a service runs: chat model, default embedder (and its dimension), reranker URL."""
+class ModelsReport(msgspec.Struct, omit_defaults=True):
+    """The models a service runs: chat model, default embedder (and its dimension), reranker URL
+    (docdb, mem); gen has no embedder and reports the docdb it reads instead. Unset fields are left out."""
 
     llm: str
-    embedder: str
-    embedding_dim: int | None = None
-    reranker: str | None = None
+    embedder: str | msgspec.UnsetType = msgspec.UNSET
+    embedding_dim: int | msgspec.UnsetType | None = msgspec.UNSET
+    reranker: str | msgspec.UnsetType | None = msgspec.UNSET
+    docdb_url: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class HealthReport(msgspec.Struct):

@@ -46,8 +46,18 @@ class TaskRecord(msgspec.Struct, kw_only=True):
         if self.status == "failed":
             status.error = self.error
         if self.status in ("pending", "running"):
-            status.step, status.step_name, status.progress = self.step, self.step_name, self.progress
+            status.step, status.step_name = self.step, self.step_name
+            status.progress = msgspec.convert(self.progress, TaskProgress)
         return status
+
+
+class TaskProgress(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """How far a running task is: rows `done` of `total` (a table's step 2), or what it is `waiting_for`
+    (a store or model outage it will retry after); empty in the other steps."""
+
+    done: int | UnsetType = UNSET
+    total: int | UnsetType = UNSET
+    waiting_for: str | UnsetType = UNSET
 
 
 class TaskAccepted(msgspec.Struct, kw_only=True):
@@ -70,7 +80,7 @@ class TaskStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
     error: str | UnsetType | None = UNSET  # only when failed
     step: int | UnsetType = UNSET  # this and the next two only while pending or running
     step_name: str | UnsetType | None = UNSET
-    progress: dict[str, Any] | UnsetType = UNSET
+    progress: TaskProgress | UnsetType = UNSET
     created_at: str
     updated_at: str
 
