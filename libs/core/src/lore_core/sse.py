@@ -1,4 +1,5 @@
-"""Server-sent events: how a route streams an answer (`stream: true`)."""
+"""Server-sent events: how a route streams an answer (`stream: true`). Which events a cited answer
+sends, and in what order, is `lore_common.answers`'s business; this module only puts them on the wire."""
 
 from __future__ import annotations
 

@@ -182,7 +182,7 @@ async def wire(settings: Settings, config: ConfigService, stores: Stores, provid
         vectors=indexes.vectors,
         graph=indexes.graph,
         bm25=indexes.bm25,
-        index=kb_store,
+        kb_store=kb_store,
         embedders=providers.embedders,
         reranker=providers.reranker,
         defaults=query_defaults,
@@ -191,7 +191,7 @@ async def wire(settings: Settings, config: ConfigService, stores: Stores, provid
     chat = ChatService(
         retriever=retriever,
         llm=providers.llm,
-        index=kb_store,
+        kb_store=kb_store,
         objects=stores.objects,
         defaults=query_defaults,
     )

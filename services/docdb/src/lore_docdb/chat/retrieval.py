@@ -16,7 +16,7 @@ from lore_docdb.index.bm25 import Bm25Cache
 from lore_docdb.index.graph import GraphIndex
 from lore_docdb.index.vectors import VectorIndex
 from lore_docdb.knowledge_bases.models import KnowledgeBaseRow
-from lore_docdb.knowledge_bases.store import KnowledgeBaseStore as IndexStore
+from lore_docdb.knowledge_bases.store import KnowledgeBaseStore
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class Retriever:
         vectors: VectorIndex,
         graph: GraphIndex,
         bm25: Bm25Cache,
-        index: IndexStore,
+        kb_store: KnowledgeBaseStore,
         embedders: EmbedderSet,
         reranker: HTTPReranker | None,
         defaults: Callable[[], QueryDefaults],
@@ -99,7 +99,7 @@ class Retriever:
         self.vectors = vectors
         self.graph = graph
         self.bm25 = bm25
-        self.index = index
+        self.kb_store = kb_store
         self.embedders = embedders
         self.reranker = reranker
         self.defaults = defaults
@@ -153,7 +153,7 @@ class Retriever:
     async def fill(self, hits: dict[str, Hit]) -> None:
         """Load text and source of hits that only carry an id (graph and BM25 candidates)."""
         missing = [cid for cid, hit in hits.items() if not hit.text]
-        for row in await self.index.get_chunks(missing):
+        for row in await self.kb_store.get_chunks(missing):
             hit = hits[row.chunk_id]
             hit.text, hit.dataset, hit.file = row.text, row.dataset, row.file
 

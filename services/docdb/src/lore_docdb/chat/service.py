@@ -34,7 +34,7 @@ from lore_docdb.chat.models import (
 )
 from lore_docdb.chat.retrieval import Hit, KbTarget, Retriever, Trace, dedupe
 from lore_docdb.knowledge_bases.models import PROCESS_MODES
-from lore_docdb.knowledge_bases.store import KnowledgeBaseStore as IndexStore
+from lore_docdb.knowledge_bases.store import KnowledgeBaseStore
 
 log = structlog.get_logger("lore.docdb.chat")
 
@@ -94,13 +94,13 @@ class ChatService:
         *,
         retriever: Retriever,
         llm: ChatModel,
-        index: IndexStore,
+        kb_store: KnowledgeBaseStore,
         objects: ObjectStore | None,
         defaults: Callable[[], QueryDefaults],
     ) -> None:
         self.retriever = retriever
         self.llm = llm
-        self.index = index
+        self.kb_store = kb_store
         self.objects = objects
         self.defaults = defaults
 
@@ -138,7 +138,7 @@ class ChatService:
             raise ChatInputError(f"query_mode {mode!r} is unknown; use one of {', '.join(QUERY_MODES)}")
         max_results = _bounded("max_results", body.max_results if body.max_results is not None else 20)
         top_k = _bounded("top_k", body.top_k if body.top_k is not None else self.defaults().top_k)
-        row = await self.index.cached_kb(kb)
+        row = await self.kb_store.cached_kb(kb)
         if row is None:
             raise ChatInputError(f"knowledge base {kb!r} does not exist")
         if row.status != "ready":
@@ -281,7 +281,7 @@ class ChatService:
 
     async def retrieve(self, request: RetrieveRequest) -> Retrieved:
         """The chunks chat would answer from, without a model call: 404 for an unknown KB."""
-        row = await self.index.get_kb(request.kb_id)
+        row = await self.kb_store.get_kb(request.kb_id)
         if row is None:
             raise KnowledgeBaseMissing(request.kb_id)
         if not request.query.strip():

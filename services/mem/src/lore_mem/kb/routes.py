@@ -76,7 +76,7 @@ class KbController(Controller):
         status_code=202,
         request_max_body_size=MAX_INSERT_BYTES,
         operation_class=InsertOperation,
-        summary="Queue text (and optional video, audio, image) for the knowledge-graph memory",
+        summary="Queue text (and optional video, audio, image) for the memory graph (mem kb)",
         description=(
             "multipart: `query` (text, required), `video`, `audio`, `image` (files, optional). Answers 202 "
             "with the insert job `{id, query, status: accepted, videocaption, audiocaption, imagecaption}`; "
@@ -113,7 +113,7 @@ class KbController(Controller):
     @post(
         "/query",
         status_code=200,
-        summary="Ask the knowledge-graph memory (hybrid, local, global, naive)",
+        summary="Ask the memory graph (mem kb): hybrid, local, global or naive",
         description=(
             "With `stream: true` the answer is `text/event-stream`: `passages` `{rag_memory, passages}`, "
             "`delta` `{text}` events as the model writes, `citations` `{citations: [{index, passage}]}`, "
