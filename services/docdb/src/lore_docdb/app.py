@@ -167,7 +167,7 @@ async def wire(settings: Settings, config: ConfigService, stores: Stores, provid
         owner=replica_id(cfg.server.port),
         leads=leadership.is_leader,
         current_settings=lambda: config.settings,
-        embedders=providers.embedders,
+        embedders=embedders,
     )
     knowledge_bases = KnowledgeBaseService(
         store=kb_store,

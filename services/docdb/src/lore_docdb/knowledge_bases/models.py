@@ -98,6 +98,7 @@ class KbDetail(Success, kw_only=True):
     status: str
     process_mode: int | None
     embedding_model: str
+    embedding_dim: int | None  # of `embedding_model`; None while that is `auto`
     datasets: list[KbDatasetInfo]
     available_query_modes: list[QueryMode]
 

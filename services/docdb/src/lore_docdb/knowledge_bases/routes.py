@@ -7,6 +7,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from lore_core.bounds import GraphPage, Offset, OverviewCount
+from lore_core.clock import iso
 from lore_core.web import from_state
 from lore_docdb.knowledge_bases.models import (
     CreateKnowledgeBase,
@@ -37,7 +38,7 @@ class KnowledgeBaseController(Controller):
     async def list_kbs(self, knowledge_bases: NamedDependency[KnowledgeBaseService]) -> KbList:
         rows = await knowledge_bases.list_all()
         return KbList(
-            data=[KbSummary(name=r.name, created_at=r.created_at.isoformat(), status=r.status) for r in rows]
+            data=[KbSummary(name=r.name, created_at=iso(r.created_at), status=r.status) for r in rows]
         )
 
     @post("/", status_code=200, summary="Create an empty knowledge base; 409 if it exists")

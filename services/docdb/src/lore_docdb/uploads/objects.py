@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import Field, SQLModel
 
 from lore_common.stores.objects import MIN_PART_SIZE, ObjectStore
-from lore_core.clock import utcnow
+from lore_core.clock import iso, utcnow
 from lore_core.errors import BadRequest
 from lore_core.naming import safe_filename
 from lore_docdb.datasets.models import UploadedFile
@@ -97,7 +97,7 @@ class ObjectUploads(Uploads):
             filename=row.filename,
             total_chunks=row.total_chunks,
             total_size=int(row.total_size),
-            created_at=_iso(row.created_at),
+            created_at=iso(row.created_at),
         )
 
     async def init(self, dataset: str, filename: str, total_chunks: int, total_size: int) -> UploadSession:
@@ -123,7 +123,7 @@ class ObjectUploads(Uploads):
             filename=name,
             total_chunks=total_chunks,
             total_size=total_size,
-            created_at=_iso(now),
+            created_at=iso(now),
         )
 
     async def put_chunk(
@@ -251,7 +251,3 @@ def _append(source: Path, out: BinaryIO) -> None:
     with source.open("rb") as data:
         while block := data.read(MERGE_BUFFER):
             out.write(block)
-
-
-def _iso(moment: datetime) -> str:
-    return moment.replace(tzinfo=None).isoformat(timespec="seconds")
