@@ -1,5 +1,5 @@
 """docdb: datasets and files, chunked uploads, knowledge bases, parse tasks, schemas, configuration,
-chat and retrieval (contract 4.2-4.7)."""
+chat and retrieval (see the API reference at `/schema`)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,6 @@ class OverviewReply(msgspec.Struct):
 
 class ChatReply(ChatResult):
     success: bool = True
-    code: int = 200
 
 
 class Docdb(Core):

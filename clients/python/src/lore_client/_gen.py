@@ -1,4 +1,4 @@
-"""gen: tables (submit, status, the WebSocket stream) and tag trees (contract 4.8-4.9)."""
+"""gen: tables (submit, status, the WebSocket stream) and tag trees (see docs/gen.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""mem: `vg` fact memories per user, agent or run; the `kb` knowledge-graph memory (contract 4.10-4.11)."""
+"""mem: `vg` fact memories per user, agent or run; the memory graph (`kb`; see docs/mem.md)."""
 
 from __future__ import annotations
 

@@ -95,6 +95,7 @@ class QueryMode(Model):
 
 class KnowledgeBase(KnowledgeBaseSummary):
     process_mode: int | None = None
+    embedding_dim: int | None = None  # of `embedding_model`; None while that is `auto`
     datasets: list[KbDataset] = []
     available_query_modes: list[QueryMode] = []
 
@@ -149,7 +150,7 @@ TaskStatus = Literal["pending", "running", "cancelling", "completed", "failed", 
 
 
 class Task(Model):
-    """A parse task (contract 2.6). Its `stage` moves through `PARSE_STAGES`."""
+    """A parse task (see the API reference). Its `stage` moves through `PARSE_STAGES`."""
 
     task_id: str
     status: str
@@ -196,6 +197,7 @@ class SchemaSummary(Model):
 
 class Schema(Model):
     name: str
+    entity_count: int = 0
     entities: list[dict[str, Any]] = []
     prompt_preview: str = ""
     created_at: str = ""
@@ -221,7 +223,10 @@ class Citation(Model):
 
 
 class ChatResult(Model):
+    """A chat's answer. docdb answers a failed chat with HTTP 200 and its `code` (400, 404, 503…) here."""
+
     response: str | None
+    code: int = 200
     data: list[Passage] = []
     total_count: int = 0
     citations: list[Citation] | None = None
@@ -302,7 +307,10 @@ class TreeTask(Model):
     status: str
     result: TagTree | None = None
     error: str | None = None
-    node_count: int | None = None
+    node_count: int | None = None  # in the reply of a spreadsheet submit, which builds the tree at once
+    step: int | None = None
+    step_name: str | None = None
+    progress: dict[str, Any] | None = None
     created_at: str = ""
     updated_at: str = ""
 
@@ -359,7 +367,7 @@ class HistoryRecord(Model):
 
 
 class InsertJob(Model):
-    """A `kb` memory insert (contract 2.12): `accepted`, `processing`, then `done` or `failed`."""
+    """A memory-graph (mem kb) insert: `accepted`, `processing`, then `done` or `failed`."""
 
     id: str
     query: str
@@ -368,6 +376,8 @@ class InsertJob(Model):
     audiocaption: str | None = None
     imagecaption: str | None = None
     error: str | None = None
+    notes: dict[str, str] = {}  # why a medium got no caption, by medium
+    waiting_for: str | None = None  # while `processing` waits for a store: which, and why
     chunks: int | None = None
     entities: int | None = None
     relations: int | None = None
