@@ -3,7 +3,8 @@
 A question's answer is always these events, in this order:
 
     passages   what retrieval found (each service's own shape)
-    delta      {text}: the answer as the model writes it (not streaming: one delta, the whole answer)
+    delta      {text}: the answer as the model writes it (not streaming: one delta, the whole answer;
+               none for an empty answer)
     citations  {citations: [...]}: the passages the answer cites as [n] (each service's own shape)
     done       the body the non-streaming call answers
 
