@@ -153,7 +153,7 @@ def test_safe_filename_rejects_control_characters_and_overlong_names(name: str) 
 
 
 def test_start_up_on_a_shared_volume_spares_another_replicas_upload_in_progress(tmp_path: Path) -> None:
-    from lore_docdb.datasets.store import RawFiles
+    from lore_docdb.datasets.disk import RawFiles
 
     raw = RawFiles(tmp_path / "raw")
     raw.create("shared")

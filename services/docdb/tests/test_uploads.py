@@ -214,7 +214,7 @@ async def test_buffered_writes_survive_short_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offset: int | None
 ) -> None:
     """A vectored write may store fewer bytes than asked; the writer resumes where it stopped."""
-    from lore_docdb.datasets import service as datasets_service
+    from lore_docdb.datasets import files as datasets_service
 
     real_writev, real_pwritev = os.writev, os.pwritev
 

@@ -29,10 +29,11 @@ from lore_docdb.chat.service import ChatService
 from lore_docdb.config.routes import ConfigController
 from lore_docdb.config.service import ConfigService
 from lore_docdb.database import create_tables
+from lore_docdb.datasets.disk import DiskRawStore, RawFiles
 from lore_docdb.datasets.objects import ObjectRawStore
+from lore_docdb.datasets.raw import RawStore
 from lore_docdb.datasets.routes import DatasetController
 from lore_docdb.datasets.service import DatasetService
-from lore_docdb.datasets.store import LocalRawStore, RawFiles, RawStore
 from lore_docdb.index.bm25 import Bm25Cache
 from lore_docdb.index.graph import GraphIndex
 from lore_docdb.index.indexes import SearchIndexes
@@ -48,10 +49,11 @@ from lore_docdb.parse.store import TaskStore
 from lore_docdb.schemas.routes import SchemaController
 from lore_docdb.schemas.service import SchemaService
 from lore_docdb.schemas.store import SchemaStore
-from lore_docdb.uploads.models import Uploads
+from lore_docdb.uploads.disk import DiskUploads
 from lore_docdb.uploads.objects import ObjectUploads
 from lore_docdb.uploads.routes import UploadController
-from lore_docdb.uploads.service import LocalUploads
+from lore_docdb.uploads.service import UploadBackend, UploadService
+from lore_docdb.uploads.store import UploadSessionStore
 
 PREFIX = "/api/v1/docdb"
 MULTIPART_OVERHEAD = 1024 * 1024
@@ -65,7 +67,7 @@ STALE_WRITE_S = 3600.0
 
 async def open_raw_files(
     data_dir: Path, engine: AsyncEngine, objects: ObjectStore | None, parse: TaskStore, cfg: DocdbConfig
-) -> tuple[RawStore, Uploads, DatasetService]:
+) -> tuple[RawStore, UploadService, DatasetService]:
     """Raw files and chunked uploads in object storage when it is configured (replicas then share no
     disk), else on local disk."""
 
@@ -79,18 +81,20 @@ async def open_raw_files(
             await store.import_local(RawFiles(local))
         await store.sweep(0 if engine.dialect.name == "sqlite" else STALE_WRITE_S)
         datasets = DatasetService(raw=store, active_parses=active_parses, max_upload_size=cfg.max_upload_size)
-        return store, ObjectUploads(store, datasets, engine), datasets
+        backend: UploadBackend = ObjectUploads(store, UploadSessionStore(engine))
+        return store, UploadService(backend=backend, datasets=datasets, engine=engine), datasets
     files = RawFiles(local)
     await asyncio.to_thread(files.purge_trash)
-    raw = LocalRawStore(files)
+    raw = DiskRawStore(files)
     # On SQLite this process owns the data dir; on PostgreSQL replicas may share it (a ReadWriteMany
     # volume), and a young temp file may be another replica's upload.
     await raw.sweep(0 if engine.dialect.name == "sqlite" else STALE_WRITE_S)
     datasets = DatasetService(raw=raw, active_parses=active_parses, max_upload_size=cfg.max_upload_size)
-    return raw, LocalUploads(files, datasets, engine), datasets
+    uploads = UploadService(backend=DiskUploads(files), datasets=datasets, engine=engine)
+    return raw, uploads, datasets
 
 
-async def sweep_uploads(uploads: Uploads, raw: RawStore, ttl: float) -> int:
+async def sweep_uploads(uploads: UploadService, raw: RawStore, ttl: float) -> int:
     return await uploads.sweep(ttl) + await raw.sweep(STALE_WRITE_S)
 
 
@@ -99,7 +103,7 @@ class Domains:
     """docdb's services, wired: what the routes reach through `app.state`."""
 
     datasets: DatasetService
-    uploads: Uploads
+    uploads: UploadService
     schemas: SchemaService
     knowledge_bases: KnowledgeBaseService
     parse: ParseService

@@ -10,11 +10,11 @@ from sqlmodel import SQLModel
 
 from lore_common.jobs import job_table
 from lore_common.stores.migrate import Schema, upgrade
-from lore_docdb.datasets.objects import RawDatasetRow, RawFileRow
+from lore_docdb.datasets.models import RawDatasetRow, RawFileRow
 from lore_docdb.knowledge_bases.models import ChunkRow, KbDatasetRow, KbVersionRow, KnowledgeBaseRow
 from lore_docdb.parse.store import TABLE as JOBS
 from lore_docdb.schemas.models import SchemaRow
-from lore_docdb.uploads.objects import UploadChunkRow, UploadSessionRow
+from lore_docdb.uploads.models import UploadChunkRow, UploadSessionRow
 
 TABLES: list[Any] = [job_table(JOBS)] + [
     SQLModel.metadata.tables[str(model.__tablename__)]

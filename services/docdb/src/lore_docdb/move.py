@@ -18,8 +18,8 @@ from lore_common.stores.transfer import (
 )
 from lore_core.settings import DocdbConfig, Settings
 from lore_docdb.database import SCHEMA
+from lore_docdb.datasets.disk import RawFiles
 from lore_docdb.datasets.objects import ObjectRawStore
-from lore_docdb.datasets.store import RawFiles
 from lore_docdb.index.vectors import PAYLOAD_KEYS, collection_name
 from lore_docdb.knowledge_bases.models import KnowledgeBaseRow
 

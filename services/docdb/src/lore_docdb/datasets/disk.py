@@ -1,6 +1,5 @@
-"""Where raw files live: `RawStore` is what the rest of docdb uses; `LocalRawStore` keeps them on local
-disk (the embedded default, or a volume every replica mounts), `ObjectRawStore` (datasets/objects.py)
-in object storage with a registry in the relational store, so that replicas share no disk.
+"""The disk backend of raw files (the embedded default, or a volume every replica mounts); the other
+backend, `ObjectRawStore` (datasets/objects.py), keeps them in object storage.
 
 On disk: one folder per dataset, hidden `.uploads/` inside, atomic writes. Every final file appears by
 `link(temp, final)`, which is atomic and never overwrites, so two uploads of the same name can race
@@ -17,14 +16,13 @@ import shutil
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+
+from lore_docdb.datasets.raw import MAX_RENAME_ATTEMPTS, candidates
 
 TRASH = ".trash"
 UPLOADS = ".uploads"
-MAX_RENAME_ATTEMPTS = 100_000
 
 
 class RawFiles:
@@ -80,13 +78,9 @@ class RawFiles:
 
     def publish(self, dataset: str, temp: Path, filename: str) -> str:
         """Give `temp` its final name, `<name>_<n>.<ext>` (n = 1, 2, …) when taken; returns the name."""
-        stem, dot, ext = filename.rpartition(".")
-        if not dot or not stem:
-            stem, ext = filename, ""
         folder = self.dataset_dir(dataset)
         try:
-            for n in range(MAX_RENAME_ATTEMPTS):
-                candidate = filename if n == 0 else f"{stem}_{n}.{ext}" if ext else f"{stem}_{n}"
+            for candidate in candidates(filename):
                 try:
                     os.link(temp, folder / candidate)
                 except FileExistsError:
@@ -118,44 +112,7 @@ class RawFiles:
                     yield temp
 
 
-class RawStore(Protocol):
-    """The raw-files area as the datasets, uploads, knowledge-bases and parse code see it."""
-
-    async def exists(self, dataset: str) -> bool: ...
-
-    async def list_datasets(self) -> list[str]: ...
-
-    async def create(self, dataset: str) -> bool:
-        """Create an empty dataset; False when it already exists."""
-        ...
-
-    async def delete(self, dataset: str) -> None: ...
-
-    async def list_files(self, dataset: str) -> list[tuple[str, int, str]]:
-        """(name, size, modified ISO 8601 without zone) of each visible file, by name."""
-        ...
-
-    def staging(self, dataset: str) -> Path:
-        """A fresh local path to write a file of `dataset` to before `publish`."""
-        ...
-
-    async def publish(self, dataset: str, temp: Path, filename: str) -> str:
-        """Store the fully written `temp` (consumed) under `filename`, or `<name>_<n>.<ext>` when that is
-        taken; returns the name given."""
-        ...
-
-    async def delete_file(self, dataset: str, filename: str) -> bool: ...
-
-    def checkout(self, dataset: str) -> AbstractAsyncContextManager[Path]:
-        """A local folder holding the dataset's files while a parse reads them."""
-        ...
-
-    async def sweep(self, older_than_s: float) -> int:
-        """Remove what crashed writes left behind; returns how many."""
-        ...
-
-
-class LocalRawStore:
+class DiskRawStore:
     """Raw files on this machine's disk (`RawFiles`), off the event loop."""
 
     def __init__(self, files: RawFiles) -> None:

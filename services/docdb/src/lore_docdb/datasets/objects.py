@@ -1,10 +1,10 @@
-"""Raw files in object storage, registered in the relational store: what replicas without a shared
-volume use when `docdb.object_storage` is configured.
+"""The object-storage backend of raw files: what replicas without a shared volume use when
+`docdb.object_storage` is configured.
 
-A file's bytes are the object `{dataset}/{name}`; its row in `raw_files` is what lists it. The row is
-written first, not ready, to claim the name (one transaction per dataset at a time, so two replicas
-never pick the same `<name>_<n>`), then the object, then the row is marked ready with its size. A
-crash in between leaves a row that no listing shows, which the sweep removes with its object.
+A file's bytes are the object `{dataset}/{name}`; its row in the registry (`RawFileRegistry`, the
+relational store) is what lists it. The name is claimed in the registry first, then the object is
+written, then the row is marked ready; a crash in between leaves a row that no listing shows, which
+the sweep removes with its object.
 """
 
 from __future__ import annotations
@@ -14,65 +14,30 @@ import contextlib
 import shutil
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import structlog
-from sqlalchemy import BigInteger, delete, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlmodel import Field, SQLModel
 
 from lore_common.stores.objects import ObjectStore
-from lore_common.stores.sql import advisory_lock, transaction_lock
-from lore_core.clock import utcnow
-from lore_docdb.datasets.errors import DatasetNotFound, ObjectStorageFailed
-from lore_docdb.datasets.store import MAX_RENAME_ATTEMPTS, RawFiles
+from lore_common.stores.sql import advisory_lock
+from lore_docdb.datasets.disk import RawFiles
+from lore_docdb.datasets.errors import ObjectStorageFailed
+from lore_docdb.datasets.store import RawFileRegistry
 
 log = structlog.get_logger("lore.docdb.raw")
 DOWNLOADS = 8  # files fetched at once when a parse checks a dataset out
-
-
-class RawDatasetRow(SQLModel, table=True):
-    __tablename__ = "raw_datasets"
-
-    name: str = Field(primary_key=True, max_length=64)
-    created_at: datetime = Field(default_factory=utcnow)
-
-
-class RawFileRow(SQLModel, table=True):
-    __tablename__ = "raw_files"
-
-    dataset: str = Field(primary_key=True, max_length=64)
-    name: str = Field(primary_key=True, max_length=255)
-    size: int = Field(default=0, sa_type=BigInteger)
-    ready: bool = False  # false while its object is being written
-    modified_at: datetime = Field(default_factory=utcnow)
-
-
-_DATASETS = RawDatasetRow.__table__  # type: ignore[attr-defined]
-_FILES = RawFileRow.__table__  # type: ignore[attr-defined]
 
 
 def object_key(dataset: str, name: str) -> str:
     return f"{dataset}/{name}"
 
 
-def candidates(filename: str) -> Iterator[str]:
-    """`name.ext`, then `name_1.ext`, `name_2.ext`, … (as the local store names them)."""
-    stem, dot, ext = filename.rpartition(".")
-    if not dot or not stem:
-        stem, ext = filename, ""
-    yield filename
-    for n in range(1, MAX_RENAME_ATTEMPTS):
-        yield f"{stem}_{n}.{ext}" if ext else f"{stem}_{n}"
-
-
 class ObjectRawStore:
     def __init__(self, engine: AsyncEngine, objects: ObjectStore, staging_dir: Path) -> None:
         self.engine = engine
+        self.registry = RawFileRegistry(engine)
         self.objects = objects
         self.staging_dir = staging_dir
         self.staging_dir.mkdir(parents=True, exist_ok=True)
@@ -80,30 +45,18 @@ class ObjectRawStore:
     # ------------------------------------------------------------ datasets
 
     async def exists(self, dataset: str) -> bool:
-        async with self.engine.connect() as connection:
-            found = await connection.execute(select(_DATASETS.c.name).where(_DATASETS.c.name == dataset))
-            return found.first() is not None
+        return await self.registry.dataset_exists(dataset)
 
     async def list_datasets(self) -> list[str]:
-        async with self.engine.connect() as connection:
-            rows = await connection.execute(select(_DATASETS.c.name).order_by(_DATASETS.c.name))
-            return [str(name) for (name,) in rows]
+        return await self.registry.datasets()
 
     async def create(self, dataset: str) -> bool:
-        try:
-            async with self.engine.begin() as connection:
-                await connection.execute(_DATASETS.insert().values(name=dataset, created_at=utcnow()))
-        except IntegrityError:
-            return False
-        return True
+        return await self.registry.add_dataset(dataset)
 
     async def delete(self, dataset: str) -> None:
         """Unregister the dataset and its files at once, then delete its objects (best effort: an object
         left by a failure is invisible and a later upload of its name replaces it)."""
-        async with self.engine.begin() as connection:
-            await transaction_lock(connection, f"lore-docdb-raw:{dataset}")
-            await connection.execute(delete(_FILES).where(_FILES.c.dataset == dataset))
-            await connection.execute(delete(_DATASETS).where(_DATASETS.c.name == dataset))
+        await self.registry.remove_dataset(dataset)
         try:
             removed = await self.objects.delete_prefix(f"{dataset}/")
             log.info("objects_deleted", dataset=dataset, count=removed)
@@ -113,17 +66,7 @@ class ObjectRawStore:
     # ------------------------------------------------------------ files
 
     async def list_files(self, dataset: str) -> list[tuple[str, int, str]]:
-        query = (
-            select(_FILES.c.name, _FILES.c.size, _FILES.c.modified_at)
-            .where(_FILES.c.dataset == dataset, _FILES.c.ready.is_(True))
-            .order_by(_FILES.c.name)
-        )
-        async with self.engine.connect() as connection:
-            rows = (await connection.execute(query)).all()
-        return [
-            (name, int(size), modified.replace(tzinfo=None).isoformat(timespec="seconds"))
-            for name, size, modified in rows
-        ]
+        return await self.registry.files(dataset)
 
     def staging(self, dataset: str) -> Path:
         return self.staging_dir / f".tmp-{uuid.uuid4().hex}"
@@ -148,59 +91,21 @@ class ObjectRawStore:
         try:
             await writer(key)
         except BaseException as exc:
-            async with self.engine.begin() as connection:
-                await connection.execute(
-                    delete(_FILES).where(_FILES.c.dataset == dataset, _FILES.c.name == name)
-                )
+            await self.registry.drop_claim(dataset, name)
             if isinstance(exc, Exception):
                 log.error("object_upload_failed", dataset=dataset, filename=name, error=str(exc))
                 raise ObjectStorageFailed(
                     f"object storage rejected {key}: {type(exc).__name__}: {exc}; nothing was stored"
                 ) from exc
             raise
-        async with self.engine.begin() as connection:
-            await connection.execute(
-                update(_FILES)
-                .where(_FILES.c.dataset == dataset, _FILES.c.name == name)
-                .values(ready=True, size=size, modified_at=utcnow())
-            )
+        await self.registry.mark_ready(dataset, name, size)
         return name
 
     async def _claim(self, dataset: str, filename: str) -> str:
-        async with self.engine.begin() as connection:
-            await transaction_lock(connection, f"lore-docdb-raw:{dataset}")
-            found = await connection.execute(select(_DATASETS.c.name).where(_DATASETS.c.name == dataset))
-            if found.first() is None:
-                raise DatasetNotFound(dataset)
-            stem = filename.rpartition(".")[0] or filename
-            taken = {
-                str(name)
-                for (name,) in await connection.execute(
-                    select(_FILES.c.name).where(
-                        _FILES.c.dataset == dataset,
-                        _FILES.c.name.startswith(stem, autoescape=True),
-                    )
-                )
-            }
-            for name in candidates(filename):
-                if name in taken:
-                    continue
-                await connection.execute(
-                    _FILES.insert().values(
-                        dataset=dataset, name=name, size=0, ready=False, modified_at=utcnow()
-                    )
-                )
-                return name
-        raise FileExistsError(f"no free name for {filename!r} after {MAX_RENAME_ATTEMPTS} attempts")
+        return await self.registry.claim(dataset, filename)
 
     async def delete_file(self, dataset: str, filename: str) -> bool:
-        async with self.engine.begin() as connection:
-            gone = await connection.execute(
-                delete(_FILES).where(
-                    _FILES.c.dataset == dataset, _FILES.c.name == filename, _FILES.c.ready.is_(True)
-                )
-            )
-        if not gone.rowcount:
+        if not await self.registry.remove_file(dataset, filename):
             return False
         try:
             await self.objects.delete(object_key(dataset, filename))
@@ -236,15 +141,7 @@ class ObjectRawStore:
     async def sweep(self, older_than_s: float) -> int:
         """Forget files whose write never finished (a crash), with their objects; remove stale staging
         files and checkouts of this replica."""
-        cutoff = utcnow() - timedelta(seconds=older_than_s)
-        async with self.engine.begin() as connection:
-            rows = (
-                await connection.execute(
-                    delete(_FILES)
-                    .where(_FILES.c.ready.is_(False), _FILES.c.modified_at < cutoff)
-                    .returning(_FILES.c.dataset, _FILES.c.name)
-                )
-            ).all()
+        rows = await self.registry.drop_unfinished(older_than_s)
         for dataset, name in rows:
             with contextlib.suppress(Exception):
                 await self.objects.delete(object_key(dataset, name))
@@ -262,30 +159,13 @@ class ObjectRawStore:
         async with advisory_lock(self.engine, "lore-docdb-raw-import"):
             if not raw.root.is_dir():
                 return 0  # another replica sharing the volume did it
-            dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
             for dataset in raw.list_datasets():
-                async with self.engine.begin() as connection:
-                    await connection.execute(
-                        dialect.insert(_DATASETS)
-                        .values(name=dataset, created_at=utcnow())
-                        .on_conflict_do_nothing()
-                    )
+                await self.registry.register_dataset(dataset)
                 for name, size, modified in raw.list_files(dataset):
                     key = object_key(dataset, name)
                     if await self.objects.size(key) != size:
                         await self.objects.put_file(key, raw.file_path(dataset, name))
-                    async with self.engine.begin() as connection:
-                        await connection.execute(
-                            dialect.insert(_FILES)
-                            .values(
-                                dataset=dataset,
-                                name=name,
-                                size=size,
-                                ready=True,
-                                modified_at=datetime.fromisoformat(modified).replace(tzinfo=UTC),
-                            )
-                            .on_conflict_do_nothing()
-                        )
+                    await self.registry.register_file(dataset, name, size, modified)
                     imported += 1
             target = raw.root
             if rename:

@@ -20,7 +20,7 @@ import structlog
 from lore_core.clock import iso
 from lore_core.errors import BadRequest, Conflict, NotFound
 from lore_core.naming import check_name
-from lore_docdb.datasets.store import RawStore
+from lore_docdb.datasets.raw import RawStore
 from lore_docdb.index.indexes import SearchIndexes
 from lore_docdb.knowledge_bases.embedders import KbEmbedders
 from lore_docdb.knowledge_bases.models import (

@@ -27,7 +27,7 @@ from lore_core import metrics, tracing
 from lore_core.clock import utcnow
 from lore_core.errors import BadRequest, NotFound, store_outage
 from lore_core.settings import Settings
-from lore_docdb.datasets.store import RawStore
+from lore_docdb.datasets.raw import RawStore
 from lore_docdb.knowledge_bases.embedders import KbEmbedders
 from lore_docdb.knowledge_bases.store import KnowledgeBaseStore
 from lore_docdb.parse.models import (

@@ -1,11 +1,11 @@
-"""Chunked uploads on local disk (contract 2.4, 3.3): sessions under `<dataset>/.uploads/<upload_id>/`.
+"""The disk backend of chunked uploads: sessions under `<dataset>/.uploads/<upload_id>/`.
 
 Chunks arrive in any order and in parallel (re-sending a chunk replaces it). A chunk of the expected
 size (`ceil(total_size / total_chunks)`, the remainder for the last) is written in place at its offset
 in the session's preallocated `data.bin` and marked `<i>.ok`; completing an upload made only of such
 chunks is a rename, so each byte reaches the disk once. A chunk of any other size is kept apart as
-`<i>.part` and merged at completion. Sessions survive a restart. A session untouched for
-`upload_session_ttl` seconds is removed by a periodic sweep (its folder's mtime changes with each chunk).
+`<i>.part` and merged at completion. Sessions survive a restart; a session's folder mtime changes with
+each chunk, which is what the sweep of idle sessions reads.
 """
 
 from __future__ import annotations
@@ -22,25 +22,14 @@ from pathlib import Path
 
 import msgspec
 import structlog
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from lore_common.stores.sql import advisory_lock
-from lore_core.clock import utc_iso
 from lore_core.errors import BadRequest
 from lore_core.files import fsync_path, write_atomic
-from lore_core.naming import safe_filename
+from lore_docdb.datasets.disk import UPLOADS, RawFiles
+from lore_docdb.datasets.files import BufferedWriter, stream_to_file
 from lore_docdb.datasets.models import UploadedFile
-from lore_docdb.datasets.service import BufferedWriter, DatasetService, stream_to_file
-from lore_docdb.datasets.store import UPLOADS, RawFiles
-from lore_docdb.uploads.models import (
-    UploadProgress,
-    Uploads,
-    UploadSession,
-    UploadSessionNotFound,
-    chunk_size_for,
-    missing_message,
-    progress_of,
-)
+from lore_docdb.uploads.models import UploadSession, UploadSessionNotFound, chunk_size_for
+from lore_docdb.uploads.service import check_not_empty
 
 log = structlog.get_logger("lore.docdb.uploads")
 MERGE_BUFFER = 8 * 1024 * 1024
@@ -49,65 +38,39 @@ _UPLOAD_ID = re.compile(r"^[0-9a-f]{32}$")
 SESSION_FILE = "session.json"
 
 
-class LocalUploads(Uploads):
-    def __init__(self, files: RawFiles, datasets: DatasetService, engine: AsyncEngine | None = None) -> None:
+class DiskUploads:
+    def __init__(self, files: RawFiles) -> None:
         self.files = files
-        self.datasets = datasets
-        self._completing = CompleteLock(engine)
 
     def _session_dir(self, dataset: str, upload_id: str) -> Path:
         if not _UPLOAD_ID.match(upload_id):
             raise UploadSessionNotFound(upload_id)
         return self.files.dataset_dir(dataset) / UPLOADS / upload_id
 
-    async def _load(self, dataset: str, upload_id: str) -> tuple[Path, UploadSession]:
-        await self.datasets.require(dataset)
+    async def create(self, session: UploadSession) -> None:
+        folder = self._session_dir(session.dataset, session.upload_id)
+        await asyncio.to_thread(_write_session, folder, session)
+
+    async def load(self, dataset: str, upload_id: str) -> UploadSession:
         folder = self._session_dir(dataset, upload_id)
         try:
-            session = msgspec.json.decode((folder / SESSION_FILE).read_bytes(), type=UploadSession)
+            return msgspec.json.decode((folder / SESSION_FILE).read_bytes(), type=UploadSession)
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise UploadSessionNotFound(upload_id) from exc
-        return folder, session
-
-    async def init(self, dataset: str, filename: str, total_chunks: int, total_size: int) -> UploadSession:
-        await self.datasets.require(dataset)
-        name = safe_filename(filename)
-        upload_id = uuid.uuid4().hex
-        session = UploadSession(
-            upload_id=upload_id,
-            dataset=dataset,
-            filename=name,
-            total_chunks=total_chunks,
-            total_size=total_size,
-            created_at=utc_iso(),
-        )
-        folder = self._session_dir(dataset, upload_id)
-        await asyncio.to_thread(_write_session, folder, session)
-        return session
 
     async def put_chunk(
-        self,
-        dataset: str,
-        upload_id: str,
-        index: int,
-        body: AsyncIterator[bytes],
-        declared: int | None = None,
+        self, session: UploadSession, index: int, body: AsyncIterator[bytes], declared: int | None
     ) -> int:
-        folder, session = await self._load(dataset, upload_id)
-        if not 0 <= index < session.total_chunks:
-            raise BadRequest(
-                f"chunk_index {index} is out of range: this upload has chunks 0..{session.total_chunks - 1}"
-            )
+        folder = self._session_dir(session.dataset, session.upload_id)
         expected = chunk_size_for(session, index)
         if declared is not None and declared == expected > 0:
             return await self._put_in_place(folder, session, index, expected, body)
         temp = folder / f".{index}.{uuid.uuid4().hex}.tmp"
         try:
             size = await stream_to_file(body, temp, limit=session.total_size)
-            if size == 0:
-                raise BadRequest("chunk body is empty: send the chunk's bytes as the raw request body")
+            check_not_empty(size)
             if not folder.is_dir():  # aborted or completed while this chunk was arriving
-                raise UploadSessionNotFound(upload_id)
+                raise UploadSessionNotFound(session.upload_id)
             await asyncio.to_thread(os.replace, temp, folder / f"{index}.part")
             (folder / f"{index}.ok").unlink(missing_ok=True)
         finally:
@@ -140,9 +103,8 @@ class LocalUploads(Uploads):
         (folder / f"{index}.part").unlink(missing_ok=True)
         return written
 
-    def received(self, dataset: str, upload_id: str) -> dict[int, str]:
-        """Chunk index → how it is stored: "ok" (in place in data.bin) or "part" (its own file)."""
-        folder = self._session_dir(dataset, upload_id)
+    def _received(self, folder: Path) -> dict[int, str]:
+        """Chunk index -> how it is stored: "ok" (in place in data.bin) or "part" (its own file)."""
         found: dict[int, str] = {}
         for path in folder.iterdir():
             stem, _, kind = path.name.partition(".")
@@ -150,51 +112,37 @@ class LocalUploads(Uploads):
                 found[int(stem)] = kind
         return found
 
-    async def progress(self, dataset: str, upload_id: str) -> UploadProgress:
-        folder, session = await self._load(dataset, upload_id)
-        present = await asyncio.to_thread(self.received, dataset, upload_id)
-        sizes = {
+    async def sizes(self, session: UploadSession) -> dict[int, int]:
+        folder = self._session_dir(session.dataset, session.upload_id)
+        present = await asyncio.to_thread(self._received, folder)
+        return {
             index: chunk_size_for(session, index)
             if kind == "ok"
             else (folder / f"{index}.part").stat().st_size
             for index, kind in present.items()
         }
-        return progress_of(session, sizes)
 
-    async def complete(self, dataset: str, upload_id: str) -> UploadedFile:
-        async with self._completing(upload_id):
-            folder, session = await self._load(dataset, upload_id)
-            present = self.received(dataset, upload_id)
-            missing = [i for i in range(session.total_chunks) if i not in present]
-            if missing:
-                raise BadRequest(
-                    missing_message(missing, session.total_chunks), detail={"missing_chunks": missing}
-                )
-            if all(kind == "ok" for kind in present.values()):
-                # Every chunk is already in place: the upload is its data file.
-                await asyncio.to_thread(fsync_path, folder / DATA_FILE)
-                result = await self.datasets.publish(
-                    dataset, folder / DATA_FILE, session.filename, session.total_size
-                )
-                await asyncio.to_thread(shutil.rmtree, folder, True)
-                return result
-            temp = self.files.temp_path(dataset)
-            try:
-                size = await asyncio.to_thread(_merge, folder, session, present, temp)
-                if size != session.total_size:
-                    raise BadRequest(
-                        f"merged size {size} bytes differs from total_size {session.total_size}; "
-                        "re-send the wrong chunks and complete again",
-                        detail={"merged_size": size, "total_size": session.total_size},
-                    )
-                result = await self.datasets.publish(dataset, temp, session.filename, size)
-            finally:
-                temp.unlink(missing_ok=True)
+    async def assemble(self, session: UploadSession, sizes: dict[int, int]) -> UploadedFile:
+        dataset = session.dataset
+        folder = self._session_dir(dataset, session.upload_id)
+        present = self._received(folder)
+        if all(kind == "ok" for kind in present.values()):
+            # Every chunk is already in place: the upload is its data file.
+            await asyncio.to_thread(fsync_path, folder / DATA_FILE)
+            name = await asyncio.to_thread(self.files.publish, dataset, folder / DATA_FILE, session.filename)
             await asyncio.to_thread(shutil.rmtree, folder, True)
-            return result
+            return UploadedFile(filename=name, size=session.total_size)
+        temp = self.files.temp_path(dataset)
+        try:
+            size = await asyncio.to_thread(_merge, folder, session, present, temp)
+            name = await asyncio.to_thread(self.files.publish, dataset, temp, session.filename)
+        finally:
+            temp.unlink(missing_ok=True)
+        await asyncio.to_thread(shutil.rmtree, folder, True)
+        return UploadedFile(filename=name, size=size)
 
-    async def abort(self, dataset: str, upload_id: str) -> None:
-        folder, _ = await self._load(dataset, upload_id)
+    async def forget(self, session: UploadSession) -> None:
+        folder = self._session_dir(session.dataset, session.upload_id)
         await asyncio.to_thread(shutil.rmtree, folder, True)
 
     async def sweep(self, ttl_seconds: float) -> int:
@@ -214,30 +162,6 @@ class LocalUploads(Uploads):
                         removed += 1
                         log.info("upload_session_expired", dataset=dataset, upload_id=folder.name)
         return removed
-
-
-class CompleteLock:
-    """A `complete` may arrive twice at once, at one replica or at two: one merges while the other
-    waits, then finds the session gone (404). A local lock, and on PostgreSQL an advisory lock."""
-
-    def __init__(self, engine: AsyncEngine | None) -> None:
-        self.engine = engine
-        self._locks: dict[str, asyncio.Lock] = {}
-
-    @contextlib.asynccontextmanager
-    async def __call__(self, upload_id: str) -> AsyncIterator[None]:
-        lock = self._locks.setdefault(upload_id, asyncio.Lock())
-        shared = (
-            advisory_lock(self.engine, f"upload:{upload_id}")
-            if self.engine is not None
-            else contextlib.nullcontext()
-        )
-        try:
-            async with lock, shared:
-                yield
-        finally:
-            if not lock.locked():
-                self._locks.pop(upload_id, None)
 
 
 def _write_session(folder: Path, session: UploadSession) -> None:

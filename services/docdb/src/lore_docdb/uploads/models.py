@@ -1,13 +1,16 @@
-"""Chunked uploads: wire shapes, the session, and what both upload stores do (see docs/docdb.md)."""
+"""Chunked uploads: wire shapes, the session, and the tables of the object-storage backend's sessions
+(SQL in store.py); see docs/docdb.md."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Annotated
 
 import msgspec
+from sqlalchemy import BigInteger
+from sqlmodel import Field, SQLModel
 
+from lore_core.clock import utcnow
 from lore_core.errors import NotFound
 from lore_docdb.datasets.models import UploadedFile
 from lore_docdb.envelope import Success
@@ -116,35 +119,24 @@ def missing_message(missing: list[int], total: int) -> str:
     return f"{len(missing)} of {total} chunks are missing: {shown}"
 
 
-class Uploads(ABC):
-    """Chunked uploads on local disk (`LocalUploads`) or in object storage (`ObjectUploads`). A base
-    class rather than a Protocol: the routes' dependency is checked with isinstance."""
+# ------------------------------------------------------------ tables (SQL lives in store.py)
 
-    @abstractmethod
-    async def init(
-        self, dataset: str, filename: str, total_chunks: int, total_size: int
-    ) -> UploadSession: ...
 
-    @abstractmethod
-    async def put_chunk(
-        self,
-        dataset: str,
-        upload_id: str,
-        index: int,
-        body: AsyncIterator[bytes],
-        declared: int | None = None,
-    ) -> int: ...
+class UploadSessionRow(SQLModel, table=True):
+    __tablename__ = "upload_sessions"
 
-    @abstractmethod
-    async def progress(self, dataset: str, upload_id: str) -> UploadProgress: ...
+    upload_id: str = Field(primary_key=True, max_length=32)
+    dataset: str = Field(max_length=64)
+    filename: str = Field(max_length=255)
+    total_chunks: int
+    total_size: int = Field(sa_type=BigInteger)
+    created_at: datetime = Field(default_factory=utcnow)
+    touched_at: datetime = Field(default_factory=utcnow, index=True)
 
-    @abstractmethod
-    async def complete(self, dataset: str, upload_id: str) -> UploadedFile: ...
 
-    @abstractmethod
-    async def abort(self, dataset: str, upload_id: str) -> None: ...
+class UploadChunkRow(SQLModel, table=True):
+    __tablename__ = "upload_chunks"
 
-    @abstractmethod
-    async def sweep(self, ttl_seconds: float) -> int:
-        """Remove sessions idle for longer than `ttl_seconds`; returns how many went."""
-        ...
+    upload_id: str = Field(primary_key=True, max_length=32)
+    chunk_index: int = Field(primary_key=True)
+    size: int = Field(sa_type=BigInteger)

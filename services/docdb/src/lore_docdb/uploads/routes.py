@@ -20,10 +20,10 @@ from lore_docdb.uploads.models import (
     UploadCompleted,
     UploadInfo,
     UploadRef,
-    Uploads,
     UploadStarted,
     UploadStatus,
 )
+from lore_docdb.uploads.service import UploadService
 
 
 @dataclass
@@ -44,7 +44,7 @@ class UploadController(Controller):
     @post("/init", status_code=200, summary="Start a chunked upload; returns its upload_id")
     async def init(
         self,
-        uploads: NamedDependency[Uploads],
+        uploads: NamedDependency[UploadService],
         dataset: FromPath[str],
         data: JSONBody[InitUpload],
     ) -> UploadStarted:
@@ -71,7 +71,7 @@ class UploadController(Controller):
     async def chunk(
         self,
         request: Request[Any, Any, Any],
-        uploads: NamedDependency[Uploads],
+        uploads: NamedDependency[UploadService],
         dataset: FromPath[str],
         upload_id: FromPath[str],
         chunk_index: FromQuery[int],
@@ -89,20 +89,20 @@ class UploadController(Controller):
         summary="An upload's progress: the chunks the server holds (to resume, send the others)",
     )
     async def progress(
-        self, uploads: NamedDependency[Uploads], dataset: FromPath[str], upload_id: FromPath[str]
+        self, uploads: NamedDependency[UploadService], dataset: FromPath[str], upload_id: FromPath[str]
     ) -> UploadStatus:
         return UploadStatus(message="upload in progress", data=await uploads.progress(dataset, upload_id))
 
     @post("/{upload_id:str}/complete", status_code=200, summary="Merge all chunks into the dataset")
     async def complete(
-        self, uploads: NamedDependency[Uploads], dataset: FromPath[str], upload_id: FromPath[str]
+        self, uploads: NamedDependency[UploadService], dataset: FromPath[str], upload_id: FromPath[str]
     ) -> UploadCompleted:
         stored = await uploads.complete(dataset, upload_id)
         return UploadCompleted(message=f"upload complete: {stored.filename}", data=stored)
 
     @delete("/{upload_id:str}", status_code=200, summary="Abort: delete the session and its chunks")
     async def abort(
-        self, uploads: NamedDependency[Uploads], dataset: FromPath[str], upload_id: FromPath[str]
+        self, uploads: NamedDependency[UploadService], dataset: FromPath[str], upload_id: FromPath[str]
     ) -> UploadAborted:
         await uploads.abort(dataset, upload_id)
         return UploadAborted(message=f"upload {upload_id} aborted", data=UploadRef(upload_id=upload_id))
