@@ -140,7 +140,8 @@ class Mem(Core):
     async def kb_query_stream(
         self, query: str, *, mode: str = "hybrid", use_pm: bool = False
     ) -> AsyncIterator[ChatEvent]:
-        """`kb_query` as server-sent events, ending with `done` (the body `kb_query` returns)."""
+        """`kb_query` as server-sent events: `passages`, `delta`…, `citations`, then `done` with the body
+        `kb_query` returns; a failure is `error {code, message}`, then `done` with `{detail}`."""
         async for name, data in self._events(
             "mem/kb/query", {"query": query, "mode": mode, "use_pm": use_pm, "stream": True}
         ):
