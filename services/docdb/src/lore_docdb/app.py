@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,33 +65,35 @@ PLANNED: list[PlannedRoute] = []
 STALE_WRITE_S = 3600.0
 
 
-async def open_raw_files(
-    data_dir: Path, engine: AsyncEngine, objects: ObjectStore | None, parse: TaskStore, cfg: DocdbConfig
-) -> tuple[RawStore, UploadService, DatasetService]:
-    """Raw files and chunked uploads in object storage when it is configured (replicas then share no
-    disk), else on local disk."""
-
-    async def active_parses(dataset: str) -> list[str]:
-        return [task.task_id for task in await parse.active_for_dataset(dataset)]
-
+async def open_raw_storage(
+    data_dir: Path, engine: AsyncEngine, objects: ObjectStore | None
+) -> tuple[RawStore, UploadBackend]:
+    """Where raw files and upload sessions live: object storage when it is configured (replicas then
+    share no disk), else local disk; what a crash left half-written is cleared first."""
+    # On SQLite this process owns the data dir; on PostgreSQL replicas may share it (a ReadWriteMany
+    # volume), and a young temp file may be another replica's upload.
+    stale = 0 if engine.dialect.name == "sqlite" else STALE_WRITE_S
     local = data_dir / "raw"
     if objects is not None:
         store = ObjectRawStore(engine, objects, data_dir / "staging")
         if local.is_dir():
             await store.import_local(RawFiles(local))
-        await store.sweep(0 if engine.dialect.name == "sqlite" else STALE_WRITE_S)
-        datasets = DatasetService(raw=store, active_parses=active_parses, max_upload_size=cfg.max_upload_size)
-        backend: UploadBackend = ObjectUploads(store, UploadSessionStore(engine))
-        return store, UploadService(backend=backend, datasets=datasets, engine=engine), datasets
+        await store.sweep(stale)
+        return store, ObjectUploads(store, UploadSessionStore(engine))
     files = RawFiles(local)
     await asyncio.to_thread(files.purge_trash)
     raw = DiskRawStore(files)
-    # On SQLite this process owns the data dir; on PostgreSQL replicas may share it (a ReadWriteMany
-    # volume), and a young temp file may be another replica's upload.
-    await raw.sweep(0 if engine.dialect.name == "sqlite" else STALE_WRITE_S)
-    datasets = DatasetService(raw=raw, active_parses=active_parses, max_upload_size=cfg.max_upload_size)
-    uploads = UploadService(backend=DiskUploads(files), datasets=datasets, engine=engine)
-    return raw, uploads, datasets
+    await raw.sweep(stale)
+    return raw, DiskUploads(files)
+
+
+def active_parses_of(tasks: TaskStore) -> Callable[[str], Awaitable[list[str]]]:
+    """The ids of the parse tasks still reading a dataset (which then cannot be deleted)."""
+
+    async def active(dataset: str) -> list[str]:
+        return [task.task_id for task in await tasks.active_for_dataset(dataset)]
+
+    return active
 
 
 async def sweep_uploads(uploads: UploadService, raw: RawStore, ttl: float) -> int:
@@ -149,7 +151,11 @@ async def wire(settings: Settings, config: ConfigService, stores: Stores, provid
     embedders = KbEmbedders(providers.embedders, kb_store)
     schemas = SchemaService(SchemaStore(sql))
     task_store = TaskStore(sql)
-    raw, uploads, datasets = await open_raw_files(data_dir, sql, stores.objects, task_store, cfg)
+    raw, upload_backend = await open_raw_storage(data_dir, sql, stores.objects)
+    datasets = DatasetService(
+        raw=raw, active_parses=active_parses_of(task_store), max_upload_size=cfg.max_upload_size
+    )
+    uploads = UploadService(backend=upload_backend, datasets=datasets, engine=sql)
     # With several replicas on one PostgreSQL, one of them runs the sweeps.
     leadership = Leadership(sql, "lore-docdb-sweeps")
     # Pictures in PDF/DOCX files are captioned when a vision model is configured (docdb.vlm).

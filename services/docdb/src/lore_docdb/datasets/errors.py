@@ -16,7 +16,7 @@ class FileNotInDataset(NotFound):
 
 
 class ObjectStorageFailed(LoreError):
-    """The contract answers 500 when object storage refuses an upload (nothing is kept)."""
+    """Object storage refused an upload: a 500, and nothing is kept."""
 
     status_code = 500
 

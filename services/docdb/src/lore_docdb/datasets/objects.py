@@ -109,7 +109,7 @@ class ObjectRawStore:
             return False
         try:
             await self.objects.delete(object_key(dataset, filename))
-        except Exception as exc:  # best effort by contract: the file is no longer listed either way
+        except Exception as exc:  # best effort: the file is no longer listed either way
             log.warning("object_delete_failed", dataset=dataset, filename=filename, error=str(exc))
         return True
 

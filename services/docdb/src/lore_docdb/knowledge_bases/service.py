@@ -247,7 +247,8 @@ class KnowledgeBaseService:
         self.indexes.bm25.bump(name)
 
     async def delete(self, name: str, purge_db: bool) -> bool:
-        """Start the asynchronous deletion; False when it was already under way (contract 3.2)."""
+        """Start the asynchronous deletion (the KB reads `deleting` until it is gone); False when it was
+        already under way."""
         await self.require(name)
         started = await self.store.mark_deleting(name, purge_db)
         if started:
