@@ -133,6 +133,23 @@ async def test_bad_spreadsheets_are_400_with_a_reason(
         assert says in response.json()["detail"]
 
 
+async def test_a_workbook_sent_as_a_text_field_is_a_400_not_a_crash(gen_factory: Any) -> None:
+    """A file part without a filename reaches the form parser as text; bytes that are not UTF-8 there
+    are the client's mistake, and the answer says how to send the workbook."""
+    boundary = "b355269733026f4ed37e61987928d228"
+    body = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"\r\n\r\n'.encode()
+        + b"\x89PNG\r\n\x1a\n\x00\x00"
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    async with gen_factory() as client:
+        response = await client.post(
+            SUBMIT, content=body, headers={"content-type": f"multipart/form-data; boundary={boundary}"}
+        )
+        assert response.status_code == 400, response.text
+        assert "send files as file parts (with a filename)" in response.json()["detail"]
+
+
 TREE = {
     "description": "A taxonomy of renewable energy",
     "nodes": [

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import structlog
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, NotFoundException, ValidationException
-from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+from litestar.status_codes import HTTP_400_BAD_REQUEST, HTTP_500_INTERNAL_SERVER_ERROR
 from litestar.types import ExceptionHandlersMap
 
 ErrorStyle = Literal["envelope", "detail"]
@@ -128,6 +128,15 @@ def store_outage(exc: BaseException) -> tuple[int, str] | None:
     return None
 
 
+def _raised_in(exc: BaseException, path_suffix: str) -> bool:
+    trace = exc.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename.replace("\\", "/").endswith(path_suffix):
+            return True
+        trace = trace.tb_next
+    return False
+
+
 def exception_handlers(style: ErrorStyle) -> ExceptionHandlersMap:
     """Map our errors, Litestar's HTTP errors and anything unexpected to one JSON shape."""
     log = structlog.get_logger("lore.errors")
@@ -157,6 +166,13 @@ def exception_handlers(style: ErrorStyle) -> ExceptionHandlersMap:
         return response
 
     def on_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+        if isinstance(exc, UnicodeDecodeError) and _raised_in(exc, "litestar/_multipart.py"):
+            # Litestar reads a form part without a filename as UTF-8 text: bytes there are the client's.
+            return respond(
+                HTTP_400_BAD_REQUEST,
+                "a multipart field that is not a file holds bytes that are not UTF-8 text: send files "
+                "as file parts (with a filename) and other fields as text",
+            )
         outage = store_outage(exc)
         if outage is not None:
             status, message = outage

@@ -205,6 +205,22 @@ def create_service_app(
     return app
 
 
+# One server-sent event as a client parses it: its name and its data, one line of JSON.
+SSE_EVENT = Schema(
+    type=OpenAPIType.OBJECT,
+    description=(
+        "server-sent events, in order: `passages`, `delta` (answer text as the model writes it), "
+        "`citations`, then `done` with the body the same request without `stream` answers; a failure "
+        "is an `error` event `{code, message}`, then `done`"
+    ),
+    properties={
+        "event": Schema(type=OpenAPIType.STRING, enum=["passages", "delta", "citations", "error", "done"]),
+        "data": Schema(type=OpenAPIType.STRING, description="the event's payload as JSON"),
+    },
+    required=["event", "data"],
+)
+
+
 def document_streams(app: Litestar) -> None:
     """A route that answers JSON or, with `stream: true`, an event stream (`Model | Stream`): Litestar
     documents it as `oneOf [Model, {}]`, which every body matches twice. Say what it is instead: the
@@ -223,9 +239,7 @@ def document_streams(app: Litestar) -> None:
                     model = next(a for a in alternatives if a != Schema())
                     response.content = {
                         "application/json": OpenAPIMediaType(schema=model),
-                        EVENT_STREAM: OpenAPIMediaType(
-                            schema=Schema(type=OpenAPIType.STRING, description="server-sent events")
-                        ),
+                        EVENT_STREAM: OpenAPIMediaType(schema=SSE_EVENT),
                     }
 
 
