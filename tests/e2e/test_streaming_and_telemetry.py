@@ -339,3 +339,113 @@ async def test_an_mcp_client_lists_the_tools_and_uses_memory_and_knowledge(stack
         assert missing.is_error and "does not exist" in missing.content[0].text
         unscoped = await client.call_tool("memory_list", {})
         assert unscoped.is_error and "user_id" in unscoped.content[0].text
+
+
+# ------------------------------------------------------------ OpenAI-compatible routes (openai SDK)
+
+READER_KEY, MEMORY_ONLY_KEY = "openai-reader-key", "openai-memory-only-key"
+
+
+@pytest.fixture(scope="module")
+def keyed(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A second gateway in front of the same services, with a reader key and one limited to mem."""
+    from lore_gateway.access import key_hash
+
+    work = tmp_path_factory.mktemp("keyed")
+    keys = [
+        {"name": "reader", "key_sha256": key_hash(READER_KEY), "scopes": ["read"]},
+        {
+            "name": "memory-only",
+            "key_sha256": key_hash(MEMORY_ONLY_KEY),
+            "scopes": ["read"],
+            "modules": ["mem"],
+        },
+    ]
+    port = free_port()
+    env = {
+        "LORE_CONFIG_DIR": str(ROOT / "config"),
+        "LORE__GATEWAY__PORT": str(port),
+        "LORE__GATEWAY__API_KEYS": json.dumps(keys),
+        **{f"LORE__GATEWAY__{n.upper()}_URL": stack.services[n] for n in ("docdb", "gen", "mem")},
+    }
+    gateway = ServerProcess([sys.executable, "-m", "lore_gateway"], env=env, log_path=work / "gateway.log")
+    try:
+        gateway.wait_healthy(f"http://127.0.0.1:{port}/", timeout=60)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        gateway.stop()
+
+
+def test_the_openai_sdk_lists_knowledge_bases_and_memory_as_models(stack: Stack) -> None:
+    from openai import OpenAI
+
+    client = OpenAI(base_url=f"{stack.url}/v1", api_key="not-needed-without-keys")
+    ids = {model.id for model in client.models.list()}
+    assert {"facts", "mem:kb"} <= ids
+
+
+def test_the_openai_sdk_gets_a_cited_answer_streamed_and_not(stack: Stack) -> None:
+    from openai import OpenAI
+
+    client = OpenAI(base_url=f"{stack.url}/v1", api_key="unused")
+    ask = [{"role": "user", "content": "Who developed the first compiler?"}]
+    completion = client.chat.completions.create(model="facts", messages=ask)  # type: ignore[arg-type]
+    message = completion.choices[0].message
+    citations = (message.model_extra or {})["citations"]
+    assert citations[0]["title"] == "facts.txt" and citations[0]["dataset"] == "facts"
+    assert message.content is not None and message.content.endswith("Sources:\n[1] facts.txt (facts)")
+    assert completion.choices[0].finish_reason == "stop"
+
+    chunks = list(client.chat.completions.create(model="facts", messages=ask, stream=True))  # type: ignore[arg-type]
+    assert chunks[0].choices[0].delta.role == "assistant"
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert streamed == message.content and len(chunks) > 8  # one chunk per word the model wrote
+    last = chunks[-1].choices[0]
+    assert last.finish_reason == "stop" and (last.delta.model_extra or {})["citations"] == citations
+
+    # Earlier turns travel as history; the memory graph is a model too, with its passages cited.
+    follow_up = [
+        *ask,
+        {"role": "assistant", "content": message.content},
+        {"role": "user", "content": "What did she design later?"},
+    ]
+    again = client.chat.completions.create(model="facts:rerank", messages=follow_up)  # type: ignore[arg-type]
+    assert (again.choices[0].message.model_extra or {})["citations"]
+    memory = client.chat.completions.create(
+        model="mem:kb",
+        messages=[{"role": "user", "content": "How many quince trees grow behind the mill?"}],
+    )
+    assert "quince" in json.dumps((memory.choices[0].message.model_extra or {})["citations"])
+
+
+def test_the_openai_sdk_raises_its_own_errors_for_lore_refusals(stack: Stack) -> None:
+    import openai
+
+    client = openai.OpenAI(base_url=f"{stack.url}/v1", api_key="unused", max_retries=0)
+    ask = [{"role": "user", "content": "anything?"}]
+    with pytest.raises(openai.BadRequestError, match="does not exist"):
+        client.chat.completions.create(model="no-such-kb", messages=ask)  # type: ignore[arg-type]
+    with pytest.raises(openai.BadRequestError, match="query mode 'sideways'"):
+        client.chat.completions.create(model="facts:sideways", messages=ask)  # type: ignore[arg-type]
+    with pytest.raises(openai.BadRequestError, match="non-empty user message"):
+        client.chat.completions.create(model="facts", messages=[{"role": "user", "content": " "}])
+    with pytest.raises(openai.APIError, match="does not exist"):  # an error chunk, in a stream
+        list(client.chat.completions.create(model="no-such-kb", messages=ask, stream=True))  # type: ignore[arg-type]
+
+
+def test_openai_routes_need_a_key_with_the_knowledge_bases_module(keyed: str) -> None:
+    import openai
+
+    ask = [{"role": "user", "content": "Who developed the first compiler?"}]
+    nobody = openai.OpenAI(base_url=f"{keyed}/v1", api_key="wrong-key", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        nobody.chat.completions.create(model="facts", messages=ask)  # type: ignore[arg-type]
+    with pytest.raises(openai.AuthenticationError):
+        nobody.models.list()
+    memory_only = openai.OpenAI(base_url=f"{keyed}/v1", api_key=MEMORY_ONLY_KEY, max_retries=0)
+    with pytest.raises(openai.PermissionDeniedError, match="limited to mem"):
+        memory_only.chat.completions.create(model="facts", messages=ask)  # type: ignore[arg-type]
+    assert [m.id for m in memory_only.models.list()] == ["mem:kb"]
+    reader = openai.OpenAI(base_url=f"{keyed}/v1", api_key=READER_KEY, max_retries=0)
+    answer = reader.chat.completions.create(model="facts", messages=ask)  # type: ignore[arg-type]
+    assert (answer.choices[0].message.model_extra or {})["citations"][0]["title"] == "facts.txt"

@@ -27,6 +27,7 @@ READING_POSTS = {
     "/api/v1/docdb/retrieve",
     "/api/v1/mem/vg/search",
     "/api/v1/mem/kb/query",
+    "/v1/chat/completions",  # the OpenAI-compatible chat (openai_api.py)
 }
 
 

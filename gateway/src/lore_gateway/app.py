@@ -33,6 +33,7 @@ from lore_core.web import build_from_environment, metrics_endpoint
 from lore_gateway.access import Access, Refusal
 from lore_gateway.mcp_endpoint import MCP_PATH, McpEndpoint
 from lore_gateway.models import GatewayHealth, Liveness, OpenApiDocument, ServiceInfo
+from lore_gateway.openai_api import OpenAiRoutes, openai_router
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
 NAME = "lore"
@@ -47,8 +48,9 @@ class Gateway:
         self.config = config
         self.proxy = Proxy(config.upstreams(), config.connect_timeout, config.replica_retry_after)
         self.mcp = McpEndpoint(self.proxy)
-        self.app = self._build_litestar()
         self.access = Access(config)
+        self.openai = OpenAiRoutes(self.proxy, self.access)
+        self.app = self._build_litestar()
 
     @staticmethod
     async def _refuse(refusal: Refusal, scope: Scope, receive: Receive, send: Send) -> None:
@@ -265,7 +267,15 @@ class Gateway:
             cache_control=CacheControlHeader(no_cache=True),
         )
         return Litestar(
-            route_handlers=[index, health, livez, openapi, metrics_endpoint, console],
+            route_handlers=[
+                index,
+                health,
+                livez,
+                openapi,
+                metrics_endpoint,
+                console,
+                openai_router(self.openai),
+            ],
             middleware=[DefineMiddleware(RequestIdMiddleware)],
             exception_handlers=exception_handlers("detail"),
             on_shutdown=[gateway.proxy.close],
