@@ -32,6 +32,7 @@ EXTRAS = {
     COMMON / "stores/pgvector.py": "vectors",
     COMMON / "stores/collection.py": "vectors",
     COMMON / "matrix.py": "vectors",
+    COMMON / "stores/edge.py": "vectors",
     COMMON / "vector_worker.py": "vectors",
     COMMON / "bm25.py": "bm25",
     COMMON / "providers/embedders.py": "embed",

@@ -56,7 +56,7 @@ async def test_vectors_persist_across_a_restart(
     point = "00000000-0000-0000-0000-000000000001"
     async with open_stores(tmp_path, name="t", vector_store=vector_store_config) as stores:
         assert stores.vector is not None
-        assert stores.vector.local == (vector_store_config.provider == "qdrant")
+        assert stores.vector.embedded == (vector_store_config.provider == "qdrant")
         await stores.vector.create("kb_demo", 4, ("dataset",))
         await stores.vector.upsert(
             "kb_demo", [point], np.asarray([[1, 0, 0, 0]], np.float32), [{"dataset": "d"}]

@@ -1,7 +1,13 @@
-"""One contract for every vector store: the same assertions on Qdrant local mode and on pgvector."""
+"""One contract for every vector store: the same assertions on the embedded Qdrant Edge store and on
+pgvector (and on a Qdrant server, with `LORE_TEST_QDRANT_URL` set)."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,6 +17,7 @@ import pytest
 
 from lore_common.stores import open_vector_store
 from lore_common.stores.pgvector import table_name
+from lore_common.stores.qdrant import QdrantStore
 from lore_common.stores.vector import VectorStore, VectorStoreError
 from lore_core.settings import DatabaseConfig, VectorStoreConfig
 
@@ -98,7 +105,7 @@ async def test_points_round_trip_with_filters_counts_and_drop(store: VectorStore
     await store.drop("kb_demo")  # dropping what is gone is fine
 
 
-async def test_pages_return_every_vector_for_mirrors(store: VectorStore) -> None:
+async def test_pages_return_every_vector_for_copies(store: VectorStore) -> None:
     await store.create("memoryvg", 8, ("user_id",))
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(25, 8)).astype(np.float32)
@@ -194,3 +201,82 @@ async def test_two_pgvector_stores_on_one_database_see_each_others_writes(pgvect
     finally:
         await first.close()
         await second.close()
+
+
+CRASHING_WRITER = """
+import asyncio, sys, uuid
+from pathlib import Path
+import numpy as np
+from lore_common.stores.edge import open_edge
+
+async def main() -> None:
+    store = await open_edge(Path(sys.argv[1]))
+    await store.create("kb_crash", 8, ("dataset",))
+    rng = np.random.default_rng(0)
+    for batch in range(100_000):
+        ids = [str(uuid.UUID(int=batch * 50 + i + 1)) for i in range(50)]
+        await store.upsert("kb_crash", ids, rng.normal(size=(50, 8)), [{"dataset": f"b{batch}"}] * 50)
+        print(batch, flush=True)  # acknowledged
+
+asyncio.run(main())
+"""
+
+
+def test_embedded_store_killed_during_upserts_keeps_every_acknowledged_point(tmp_path: Path) -> None:
+    """SIGKILL to the writer and its engine process (one process group) while upserts stream in."""
+    writer = subprocess.Popen(
+        [sys.executable, "-c", CRASHING_WRITER, str(tmp_path / "qdrant")],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert writer.stdout is not None
+    acknowledged = -1
+    try:
+        while acknowledged < 30:
+            line = writer.stdout.readline()
+            assert line, "the writer stopped before it was killed"
+            acknowledged = int(line)
+    finally:
+        os.killpg(writer.pid, signal.SIGKILL)
+        writer.wait()
+
+    async def check() -> None:
+        store = await open_vector_store(VectorStoreConfig(), tmp_path)
+        try:
+            assert await store.count("kb_crash") >= (acknowledged + 1) * 50
+            assert await store.count("kb_crash", {"dataset": f"b{acknowledged}"}) == 50
+            last = [str(uuid.UUID(int=acknowledged * 50 + i + 1)) for i in range(50)]
+            assert len(await store.retrieve("kb_crash", last)) == 50
+            hits = await store.search("kb_crash", np.ones(8, np.float32), 5, where={"dataset": "b3"})
+            assert len(hits) == 5 and all(h.payload == {"dataset": "b3"} for h in hits)
+        finally:
+            await store.close()
+
+    asyncio.run(check())
+
+
+async def test_qdrant_local_mode_collections_move_into_the_embedded_store_at_start(tmp_path: Path) -> None:
+    old = QdrantStore.local_mode(tmp_path / "qdrant")
+    await old.create("kb_old", 4, ("dataset",))
+    vectors = np.random.default_rng(2).normal(size=(30, 4)).astype(np.float32)
+    payloads = [{"chunk_id": f"c{i}", "dataset": f"d{i % 3}", "text": "x" * i} for i in range(30)]
+    await old.upsert("kb_old", ids(30), vectors, payloads)
+    await old.close()
+
+    store = await open_vector_store(VectorStoreConfig(), tmp_path)
+    try:
+        assert await store.dimension("kb_old") == 4 and await store.count("kb_old") == 30
+        assert await store.count("kb_old", {"dataset": "d1"}) == 10
+        hits = await store.search("kb_old", vectors[7], 1)
+        assert hits[0].id == ids(30)[7] and hits[0].payload == payloads[7]
+    finally:
+        await store.close()
+    # The old files are kept aside, so the next start does not migrate again.
+    assert not (tmp_path / "qdrant" / "meta.json").exists()
+    assert (tmp_path / "qdrant" / "local-mode-migrated" / "collection" / "kb_old").is_dir()
+    store = await open_vector_store(VectorStoreConfig(), tmp_path)
+    try:
+        assert await store.count("kb_old") == 30
+    finally:
+        await store.close()

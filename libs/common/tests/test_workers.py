@@ -1,15 +1,17 @@
-"""The vector search child's requests, handled in-process (the real process: docdb's test_vectors)."""
+"""The worker children's requests, handled in-process (the real processes: docdb's test_vectors, the
+stores' contract in test_vector_stores)."""
 
 from __future__ import annotations
 
+import uuid
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from lore_common.providers.embed_worker import next_batch
-from lore_common.vector_worker import Mirrors
+from lore_common.vector_worker import Shards
 from lore_common.workers import Inbox
 
 
@@ -24,36 +26,36 @@ def inbox(*requests: tuple[Any, ...]) -> Inbox:
     return box
 
 
-def test_writes_apply_in_order_and_waiting_searches_run_as_one_batch() -> None:
-    mirrors = Mirrors()
+def test_engine_requests_answer_in_order_and_a_bad_one_fails_alone(tmp_path: Path) -> None:
+    shards = Shards(tmp_path)
     vectors = np.asarray([[1, 0], [0.8, 0.6], [0, 1]], dtype=np.float32)
+    ids = [str(uuid.UUID(int=i + 1)) for i in range(3)]
     box = inbox(
-        (1, "put", "kb", 2, ["a", "b", "c"], vectors.tobytes()),
-        (2, "search", "kb", unit(1, 0), 2, None),
-        (3, "search", "kb", unit(0, 1), 5, 0.5),
-        (4, "search", "other", unit(1, 0), 5, None),
-        (5, "remove", "kb", ["a"]),
-        (6, "search", "kb", unit(1, 0), 2, None),
+        (1, "create", "kb", 2, ["dataset"]),
+        (2, "upsert", "kb", ids, vectors.tobytes(), [{"dataset": "a"}, {"dataset": "a"}, {"dataset": "b"}]),
+        (3, "search", "kb", unit(1, 0), 2, None, None, None),
+        (4, "search", "kb", unit(1, 0), 5, None, {"dataset": "b"}, None),
+        (5, "explode", "kb"),
+        (6, "upsert", "kb", ids[:1], unit(1, 0, 0), [{}]),  # 3 numbers for a 2-d collection
+        (7, "search", "other", unit(1, 0), 5, None, None, None),
+        (8, "count", "kb", {"dataset": "a"}),
     )
-    assert mirrors.handle(box) == [(1, True, None)]
-    replies = mirrors.handle(box)  # the three searches before the next write, together
-    assert [r[0] for r in replies] == [2, 3, 4]
-    assert replies[0][2][0] == ["a", "b"] and replies[0][2][1] == pytest.approx([1.0, 0.8])
-    assert replies[1][2][0] == ["c", "b"]  # a scores 0 < threshold 0.5
-    assert replies[2][2] == ([], [])  # a set this process does not hold
-    assert mirrors.handle(box) == [(5, True, None)]
-    assert mirrors.handle(box)[0][2][0] == ["b", "c"]
-
-
-def test_a_bad_request_fails_alone() -> None:
-    mirrors = Mirrors()
-    assert mirrors.handle(inbox((1, "explode", "kb")))[0][:2] == (1, False)
-    wrong_size = (2, "put", "kb", 3, ["a"], unit(1, 0))
-    reply = mirrors.handle(inbox(wrong_size))[0]
-    assert reply[:2] == (2, False) and "reshape" in reply[2]
-    box = inbox((3, "put", "kb", 2, ["a"], unit(1, 0)), (4, "search", "kb", unit(1, 0), 1, None))
-    mirrors.handle(box)
-    assert mirrors.handle(box)[0][2][0] == ["a"]
+    replies = [shards.handle(box)[0] for _ in range(8)]
+    assert [r[:2] for r in replies] == [
+        (1, True),
+        (2, True),
+        (3, True),
+        (4, True),
+        (5, False),
+        (6, False),
+        (7, True),
+        (8, True),
+    ]
+    assert [(i, round(s, 3)) for i, s, _ in replies[2][2]] == [(ids[0], 1.0), (ids[1], 0.8)]
+    assert [i for i, _, _ in replies[3][2]] == [ids[2]]
+    assert "unknown request" in replies[4][2] and "reshape" in replies[5][2]
+    assert replies[6][2] == [] and replies[7][2] == 2
+    shards.close()
 
 
 def test_embedding_batches_take_waiting_queries_first_up_to_the_limit() -> None:

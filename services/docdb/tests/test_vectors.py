@@ -1,5 +1,5 @@
-"""docdb's vector index: the same behaviour on Qdrant local and pgvector; in Qdrant local mode it is
-searched by a child process that can die and come back."""
+"""docdb's vector index: the same behaviour on the embedded Qdrant Edge store and on pgvector; the
+embedded engine runs in a child process that can die and come back."""
 
 from __future__ import annotations
 
@@ -8,16 +8,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from qdrant_client import AsyncQdrantClient
 
 from lore_common.stores import open_vector_store
-from lore_common.stores.qdrant import QdrantStore
+from lore_common.stores.edge import EdgeStore
+from lore_common.stores.vector import VectorStoreError
 from lore_core.settings import VectorStoreConfig
-from lore_docdb.index.vectors import DimensionMismatch, VectorIndex, VectorSearchError
+from lore_docdb.index.vectors import DimensionMismatch, VectorIndex
 
 
-async def test_vector_index_survives_its_search_process_dying(tmp_path: Path) -> None:
-    store = QdrantStore(AsyncQdrantClient(path=str(tmp_path / "qdrant")), local=True)
+async def test_vector_index_survives_its_engine_process_dying(tmp_path: Path) -> None:
+    store = await open_vector_store(VectorStoreConfig(), tmp_path)
+    assert isinstance(store, EdgeStore)
     index = VectorIndex(store)
     await index.ensure("kb", 4)
     rng = np.random.default_rng(5)
@@ -28,16 +29,15 @@ async def test_vector_index_survives_its_search_process_dying(tmp_path: Path) ->
     first = await index.search("kb", query, 5, 0.0, 10)
     assert first[0].payload["chunk_id"] == "c7" and len(first) == 5
 
-    worker = index._worker
+    worker = store._worker
     assert worker is not None and worker.process is not None
     worker.process.kill()
     await worker.process.wait()
-    # The next search starts a new process and reloads the KB from Qdrant.
+    # The next call starts a new engine, which reopens the KB from disk with every write in it.
     again = await index.search("kb", query, 5, 0.0, 10)
     assert [h.payload["chunk_id"] for h in again] == [h.payload["chunk_id"] for h in first]
-    assert index._worker is not worker
+    assert store._worker is not worker
 
-    # Writes reach the mirror: a deleted dataset is gone from results, a new point is found.
     await index.delete_where("kb", "dataset", "d1")
     assert all(h.payload["dataset"] == "d2" for h in await index.search("kb", query, 40, 0.0, 80))
     await index.upsert("kb", np.asarray([[9, 9, 9, 9]], np.float32), [{"chunk_id": "new"}])
@@ -48,21 +48,22 @@ async def test_vector_index_survives_its_search_process_dying(tmp_path: Path) ->
     await store.close()
 
 
-async def test_a_search_in_flight_when_the_process_dies_fails_clearly(tmp_path: Path) -> None:
-    store = QdrantStore(AsyncQdrantClient(path=str(tmp_path / "qdrant")), local=True)
+async def test_a_search_in_flight_when_the_engine_dies_fails_clearly(tmp_path: Path) -> None:
+    store = await open_vector_store(VectorStoreConfig(), tmp_path)
+    assert isinstance(store, EdgeStore)
     index = VectorIndex(store)
-    await index.ensure("kb", 256)
-    vectors = np.random.default_rng(1).normal(size=(3000, 256)).astype(np.float32)
-    await index.upsert("kb", vectors, [{"chunk_id": f"c{i}"} for i in range(3000)])
+    await index.ensure("kb", 64)
+    vectors = np.random.default_rng(1).normal(size=(2000, 64)).astype(np.float32)
+    await index.upsert("kb", vectors, [{"chunk_id": f"c{i}"} for i in range(2000)])
     await index.search("kb", vectors[0], 5, 0.0, 10)
-    worker = index._worker
+    worker = store._worker
     assert worker is not None and worker.process is not None
     searches = [asyncio.ensure_future(index.search("kb", v, 100, 0.0, 200)) for v in vectors[:200]]
     await asyncio.sleep(0)
     worker.process.kill()
     results = await asyncio.gather(*searches, return_exceptions=True)
     errors = [r for r in results if isinstance(r, Exception)]
-    assert errors and all(isinstance(e, VectorSearchError) for e in errors)
+    assert errors and all(isinstance(e, VectorStoreError) for e in errors)
     assert "exited" in str(errors[0])
     assert len(await index.search("kb", vectors[3], 5, 0.0, 10)) == 5
     await index.close()
@@ -98,8 +99,8 @@ async def test_kb_vectors_behave_the_same_on_every_backend(
         await index.delete_where("kb", "task_id", "t1")
         assert await index.count("kb") == 40 and await index.count("kb", "task_id", "t1") == 0
         assert all(h.payload["task_id"] != "t1" for h in await index.search("kb", vectors[25], 60, 0.0, 600))
-        # Only Qdrant local is mirrored in a search process; a server searches with its own index.
-        assert (index._worker is not None) == (vector_store_config.provider == "qdrant")
+        # The embedded engine searches in a process of its own; a server with its own index.
+        assert isinstance(store, EdgeStore) == (vector_store_config.provider == "qdrant")
         await index.drop("kb")
         assert await index.count("kb") == 0 and await index.search("kb", vectors[0], 5, 0.0, 50) == []
     finally:

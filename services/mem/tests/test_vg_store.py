@@ -31,7 +31,7 @@ async def test_memories_are_scoped_searchable_and_survive_a_restart(
     memories = VgStore(store, "memoryvg")
     try:
         await memories.ensure(16)
-        assert (memories.mirror is not None) == (vector_store_config.provider == "qdrant")
+        assert memories.embedded == (vector_store_config.provider == "qdrant")
         records = [
             memory("tea", 3, user_id="ana"),
             memory("surf", 1, user_id="ana"),

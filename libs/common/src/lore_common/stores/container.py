@@ -68,9 +68,13 @@ async def open_vector_store(
                 "or the service's database.url (postgresql://user:pass@host:5432/db)"
             )
         return await PgVectorStore.connect(url, pool_size=config.pool_size)
-    from lore_common.stores.qdrant import open_qdrant
+    if config.url:
+        from lore_common.stores.qdrant import open_qdrant
 
-    return open_qdrant(config, data_dir)
+        return open_qdrant(config)
+    from lore_common.stores.edge import open_edge
+
+    return await open_edge(Path(config.path) if config.path else data_dir / "qdrant")
 
 
 @contextlib.asynccontextmanager

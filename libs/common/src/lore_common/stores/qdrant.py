@@ -1,4 +1,5 @@
-"""Vectors in Qdrant: local mode (an embedded store under the data dir) or a Qdrant server."""
+"""Vectors in a Qdrant server; Qdrant local mode only as the source of a migration to the embedded store
+(`lore_common.stores.edge`)."""
 
 from __future__ import annotations
 
@@ -30,9 +31,17 @@ def _is_uuid(value: str) -> bool:
 
 
 class QdrantStore(VectorStore):
-    def __init__(self, client: AsyncQdrantClient, *, local: bool) -> None:
+    def __init__(self, client: AsyncQdrantClient, *, local: bool = False) -> None:
         self.client = client
         self.local = local
+
+    @classmethod
+    def local_mode(cls, path: Path) -> QdrantStore:
+        """A Qdrant local-mode folder (the embedded store before Qdrant Edge), opened to be migrated."""
+        return cls(AsyncQdrantClient(path=str(path)), local=True)
+
+    async def collections(self) -> list[str]:
+        return [c.name for c in (await self.client.get_collections()).collections]
 
     @staticmethod
     def _filter(where: Where | None) -> models.Filter | None:
@@ -153,12 +162,7 @@ class QdrantStore(VectorStore):
                 return
 
 
-def open_qdrant(config: VectorStoreConfig, data_dir: Path) -> QdrantStore:
-    """A Qdrant server when `vector_store.url` is set, else local mode under `vector_store.path`
-    (default `data_dir/qdrant`)."""
-    if config.url:
-        client = AsyncQdrantClient(url=config.url, api_key=config.api_key, prefer_grpc=config.prefer_grpc)
-        return QdrantStore(client, local=False)
-    path = Path(config.path) if config.path else data_dir / "qdrant"
-    path.mkdir(parents=True, exist_ok=True)
-    return QdrantStore(AsyncQdrantClient(path=str(path)), local=True)
+def open_qdrant(config: VectorStoreConfig) -> QdrantStore:
+    """The Qdrant server at `vector_store.url`."""
+    client = AsyncQdrantClient(url=config.url, api_key=config.api_key, prefer_grpc=config.prefer_grpc)
+    return QdrantStore(client)

@@ -1,5 +1,6 @@
-"""The interface every vector store implements: Qdrant (`lore_common.stores.qdrant`, local mode under the
-data dir by default, or a server by `url`) and PostgreSQL with pgvector (`lore_common.stores.pgvector`).
+"""The interface every vector store implements: the embedded Qdrant Edge engine under the data dir
+(`lore_common.stores.edge`, the default), a Qdrant server by `url` (`lore_common.stores.qdrant`) and
+PostgreSQL with pgvector (`lore_common.stores.pgvector`).
 `lore_common.stores.open_vector_store` opens the one a service's `vector_store` names.
 
 A collection holds points: a string id (a UUID), a vector compared by cosine, and a JSON payload. The
@@ -33,7 +34,7 @@ class Point:
 
 
 class MirrorBatch:
-    """One page of a collection, as an in-memory mirror loads it: point ids, vectors and payloads."""
+    """One page of a collection with its vectors: point ids, vectors and payloads (a copy or a migration)."""
 
     def __init__(self, ids: list[str], vectors: np.ndarray[Any, Any], payloads: list[dict[str, Any]]) -> None:
         self.ids = ids
@@ -57,10 +58,9 @@ def check_keys(keys: Sequence[str]) -> tuple[str, ...]:
 class VectorStore(abc.ABC):
     """What docdb's KB index and mem's vg memories need from a vector store."""
 
-    # True for Qdrant local mode: it scans every point in Python on a search, so callers that search
-    # often keep an in-memory mirror (loaded with `pages`) and use the store as the durable copy only.
-    # Every other backend searches with its own index and is never mirrored.
-    local: bool = False
+    # True for the embedded engine: it runs on this machine with the data on local disk, so a read of
+    # a few thousand points costs no network round trips (mem's vg reads a whole scope there).
+    embedded: bool = False
 
     @abc.abstractmethod
     async def ping(self) -> None: ...
@@ -120,4 +120,4 @@ class VectorStore(abc.ABC):
 
     @abc.abstractmethod
     def pages(self, collection: str, page: int = 2000) -> AsyncIterator[MirrorBatch]:
-        """Every point with its vector, page by page: what an in-memory mirror loads."""
+        """Every point with its vector, page by page (copies between stores read this)."""

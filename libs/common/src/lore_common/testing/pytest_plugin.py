@@ -138,7 +138,7 @@ def pgvector_url(pgvector_server: str) -> Iterator[str]:
 
 @pytest.fixture(params=["qdrant", pytest.param("pgvector", marks=pytest.mark.postgres)])
 def vector_store_config(request: pytest.FixtureRequest) -> VectorStoreConfig:
-    """Runs a test twice: on Qdrant local mode and on pgvector in a fresh database."""
+    """Runs a test twice: on the embedded Qdrant Edge store and on pgvector in a fresh database."""
     if request.param == "qdrant":
         return VectorStoreConfig()
     return VectorStoreConfig(provider="pgvector", url=request.getfixturevalue("pgvector_url"))

@@ -360,9 +360,9 @@ class VgService:
             raise BadRequest("query is empty")
         if threshold is not None and not 0 <= threshold <= 1:
             raise BadRequest("threshold must be between 0 and 1")
-        # Candidates by meaning: the whole scope where the collection is mirrored in memory (up to
-        # POOL), else ten times the limit; then ranked again with the query's words (BM25) and fused.
-        pool = POOL if self.store.mirror is not None else max(10 * limit, 100)
+        # Candidates by meaning: up to POOL from the embedded store (on this machine), else ten times
+        # the limit; then ranked again with the query's words (BM25) and fused.
+        pool = POOL if self.store.embedded else max(10 * limit, 100)
         hits = await self.store.search(await self._vector(query), pool, threshold=threshold, where=filters)
         relations = await self.graph.search(query, filters, max(1, limit)) if self.graph is not None else []
         results = [

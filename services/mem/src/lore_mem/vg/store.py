@@ -21,7 +21,7 @@ INDEXED_KEYS = (*SCOPE_KEYS, "hash")
 
 
 class VgStore(Collection):
-    """Memories in one collection (mirrored in memory on Qdrant local mode, see `Collection`)."""
+    """Memories in one collection."""
 
     def __init__(self, store: VectorStore, collection: str) -> None:
         super().__init__(store, collection, INDEXED_KEYS)
@@ -30,8 +30,10 @@ class VgStore(Collection):
         await self.upsert([memory_id], [vector], [payload])
 
     async def list_scope(self, scope: dict[str, str], limit: int) -> list[dict[str, Any]]:
-        # The mirror holds the whole scope; a server is asked for at most `limit` rows, then sorted.
-        rows = await self.scroll(scope, limit if self.mirror is None else len(self.mirror))
+        # The embedded store reads the whole scope (the oldest first, exactly); a server is asked for
+        # at most `limit` rows, then sorted.
+        wanted = max(limit, await self.store.count(self.name, scope)) if self.embedded else limit
+        rows = await self.scroll(scope, wanted)
         return sorted(rows, key=lambda r: str(r.get("created_at", "")))[:limit]
 
     async def find_hash(self, scope: dict[str, str], digest: str) -> dict[str, Any] | None:
