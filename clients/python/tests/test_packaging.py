@@ -22,6 +22,8 @@ def test_the_client_library_needs_only_httpx_msgspec_and_websockets() -> None:
         "sqlalchemy",
         "typer",
         "rich",
+        "langchain-core",
+        "llama-index-core",
     }
     assert closure & heavy == set()
 
@@ -45,3 +47,20 @@ def test_the_command_without_its_extra_says_how_to_install_it() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
     assert out.returncode == 1 and "pip install 'lore-client[cli]'" in out.stderr
+
+
+def test_the_retrievers_without_their_extra_say_how_to_install_it() -> None:
+    for module, package, extra in (
+        ("langchain", "langchain_core", "langchain"),
+        ("llamaindex", "llama_index", "llamaindex"),
+    ):
+        probe = (
+            "import builtins; real = builtins.__import__\n"
+            "def guard(name, *a, **k):\n"
+            f"    if name.split('.')[0] == {package!r}: raise ModuleNotFoundError(name={package!r})\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = guard\n"
+            f"import lore_client.{module}"
+        )
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+        assert out.returncode == 1 and f"pip install 'lore-client[{extra}]'" in out.stderr
