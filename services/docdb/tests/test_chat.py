@@ -374,7 +374,9 @@ async def test_the_openapi_document_shows_chat_as_json_or_an_event_stream(docdb:
     document = (await docdb.get("/schema/openapi.json")).json()
     content = document["paths"][CHAT]["post"]["responses"]["200"]["content"]
     assert content["application/json"]["schema"] == {"$ref": "#/components/schemas/ChatResponse"}
-    assert content["text/event-stream"]["schema"]["type"] == "string"
+    event = content["text/event-stream"]["schema"]
+    assert event["type"] == "object" and set(event["required"]) == {"event", "data"}
+    assert event["properties"]["event"]["enum"] == ["passages", "delta", "citations", "error", "done"]
 
 
 async def test_a_streamed_chat_ends_with_done_holding_the_plain_body(docdb: Any) -> None:
