@@ -140,3 +140,30 @@ def _fake_llm(base_url: str) -> Any:
             raise NotImplementedError
 
     return FakeModel()
+
+
+def test_the_integrations_page_snippets_run(stack: Stack, people: str) -> None:
+    """docs/integrations.md shows parts of docs/integrations.py: the whole script runs against a stack."""
+    import os
+    import subprocess
+    import sys
+
+    user = f"docs-{uuid.uuid4().hex[:8]}"
+    with Lore(stack.url) as lore:
+        lore.add_memory("I eat no meat.", user_id=user, infer=False)
+    env = {**os.environ, "LORE_URL": stack.url, "LORE_KB": people, "LORE_USER": user}
+    env.pop("LORE_API_KEY", None)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "integrations.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"'{people}'" in done.stdout and "'mem:kb'" in done.stdout  # the models
+    assert "Sources:\n[1] hopper.md" in done.stdout  # the cited answer, plain and streamed
+    assert "'title': 'hopper.md'" in done.stdout
+    assert "hopper.md" in done.stdout.split("I eat no meat")[0]  # LangChain's documents, then memories
+    assert done.stdout.rstrip().splitlines()[-4].startswith("hopper.md")  # LlamaIndex's best source
