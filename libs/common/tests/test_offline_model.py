@@ -101,3 +101,31 @@ async def test_a_service_adds_the_skills_of_its_own_prompts() -> None:
     assert json.loads(await model.complete(request("shout", text="hi"))) == {"text": "HI"}
     # The shared skills stay available beside the service's own.
     assert "[1]" in await model.complete(request("answer", question="Who?", passages=["Ada wrote it."]))
+
+
+async def test_answer_is_whole_sentences_with_their_subject_and_no_heading() -> None:
+    hopper = (
+        "# Grace Hopper\n\nGrace Hopper was a computer scientist and a rear admiral of the United States "
+        "Navy. Grace Hopper\ndeveloped the first compiler, the A-0 system, in 1952, and her work led to "
+        "the COBOL language.\n"
+    )
+    reply = await OfflineChat().complete(
+        request("answer", question="Who developed the first compiler?", passages=[hopper])
+    )
+    assert reply.startswith("Grace Hopper developed the first compiler")
+    assert "#" not in reply and reply.endswith("language. [1]")
+    leaning = await OfflineChat().complete(
+        request(
+            "answer",
+            question="Where was she born?",
+            passages=["Ada Lovelace wrote notes. She was born in London."],
+        )
+    )
+    assert leaning == "Ada Lovelace wrote notes. She was born in London. [1]"
+
+
+async def test_answer_says_plainly_when_no_passage_answers() -> None:
+    reply = await OfflineChat().complete(
+        request("answer", question="What is the capital of Peru?", passages=["Ada Lovelace wrote notes."])
+    )
+    assert "[1]" not in reply and "no answer" in reply

@@ -11,141 +11,121 @@ to `create_chat_model`, so a prompt and its offline responder change together.
 | `extract_entities` | `text`, `entity_types[]` | JSON `{entities[{name,type,description}], relations[…]}` |
 | a task no skill answers | | a plain statement that no language model is configured |
 
-Entities: English capitalised phrases, acronyms and quoted titles; Chinese names, places,
-organisations and proper nouns by jieba's part-of-speech tags, and 《titles》. Relations: entities that
-share a sentence (co-occurrence), weighted by how often they do. It cannot reason, translate, compute,
-or answer from knowledge it was not given.
+Answers are whole sentences (lore_common.text's segmenter: never cut at an abbreviation, a decimal
+or a line break inside a paragraph; headings, code and list debris are not sentences), ranked by the
+question's terms, each cited; a sentence that opens with a pronoun or a lower-case fragment brings the
+sentence before it, so the answer keeps its subject. When no sentence shares a content word with the
+question, the answer says so instead of quoting something unrelated.
+
+Entities and relations come from lore_common.entities (a deterministic extractor with stop lists and
+hyphenation repair). It cannot reason, translate, compute, or answer from knowledge it was not given.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from lore_common.text import STOPWORDS, has_cjk, jieba, keywords, sentences
+from lore_common.entities import ABSTRACT, DOCUMENT, EVENT, OBJECTIVE, extract_entities
+from lore_common.text import has_cjk, keywords, segments
 
-OBJECTIVE, ABSTRACT, EVENT, DOCUMENT = "客观实体", "抽象实体", "事件实体", "文献实体"
+__all__ = ["ABSTRACT", "DOCUMENT", "EVENT", "OBJECTIVE", "OfflineSkill", "answer", "extract_entities"]
 
 # A skill takes a request's `inputs` and returns the reply: text as it is, anything else as JSON.
 OfflineSkill = Callable[[Mapping[str, Any]], Any]
 
-_CAPITALISED = re.compile(
-    r"\b(?:[A-Z][a-zA-Z0-9\-]*|[A-Z]{2,})(?:\s+(?:of|de|la|von|the|and|&)?\s*(?:[A-Z][a-zA-Z0-9\-]*|[A-Z]{2,}))*"
+NO_PASSAGES = "No passages were retrieved, so there is nothing to answer from (offline extractive model)."
+NO_ANSWER = (
+    "None of the retrieved passages shares a content word with the question, so the offline extractive "
+    "model has no answer to quote."
 )
-_QUOTED = re.compile(r"[\"“《「]([^\"”》」]{2,60})[\"”》」]")
-_EVENT_WORDS = re.compile(
-    r"\b(war|battle|summit|election|conference|festival|olympics|revolution)\b|战|会议|事件|革命", re.I
+# A sentence that opens like this leans on the one before it for its subject.
+_LEANS_BACK = re.compile(
+    r"^(?i:he|she|it|they|this|these|those|that|his|her|its|their|there|such|both|the latter|the former|"
+    r"also|however|then|thus|therefore|in addition|moreover)\b|^[a-z]|^(?:他|她|它|该|这|其|此)",
 )
-_YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b|\d{4}年")
-_SENTENCE_START_WORDS = frozenset(
-    "The A An This That These Those It In On At For And But Or If When While After Before "
-    "He She They We I You His Her Their Our My Its There Here What Which Who How Why Where".split()
-)
+_WHOLE = re.compile(r"[.!?。！？…][\"'”’」』)\]]*$")
+
+
+def _cjk_bigrams(text: str) -> set[str]:
+    chars = [c for c in text if "\u4e00" <= c <= "\u9fff"]
+    return {a + b for a, b in itertools.pairwise(chars)}
+
+
+def _units(passage: str) -> list[str]:
+    """A passage's sentences and list items that read as sentences; headings, code and rows are not."""
+    out = []
+    for segment in segments(passage):
+        if segment.kind == "sentence" or (segment.kind == "item" and len(segment.text.split()) >= 4):
+            out.append(segment.text)
+    return out
 
 
 def answer(question: str, passages: Sequence[str], max_sentences: int = 3) -> str:
-    """The best-matching sentences of the passages, in score order, each cited with its passage number."""
+    """The best-matching whole sentences of the passages, in score order, each cited with its passage
+    number; a sentence that needs the one before it for its subject comes with it."""
     if not passages:
-        return "No passages were retrieved, so there is nothing to answer from (offline extractive model)."
+        return NO_PASSAGES
     q_terms = set(keywords(question))
-    candidates: list[tuple[float, int, int, str]] = []
-    # Each passage is segmented once, sentence by sentence (jieba is most of the cost in Chinese); a
-    # passage's terms are its sentences' terms.
-    split = [[(sentence, _terms(sentence)) for sentence in sentences(p)] for p in passages]
+    q_grams = _cjk_bigrams(question)
+    split = [[(sentence, _terms(sentence)) for sentence in _units(p)] for p in passages]
     df = Counter(term for found in split for term in frozenset().union(*(t for _, t in found)))
+    candidates: list[tuple[float, int, int]] = []
     for index, found in enumerate(split):
         for position, (sentence, terms) in enumerate(found):
             overlap = q_terms & terms
             score = sum(math.log(1 + len(passages) / df.get(t, 1)) for t in overlap)
+            if q_grams:
+                score += 0.5 * len(q_grams & _cjk_bigrams(sentence))
+            if score <= 0 and (q_terms or q_grams):
+                continue  # a question with content words: a sentence sharing none answers nothing
             # Earlier passages were ranked higher by retrieval; earlier sentences tend to be topical.
             score += 0.1 / (1 + index) + 0.01 / (1 + position)
-            candidates.append((score, index, position, sentence))
+            candidates.append((score, index, position))
+    if not candidates:
+        return NO_ANSWER
     candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
-    chosen = candidates[:max_sentences]
-    parts = []
-    for _, index, _, sentence in chosen:
-        text = sentence.rstrip()
-        parts.append(f"{text} [{index + 1}]")
+    parts: list[str] = []
+    used: set[tuple[int, int]] = set()
+    for _, index, position in candidates:
+        if len(parts) >= max_sentences:
+            break
+        if (index, position) in used:
+            continue
+        found = split[index]
+        start = position
+        while start > 0 and _LEANS_BACK.match(found[start][0]) and (index, start - 1) not in used:
+            start -= 1
+        text = (
+            " ".join(found[p][0] for p in range(start, position + 1))
+            if not has_cjk(found[position][0])
+            else "".join(found[p][0] for p in range(start, position + 1))
+        )
+        used.update((index, p) for p in range(start, position + 1))
+        parts.append(f"{text.rstrip()} [{index + 1}]")
     joiner = "" if has_cjk(" ".join(parts)) else " "
     return joiner.join(parts)
+
+
+def is_whole_sentence(text: str) -> bool:
+    """Whether a text (an answer's sentence, its citation marker removed) reads as a whole sentence:
+    it opens with a capital, a digit, a quote or a Chinese character and ends with a stop."""
+    text = text.strip()
+    if not text:
+        return False
+    opens = text[0].isupper() or text[0].isdigit() or text[0] in "\"'“‘《「(" or has_cjk(text[0])
+    return opens and bool(_WHOLE.search(text))
 
 
 @functools.lru_cache(maxsize=8192)
 def _terms(sentence: str) -> frozenset[str]:
     """A sentence's keywords. Cached: the same chunks come back for many questions."""
     return frozenset(keywords(sentence))
-
-
-def _entity_type(name: str, sentence: str, quoted: bool, allowed: Sequence[str]) -> str:
-    if quoted:
-        kind = DOCUMENT
-    elif _EVENT_WORDS.search(name) or (_YEAR.search(sentence) and _EVENT_WORDS.search(sentence)):
-        kind = EVENT
-    else:
-        kind = OBJECTIVE
-    if allowed and kind not in allowed:
-        return allowed[0]
-    return kind
-
-
-def _english_entities(sentence: str) -> list[tuple[str, bool]]:
-    found: list[tuple[str, bool]] = [(m.group(1).strip(), True) for m in _QUOTED.finditer(sentence)]
-    for match in _CAPITALISED.finditer(sentence):
-        name = match.group(0).strip()
-        words = name.split()
-        while words and words[0] in _SENTENCE_START_WORDS:
-            words = words[1:]
-        name = " ".join(words)
-        if len(name) < 2 or name.lower() in STOPWORDS:
-            continue
-        found.append((name, False))
-    return found
-
-
-def _chinese_entities(sentence: str) -> list[tuple[str, bool]]:
-    found: list[tuple[str, bool]] = [(m.group(1).strip(), True) for m in _QUOTED.finditer(sentence)]
-    for word, flag in jieba().posseg.lcut(sentence):
-        if len(word) >= 2 and flag in ("nr", "ns", "nt", "nz", "nrt", "nrfg"):
-            found.append((word, False))
-    return found
-
-
-def extract_entities(text: str, entity_types: Sequence[str] = ()) -> dict[str, list[dict[str, Any]]]:
-    entities: dict[str, dict[str, Any]] = {}
-    pair_counts: Counter[tuple[str, str]] = Counter()
-    pair_context: dict[tuple[str, str], str] = {}
-    for sentence in sentences(text):
-        names = _chinese_entities(sentence) if has_cjk(sentence) else _english_entities(sentence)
-        present: list[str] = []
-        for name, quoted in names:
-            key = name.lower()
-            if key not in entities:
-                entities[key] = {
-                    "name": name,
-                    "type": _entity_type(name, sentence, quoted, entity_types),
-                    "description": sentence[:300],
-                }
-            if key not in present:
-                present.append(key)
-        for i, a in enumerate(present):
-            for b in present[i + 1 :]:
-                pair = (a, b) if a < b else (b, a)
-                pair_counts[pair] += 1
-                pair_context.setdefault(pair, sentence[:300])
-    relations = [
-        {
-            "source": entities[a]["name"],
-            "target": entities[b]["name"],
-            "description": pair_context[(a, b)],
-            "weight": float(count),
-        }
-        for (a, b), count in pair_counts.most_common()
-    ]
-    return {"entities": list(entities.values()), "relations": relations}
 
 
 def strings(values: Any) -> list[str]:
