@@ -325,6 +325,12 @@ async def test_an_mcp_client_lists_the_tools_and_uses_memory_and_knowledge(stack
             "generate_table",
         } <= set(tools)
         assert tools["memory_search"].input_schema["properties"]["limit"]["type"] == "integer"
+        assert "kb" in tools["generate_table"].input_schema["properties"]
+        # A list tool answers one JSON array, not one text block per object.
+        listed = await client.call_tool("knowledge_bases", {})
+        assert len(listed.content) == 1 and "facts" in {
+            kb["name"] for kb in json.loads(listed.content[0].text)
+        }
         added = await client.call_tool(
             "memory_add", {"text": "I am allergic to peanuts.", "user_id": "mcp-alice"}
         )

@@ -9,6 +9,7 @@ text is the service's message, so the model can read what to fix.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from typing import Any, Literal
@@ -17,6 +18,7 @@ import aiohttp
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, TextContent
 from typing_extensions import TypedDict  # pydantic reads TypedDicts from here on Python < 3.12
 
 from lore_core import __version__
@@ -78,6 +80,15 @@ def _message(body: Any) -> str:
     return str(body)[:500]
 
 
+def json_array(items: list[Any]) -> CallToolResult:
+    """A list as one JSON array (text and structured content): the SDK would otherwise send each item
+    as its own text block, which a client reads as objects joined by newlines."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(items, ensure_ascii=False))],
+        structured_content={"result": items},
+    )
+
+
 def _scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> dict[str, str | None]:
     if not (user_id or agent_id or run_id):
         raise ToolError("name whose memories these are: give user_id, agent_id or run_id")
@@ -95,9 +106,9 @@ def build_server(services: Services) -> MCPServer:
     )
 
     @server.tool(description="List the knowledge bases: name, status and creation time.")
-    async def knowledge_bases() -> list[dict[str, Any]]:
+    async def knowledge_bases() -> CallToolResult:
         body = await services.call("docdb", "GET", "/files/knowledge-bases")
-        return list(body.get("data", []))
+        return json_array(list(body.get("data", [])))
 
     @server.tool(
         description="Search a knowledge base for the passages nearest a query (no model call). Returns "
@@ -105,22 +116,24 @@ def build_server(services: Services) -> MCPServer:
     )
     async def knowledge_search(
         kb: str, query: str, top_k: int = 8, mode: Literal["naive", "rerank"] = "naive"
-    ) -> list[dict[str, Any]]:
+    ) -> CallToolResult:
         body = await services.call(
             "docdb",
             "POST",
             "/retrieve",
             json={"kb_id": kb, "query": query, "mode": mode, "max_results": top_k},
         )
-        return [
-            {
-                "content": item["content"],
-                "file": item["kb_name"],
-                "dataset": item["dataset"],
-                "score": item["score"],
-            }
-            for item in body.get("data", [])
-        ]
+        return json_array(
+            [
+                {
+                    "content": item["content"],
+                    "file": item["kb_name"],
+                    "dataset": item["dataset"],
+                    "score": item["score"],
+                }
+                for item in body.get("data", [])
+            ]
+        )
 
     @server.tool(
         description="Ask a knowledge base a question. Returns the answer, which cites passages as [n], "
@@ -169,18 +182,20 @@ def build_server(services: Services) -> MCPServer:
         agent_id: str | None = None,
         run_id: str | None = None,
         limit: int = 10,
-    ) -> list[dict[str, Any]]:
+    ) -> CallToolResult:
         body = {"query": query, **_scope(user_id, agent_id, run_id), "limit": limit}
-        return list((await services.call("mem", "POST", "/vg/search", json=body)).get("results", []))
+        return json_array(
+            list((await services.call("mem", "POST", "/vg/search", json=body)).get("results", []))
+        )
 
     @server.tool(description="List the memories of a user, agent or run.")
     async def memory_list(
         user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]:
+    ) -> CallToolResult:
         body = await services.call(
             "mem", "GET", "/vg", params={**_scope(user_id, agent_id, run_id), "limit": limit}
         )
-        return list(body.get("results", body) if isinstance(body, dict) else body)
+        return json_array(list(body.get("results", body) if isinstance(body, dict) else body))
 
     @server.tool(description="Replace the text of one memory (by its id).")
     async def memory_update(memory_id: str, text: str) -> dict[str, Any]:
@@ -193,8 +208,8 @@ def build_server(services: Services) -> MCPServer:
         return result
 
     @server.tool(description="The history of one memory: each add, update and delete, oldest first.")
-    async def memory_history(memory_id: str) -> list[dict[str, Any]]:
-        return list(await services.call("mem", "GET", f"/vg/{memory_id}/history"))
+    async def memory_history(memory_id: str) -> CallToolResult:
+        return json_array(list(await services.call("mem", "GET", f"/vg/{memory_id}/history")))
 
     @server.tool(
         description="Add text to the knowledge-graph memory. Entities and relations are extracted in the "
@@ -217,16 +232,16 @@ def build_server(services: Services) -> MCPServer:
         return {"answer": body.get("final_answer", ""), "context": body.get("rag_memory", "")}
 
     @server.tool(
-        description="Generate a table that answers a question from the knowledge base gen is set up with; "
-        "waits for the result (up to 5 minutes)."
+        description="Generate a table that answers a question from a knowledge base (`kb`; by default the "
+        "one gen is set up with); waits for the result (up to 5 minutes)."
     )
-    async def generate_table(question: str, top_k: int = 5, threshold: float = 0.5) -> dict[str, Any]:
-        submitted = await services.call(
-            "gen",
-            "POST",
-            "/pipeline/submit",
-            json={"question": question, "top_k": top_k, "threshold": threshold},
-        )
+    async def generate_table(
+        question: str, kb: str | None = None, top_k: int = 5, threshold: float = 0.5
+    ) -> dict[str, Any]:
+        ask: dict[str, Any] = {"question": question, "top_k": top_k, "threshold": threshold}
+        if kb:
+            ask["kb_name"] = kb
+        submitted = await services.call("gen", "POST", "/pipeline/submit", json=ask)
         task_id = submitted["task_id"]
         deadline = time.monotonic() + TABLE_WAIT_S
         while time.monotonic() < deadline:
