@@ -136,7 +136,8 @@ class Gateway:
 
         started = time.perf_counter()
         try:
-            await handler(scope, receive, counted)
+            with metrics.in_flight():
+                await handler(scope, receive, counted)
         finally:
             metrics.observe_request(scope["method"], route, status, time.perf_counter() - started)
 

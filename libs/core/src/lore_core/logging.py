@@ -102,7 +102,8 @@ class RequestIdMiddleware:
         tracing.annotate_request(request_id)
         with structlog.contextvars.bound_contextvars(request_id=request_id):
             try:
-                await self.app(scope, receive, send_with_id)
+                with metrics.in_flight():
+                    await self.app(scope, receive, send_with_id)
             finally:
                 seconds = time.perf_counter() - started
                 route = str(scope.get("path_template") or "unmatched")

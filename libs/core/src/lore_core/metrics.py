@@ -9,14 +9,18 @@ the chat benchmark uses to measure what metrics cost.
 from __future__ import annotations
 
 import functools
+import platform
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
+import structlog
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, Histogram, generate_latest
 
-from lore_core import tracing
+from lore_core import __version__, tracing
+
+log = structlog.get_logger("lore.metrics")
 
 ENABLED = True
 
@@ -35,6 +39,11 @@ REQUEST_SECONDS = Histogram(
     ["method", "route"],
     buckets=_LATENCY,
 )
+IN_FLIGHT = Gauge("lore_http_requests_in_flight", "HTTP requests being answered now")
+BUILD_INFO = Gauge(
+    "lore_build_info", "Always 1: the Lore version and Python this process runs", ["version", "python"]
+)
+BUILD_INFO.labels(__version__, platform.python_version()).set(1)
 MODEL_CALLS = Counter(
     "lore_model_calls",
     "Calls to a language model, by outcome (ok or error)",
@@ -91,9 +100,26 @@ def configure(enabled: bool) -> None:
     ENABLED = enabled
 
 
+# The web framework adds `charset=utf-8` to a text type itself; given it twice, clients saw it twice.
+CONTENT_TYPE = CONTENT_TYPE_LATEST.replace("; charset=utf-8", "")
+
+
 def exposition() -> tuple[bytes, str]:
-    """The registry in the Prometheus text format, and its content type."""
-    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+    """The registry in the Prometheus text format, and its content type (without the charset)."""
+    return generate_latest(REGISTRY), CONTENT_TYPE
+
+
+@contextmanager
+def in_flight() -> Iterator[None]:
+    """Counts a request in `lore_http_requests_in_flight` while it is answered."""
+    if not ENABLED:
+        yield
+        return
+    IN_FLIGHT.inc()
+    try:
+        yield
+    finally:
+        IN_FLIGHT.dec()
 
 
 def observe_request(method: str, route: str, status: int, seconds: float) -> None:
@@ -140,9 +166,11 @@ def store_call(store: str, operation: str) -> Iterator[None]:
     try:
         with tracing.span(f"{store}.{operation}", {"db.system": store, "db.operation": operation}):
             yield
-    except BaseException:
+    except Exception as exc:
         if ENABLED:
             STORE_ERRORS.labels(store, operation).inc()
+        # The counter says how many; the log says why (a counted error with no cause helps nobody).
+        log.warning("store_error", store=store, operation=operation, error=f"{type(exc).__name__}: {exc}")
         raise
     finally:
         if ENABLED:
