@@ -455,3 +455,12 @@ def test_openai_routes_need_a_key_with_the_knowledge_bases_module(keyed: str) ->
     reader = openai.OpenAI(base_url=f"{keyed}/v1", api_key=READER_KEY, max_retries=0)
     answer = reader.chat.completions.create(model="facts", messages=ask)  # type: ignore[arg-type]
     assert (answer.choices[0].message.model_extra or {})["citations"][0]["title"] == "facts.txt"
+
+
+def test_the_readme_s_api_reference_path_serves_a_rendered_reference(stack: Stack) -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "`/schema` on the gateway" in readme
+    page = httpx.get(f"{stack.url}/schema", timeout=30)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "/api/v1/docdb/chat" in page.text and "/api/v1/mem/vg/search" in page.text
+    assert "/schema/openapi.json" in page.text

@@ -8,6 +8,7 @@ so the gateway adds as little latency as it can; everything else is a small Lite
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -259,6 +260,11 @@ class Gateway:
         async def openapi(request: Request[Any, Any, Any]) -> OpenApiDocument:
             return await gateway.merged_openapi()
 
+        @get("/schema", summary="The API reference, rendered", include_in_schema=False)
+        async def reference() -> Response[str]:
+            document = await gateway.merged_openapi()
+            return Response(render_reference(document), media_type=MediaType.HTML)
+
         # The console: static files (no build step, libraries vendored) that call the public API.
         console = create_static_files_router(
             "/console",
@@ -270,6 +276,7 @@ class Gateway:
         return Litestar(
             route_handlers=[
                 index,
+                reference,
                 health,
                 livez,
                 openapi,
@@ -284,6 +291,30 @@ class Gateway:
             openapi_config=None,
             logging_config=None,
         )
+
+
+def render_reference(document: OpenApiDocument) -> str:
+    """The merged OpenAPI document as one HTML page: each route, its method and summary, grouped by
+    module, with a link to the JSON document (no script, so it needs nothing from the internet)."""
+    rows: list[str] = []
+    for path, item in sorted(document.paths.items()):
+        for method, operation in item.items():
+            if not isinstance(operation, dict):
+                continue
+            summary = html.escape(str(operation.get("summary") or ""))
+            rows.append(
+                f"<tr><td><code>{method.upper()}</code></td><td><code>{html.escape(path)}</code></td>"
+                f"<td>{summary}</td></tr>"
+            )
+    missing = document.info.get("x-missing-services")
+    note = f"<p>Not reachable now: {html.escape(', '.join(missing))}.</p>" if missing else ""
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>Lore API reference</title></head><body>"
+        f"<h1>Lore API {html.escape(str(document.info.get('version', '')))}</h1>{note}"
+        f"<p>The whole document: <a href='{OPENAPI_PATH}'>{OPENAPI_PATH}</a> (OpenAPI 3.1).</p>"
+        "<table><tr><th>method</th><th>path</th><th>what it does</th></tr>" + "".join(rows) + "</table>"
+        "</body></html>"
+    )
 
 
 def _take_query_token(scope: Scope) -> str:
