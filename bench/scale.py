@@ -1,7 +1,7 @@
 """How docdb grows with its KB: for each size (1,000, 10,000 and 100,000 chunks by default) a fresh docdb
-on the default embedded stores (SQLite, Qdrant local mode with the in-memory vector mirror, embedded
-FalkorDB, local files) gets a KB of that many chunks: BEIR SciFact's 5,183 abstracts first, then
-deterministic synthetic paragraphs, one short file per chunk, parsed in mode 1. For each size it
+on the default embedded stores (SQLite, Qdrant Edge in its engine process, embedded FalkorDB, local
+files) gets a KB of that many chunks: BEIR SciFact's 5,183 abstracts first, then deterministic synthetic
+paragraphs, one short file per chunk, parsed in mode 1. For each size it
 reports parse time (documents and chunks per second), `/retrieve` and chat (`naive`, the offline
 answerer of the default stack) p50/p95 at 1 and at 8 closed-loop clients with SciFact's test claims as
 questions, docdb's CPU per chat, the RSS of each process of docdb's tree, and disk per chunk.
@@ -15,6 +15,15 @@ is what grows with the KB: the stores, the BM25 and vector indexes, the service.
 (or `minilm`) runs the real model instead, for the sizes it can finish.
 
     uv run python bench/scale.py [--sizes 1000,10000,100000] [--requests 200] [--embedder hashing]
+
+`--vectors-only` measures the vector store alone, without docdb, to sizes a full parse cannot reach on
+this machine (a million chunks: docdb parses about 450 a second): the same texts through the hashing
+embedder, docdb's collection shape (payload keys, ids), on the embedded store (Qdrant Edge) and on
+PostgreSQL + pgvector (`LORE_TEST_PGVECTOR_URL`, else a private `pgserver`): load time (with the index
+build), search p50/p95 at 1 and 8 clients, recall@10 against exact search, the engine's RSS, disk per
+chunk and the embedded store's restart to its first answer.
+
+    uv run python bench/scale.py --vectors-only --sizes 100000,1000000 [--profiles embedded,pgvector]
 """
 
 from __future__ import annotations
@@ -22,12 +31,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import httpx
@@ -43,6 +55,8 @@ DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
 GOAL_RETRIEVE_P50_MS = 25.0
 GOAL_RSS_GB = 1.5
+# HNSW search breadth of the --vectors-only searches (docdb's default `hnsw_ef`).
+SEARCH_EF = 64
 # chat.py's topics, and more of SciFact's kind, so the synthetic paragraphs vary at 100k.
 TOPICS = [
     *CHAT_TOPICS,
@@ -210,12 +224,150 @@ def measure(size: int, args: argparse.Namespace, questions: list[str]) -> dict[s
     return figures
 
 
+# ------------------------------------------------------------------ --vectors-only: the store alone
+
+
+def engine_rss_mb(store: Any) -> float:
+    """Resident MB of the embedded engine's process (the Qdrant Edge child of `EdgeStore`)."""
+    worker = getattr(store, "_worker", None)
+    if worker is None or worker.process is None:
+        return 0.0
+    return float(psutil.Process(worker.process.pid).memory_info().rss / 2**20)
+
+
+async def vector_store_figures(size: int, profile: str, pg_url: str | None) -> dict[str, float]:
+    """`size` chunks straight into the vector store (docdb's collection, payload keys and ids): load
+    time, search p50/p95 at 1 and 8 clients, recall@10 against exact search, RSS, disk, restart."""
+    import numpy as np
+
+    from lore_common.providers.embedders import HashingEmbedder
+    from lore_common.stores import open_vector_store
+    from lore_core.settings import DatabaseConfig, VectorStoreConfig
+
+    work = Path(tempfile.mkdtemp(prefix="lore-bench-scale-vectors-"))
+    config = (
+        VectorStoreConfig(provider="pgvector", url=pg_url) if profile == "pgvector" else VectorStoreConfig()
+    )
+    embedder = HashingEmbedder(dim=384)
+    figures: dict[str, float] = {}
+    questions = np.asarray(await embedder.embed(claims()), dtype=np.float32)
+    kept = np.zeros((size, 384), dtype=np.float16)  # for the exact answers (float16: 768 MB at 1M)
+    store = await open_vector_store(config, work, DatabaseConfig())
+    try:
+        await store.create("kb_scale", 384, ("dataset", "task_id", "file"))
+        started = time.perf_counter()
+        done = 0
+        texts: list[tuple[str, str]] = []
+        for name, text in documents(size):
+            texts.append((name, text))
+            if len(texts) == 1000 or done + len(texts) == size:
+                rows = np.asarray(await embedder.embed([t for _, t in texts]), dtype=np.float32)
+                ids = [str(uuid.uuid5(uuid.NAMESPACE_URL, n)) for n, _ in texts]
+                payloads = [
+                    {"chunk_id": n, "dataset": "corpus", "file": n, "task_id": "t", "text": t[:200]}
+                    for n, t in texts
+                ]
+                await store.upsert("kb_scale", ids, rows, payloads)
+                kept[done : done + len(texts)] = rows
+                done += len(texts)
+                texts = []
+                if done % 100_000 == 0:
+                    print(
+                        f"    {profile}: {done:,} points in {time.perf_counter() - started:.0f} s", flush=True
+                    )
+        if hasattr(store, "optimize"):
+            await store.optimize("kb_scale")
+        figures["load_s"] = round(time.perf_counter() - started, 1)
+        figures["load_points_per_s"] = round(size / figures["load_s"], 1)
+        unit = kept.astype(np.float32)
+        unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+        # A hit counts when it scores at least the exact 10th best: among near-equal synthetic
+        # paragraphs many points tie, and which of the tied ones is "the" 10th is arbitrary.
+        tenths = [-np.partition(-(unit @ q), 9)[9] for q in questions]
+        del unit
+        for ef in (SEARCH_EF, 4 * SEARCH_EF):
+            recalls = []
+            for q, tenth in zip(questions, tenths, strict=True):
+                found = await store.search("kb_scale", q, 10, ef=ef)
+                recalls.append(sum(1 for p in found if p.score >= tenth - 1e-4) / 10)
+            figures[f"recall_at_10_ef{ef}"] = round(float(np.mean(recalls)), 4)
+        for clients in (1, 8):
+            times: list[float] = []
+
+            async def client(offset: int, times: list[float] = times) -> None:
+                for n in range(offset, offset + 200):
+                    t0 = time.perf_counter()
+                    await store.search("kb_scale", questions[n % len(questions)], 5, ef=SEARCH_EF)
+                    times.append((time.perf_counter() - t0) * 1000)
+
+            await asyncio.gather(*(client(i * 37) for i in range(clients)))
+            figures[f"search_c{clients}_p50_ms"] = round(percentile(times, 0.5), 2)
+            figures[f"search_c{clients}_p95_ms"] = round(percentile(times, 0.95), 2)
+        figures["engine_rss_mb"] = round(engine_rss_mb(store), 1)
+        figures["bench_rss_mb"] = round(psutil.Process().memory_info().rss / 2**20, 1)
+        if profile == "pgvector":
+            await store.drop("kb_scale")
+    finally:
+        await store.close()
+    if profile == "embedded":
+        figures["disk_bytes_per_chunk"] = round(disk_bytes(work) / size)
+        started = time.perf_counter()
+        store = await open_vector_store(config, work, DatabaseConfig())
+        try:
+            await store.search("kb_scale", questions[0], 5, ef=SEARCH_EF)
+            figures["restart_to_first_search_s"] = round(time.perf_counter() - started, 2)
+            figures["engine_rss_after_restart_mb"] = round(engine_rss_mb(store), 1)
+        finally:
+            await store.close()
+    shutil.rmtree(work, ignore_errors=True)
+    shown = ", ".join(f"{k} {v}" for k, v in figures.items())
+    print(f"{size:>9,} points, {profile}: {shown}", flush=True)
+    return figures
+
+
+def pgvector_admin_url() -> tuple[str, Any]:
+    """A PostgreSQL with pgvector: LORE_TEST_PGVECTOR_URL, else a private pgserver (stopped at exit)."""
+    configured = os.environ.get("LORE_TEST_PGVECTOR_URL")
+    if configured:
+        return configured, None
+    from pgserver.postgres_server import get_server
+
+    server = get_server(Path(tempfile.mkdtemp(prefix="lore-bench-pgvector-")), cleanup_mode="stop")
+    return str(server.get_uri()), server
+
+
+def vectors_only(args: argparse.Namespace) -> None:
+    all_figures: dict[str, float] = {}
+    sizes = [int(s) for s in args.sizes.split(",")]
+    for profile in args.profiles.split(","):
+        server = None
+        url = None
+        if profile == "pgvector":
+            url, server = pgvector_admin_url()
+            url = url.replace("postgresql://", "postgresql+asyncpg://", 1)
+        try:
+            for size in sizes:
+                for key, value in asyncio.run(vector_store_figures(size, profile, url)).items():
+                    all_figures[f"{profile}_n{size}_{key}"] = value
+        finally:
+            if server is not None:
+                server.cleanup()
+    print(json.dumps(all_figures))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,10000,100000", help="KB sizes in documents (one chunk each)")
     parser.add_argument("--requests", type=int, default=200, help="requests at 1 client (twice at 8)")
     parser.add_argument("--embedder", default="hashing", help="hashing (384-d), or a local model's name")
+    parser.add_argument(
+        "--vectors-only", action="store_true", help="the vector store alone (no docdb): to 1,000,000 points"
+    )
+    parser.add_argument("--profiles", default="embedded,pgvector", help="with --vectors-only")
     args = parser.parse_args()
+    if args.vectors_only:
+        vectors_only(args)
+        return
     questions = claims()
     all_figures: dict[str, float] = {}
     sizes = [int(s) for s in args.sizes.split(",")]
