@@ -406,3 +406,58 @@ async def test_sql_injection_in_the_question_reaches_no_write(gen_factory: Any) 
         # The injected words are only data (a row the extractor saw), never SQL.
         names = [row["name"] for row in result["query_results"]]
         assert names[:2] == ["Marie Curie", "Grace Hopper"] and len(names) == len(result["csv_data"])
+
+
+async def test_offline_model_answers_each_person_and_their_discovery_with_evidence(
+    gen_factory: Any, docdb_fake: FakeDocdb
+) -> None:
+    docdb_fake.add_kb(
+        "people",
+        {
+            "curie.md": "# Marie Curie\n\nMarie Curie was a physicist and chemist. Marie Curie and Pierre\n"
+            "Curie discovered polonium and radium. See the GNU Free Documentation License.",
+            "hopper.md": "# Grace Hopper\n\nGrace Hopper developed the first compiler, the A-0 system.",
+        },
+        # The KB graph docdb built with the offline extractor: each entity with its first sentence.
+        entities=[
+            {
+                "name": "Marie Curie",
+                "type": "客观实体",
+                "description": "Marie Curie was a physicist and chemist.",
+            },
+            {
+                "name": "Pierre Curie",
+                "type": "客观实体",
+                "description": "Marie Curie and Pierre Curie discovered polonium and radium.",
+            },
+            {
+                "name": "Grace Hopper",
+                "type": "客观实体",
+                "description": "Grace Hopper developed the first compiler.",
+            },
+            {"name": "GNU Free Documentation License", "type": "抽象实体", "description": "See the GNU FDL."},
+        ],
+    )
+    async with gen_factory() as client:
+        response = await client.post(
+            SUBMIT,
+            json={"question": "every person and their discovery", "kb_name": "people", "threshold": 0.0},
+        )
+        done = await wait_done(client, f"{STATUS}/{response.json()['task_id']}")
+        assert done["status"] == "completed", done
+        result = done["result"]
+        assert result["schema"]["columns"] == ["name", "discovery", "evidence"]
+        rows = {row["name"]: row for row in result["csv_data"]}
+        assert set(rows) == {"Marie Curie", "Pierre Curie", "Grace Hopper"}
+        assert rows["Marie Curie"]["discovery"] == "polonium and radium"
+        assert rows["Grace Hopper"]["discovery"] == "the first compiler"
+        assert "discovered polonium" in rows["Pierre Curie"]["evidence"]
+
+
+async def test_offline_model_says_it_found_nothing_rather_than_boilerplate_rows(gen_factory: Any) -> None:
+    async with gen_factory() as client:
+        response = await client.post(
+            SUBMIT, json={"question": "Which rivers flood every spring?", "kb_name": "chem", "threshold": 0.0}
+        )
+        done = await wait_done(client, f"{STATUS}/{response.json()['task_id']}")
+        assert done["status"] == "failed" and "found no entities" in done["error"]

@@ -235,7 +235,8 @@ async def test_kb_tree_offline_groups_the_kb_entities_by_type(
         done = await wait_done(client, f"{STATUS}/{response.json()['task_id']}")
         result = done["result"]
         assert result["node_count"] == 6  # energy, 2 types, 3 entities
-        assert find(result["nodes"], "Turbine")["category"] == "energy -> 客观实体"
+        assert find(result["nodes"], "Turbine")["category"] == "energy -> Physical entity"
+        assert "实体" not in json.dumps(result["nodes"], ensure_ascii=False)
         assert result["kb_entity_nodes"] == 3
 
 

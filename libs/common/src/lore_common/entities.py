@@ -55,7 +55,8 @@ _NOT_NAMES = frozenset(
     history availability overview introduction summary conclusion abstract contents index references
     see_also todo fixme deprecated since_version parameters arguments value values result results
     today yesterday tomorrow here there where while after before during over under above below
-    monday tuesday wednesday thursday friday saturday sunday let lets do does did done is are was were be been being has have had will would can could might
+    monday tuesday wednesday thursday friday saturday sunday
+    let lets do does did done is are was were be been being has have had will would can could might
     must shall should may ok okay hi hello dear sincerely regards""".split()
 )
 _BOILERPLATE = frozenset(
@@ -134,7 +135,7 @@ _PRODUCT_AFTER = re.compile(
 )
 _YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 _QUOTED = re.compile(r"[\"“《「]([^\"”》」\n]{2,60})[\"”》」]")
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9'’.\-]*[A-Za-z0-9]|[A-Za-z]|&")
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9'’.\-]*[A-Za-z0-9]|[A-Za-z]|&|\d+(?:\.\d+)*")
 _CAMEL = re.compile(r"^[a-z]+[A-Z]|[A-Za-z]+\d|^[A-Z]{2,}[a-z]")
 _ZH_KINDS = {
     "nr": "person",
@@ -194,6 +195,13 @@ def _candidates(sentence: str) -> list[tuple[str, int]]:
             current = []
         if token.upper() in _RFC_KEYWORDS and token.isupper():
             continue
+        if token[:1].isdigit():
+            if current and current[-1][:1].isupper() and not current[-1][:1].isdigit():
+                current.append(token)  # "Apollo 11", "Python 3.12", "Locker 7"
+            elif current:
+                runs.append((" ".join(current), start))
+                current = []
+            continue
         if _is_capitalised(token) or (token[:1].islower() and _CAMEL.search(token)):
             if not current:
                 start = match.start()
@@ -211,7 +219,7 @@ def _candidates(sentence: str) -> list[tuple[str, int]]:
 def _trim(words: list[str]) -> list[str]:
     while words and (words[-1].lower() in _CONNECTORS or words[-1].endswith("-")):
         words = words[:-1]
-    while words and words[0].lower() in _CONNECTORS | {"a", "an"}:
+    while words and (words[0].lower() in _CONNECTORS | {"a", "an"} or words[0][:1].isdigit()):
         words = words[1:]
     return words
 
@@ -399,3 +407,15 @@ def entity_spans(tokens: Iterable[str]) -> list[tuple[int, int]]:
         last = first + len(name.split(" "))
         spans.append((first, last))
     return sorted(set(spans))
+
+
+# What a person reads for each of the contract's type values (the values themselves stay on the wire).
+TYPE_LABELS: dict[str, dict[str, str]] = {
+    "en": {OBJECTIVE: "Physical entity", ABSTRACT: "Concept", EVENT: "Event", DOCUMENT: "Document"},
+    "zh": {OBJECTIVE: OBJECTIVE, ABSTRACT: ABSTRACT, EVENT: EVENT, DOCUMENT: DOCUMENT},
+}
+
+
+def type_label(value: str, language: str = "en") -> str:
+    """The label a person reads for an entity type value; a value with no label is shown as it is."""
+    return TYPE_LABELS.get(language, TYPE_LABELS["en"]).get(value, value)

@@ -35,6 +35,7 @@ log = structlog.get_logger("lore.gen.tables")
 
 STEP_SCHEMA, STEP_ROWS, STEP_TABLE, STEP_SQL = 1, 2, 3, 4
 MAX_WORKERS = 64
+KB_ENTITIES = 50  # the KB graph's most connected entities a design may draw rows from
 
 DESIGN_SYSTEM = (
     "You design a table that answers a question. Reply with one JSON object: "
@@ -117,11 +118,12 @@ class TableService:
 
     async def run(self, request: SubmitRequest, kb_name: str | None, report: Report) -> dict[str, Any]:
         await report(STEP_SCHEMA, "schema")
-        schema = await self.design(request, kb_name)
+        known = await self.kb_entities(kb_name)
+        schema = await self.design(request, kb_name, known)
         columns = schema.columns
         total = len(schema.entities)
         await report(STEP_ROWS, "rows", done=0, total=total)
-        rows = await self.fill_rows(request, kb_name, schema, report)
+        rows = await self.fill_rows(request, kb_name, schema, report, known)
 
         await report(STEP_TABLE, "table")
         table_name = _table_name(schema.title)
@@ -140,13 +142,28 @@ class TableService:
             "kb_name": kb_name,
         }
 
-    async def design(self, request: SubmitRequest, kb_name: str | None) -> TableSchema:
+    async def kb_entities(self, kb_name: str | None) -> dict[str, str]:
+        """The KB graph's most connected entities, each with the sentence that describes it: candidate
+        rows and evidence for questions ("every person and their discovery") that name no one."""
+        if not kb_name:
+            return {}
+        overview = await self.docdb.overview(kb_name, KB_ENTITIES, 0)
+        return {
+            str(e["name"]): str(e.get("description") or "")
+            for e in overview.get("top_entities", [])
+            if e.get("name")
+        }
+
+    async def design(
+        self, request: SubmitRequest, kb_name: str | None, known: Mapping[str, str]
+    ) -> TableSchema:
         passages = (
             await self.docdb.retrieve(kb_name, request.question, request.top_k, request.threshold)
             if kb_name
             else []
         )
         limit = self.config.max_entities
+        described = [f"{name}: {text}" for name, text in known.items() if text]
         reply = await complete_structured(
             self.llm,
             ChatRequest(
@@ -155,13 +172,14 @@ class TableService:
                     ChatMessage(
                         "user",
                         f"Question: {request.question}\n\nEvidence:\n{_numbered(passages)}\n\n"
-                        f"At most {limit} entities.",
+                        + ("Knowledge-base entities:\n" + "\n".join(described) + "\n\n" if described else "")
+                        + f"At most {limit} entities.",
                     ),
                 ],
                 task="design_table",
                 inputs={
                     "question": request.question,
-                    "passages": [p.content for p in passages],
+                    "passages": [p.content for p in passages] + [text for text in known.values() if text],
                     "max_entities": limit,
                 },
             ),
@@ -176,7 +194,12 @@ class TableService:
         return TableSchema(title=reply.title.strip() or request.question, entities=entities, columns=columns)
 
     async def fill_rows(
-        self, request: SubmitRequest, kb_name: str | None, schema: TableSchema, report: Report
+        self,
+        request: SubmitRequest,
+        kb_name: str | None,
+        schema: TableSchema,
+        report: Report,
+        known: Mapping[str, str],
     ) -> list[dict[str, Any]]:
         slots = asyncio.Semaphore(max(1, request.max_workers))
         done = 0
@@ -185,7 +208,7 @@ class TableService:
         async def fill(entity: str) -> dict[str, Any]:
             nonlocal done
             async with slots:
-                row = await self.fill_row(request, kb_name, schema, entity)
+                row = await self.fill_row(request, kb_name, schema, entity, known.get(entity, ""))
             row[key] = row.get(key) or entity
             done += 1
             await report(STEP_ROWS, "rows", done=done, total=len(schema.entities))
@@ -194,13 +217,16 @@ class TableService:
         return list(await asyncio.gather(*(fill(entity) for entity in schema.entities)))
 
     async def fill_row(
-        self, request: SubmitRequest, kb_name: str | None, schema: TableSchema, entity: str
+        self, request: SubmitRequest, kb_name: str | None, schema: TableSchema, entity: str, described: str
     ) -> dict[str, Any]:
         empty: dict[str, Any] = {column: None for column in schema.columns}
         passages: list[Passage] = []
         if kb_name:
             query = f"{entity}: {', '.join(schema.columns[1:])}"
             passages = await self.docdb.retrieve(kb_name, query, request.top_k, request.threshold)
+            if described and not any(described in p.content for p in passages):
+                # The sentence the KB graph keeps for the entity is evidence too.
+                passages.append(Passage(content=described, score=0.0, source="knowledge graph"))
             if not passages:
                 return empty  # grounded and no evidence: nothing to fill, nothing to invent
         reply = await complete_structured(

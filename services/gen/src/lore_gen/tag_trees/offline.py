@@ -1,11 +1,12 @@
-"""The offline model's answer to the tag-tree prompt: one node per entity type under the topic, the
-KB's entities as leaves; with no entities it says it cannot invent a taxonomy."""
+"""The offline model's answer to the tag-tree prompt: one node per entity type (its English label)
+under the topic, the KB's entities as leaves; with no entities it says it cannot invent a taxonomy."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from lore_common.entities import type_label
 from lore_common.providers.offline import OfflineSkill
 
 
@@ -19,7 +20,8 @@ def tag_tree(topic: str, entities: Sequence[dict[str, Any]]) -> dict[str, Any]:
         }
     groups: dict[str, list[dict[str, Any]]] = {}
     for entity in entities:
-        groups.setdefault(str(entity.get("type") or "entity"), []).append(entity)
+        # Categories are what a person reads: the English label, not the contract's type value.
+        groups.setdefault(type_label(str(entity.get("type") or "entity")), []).append(entity)
     children = [
         {
             "node_name": kind,

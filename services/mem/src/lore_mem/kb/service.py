@@ -38,6 +38,7 @@ from lore_common.answers import (
     numbered,
 )
 from lore_common.chunking import chunk_text
+from lore_common.entities import type_label
 from lore_common.jobs import JobRunner
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
 from lore_common.providers.embedders import Embedder
@@ -369,7 +370,8 @@ class KbService:
         keys = [k for k in keys if k in entities]  # a vector whose insert never committed is skipped
         weights = {k: w for k, w in weights.items() if k in entities}
         context.sections["Entities"] = [
-            f"{e.name} ({e.type}): {'; '.join(e.descriptions[:2])}" for e in (entities[k] for k in keys)
+            f"{e.name} ({type_label(e.type)}): {'; '.join(e.descriptions[:2])}"
+            for e in (entities[k] for k in keys)
         ]
         around: dict[str, list[RelationRecord]] = {}
         for relation in await store.relations_around(keys):
