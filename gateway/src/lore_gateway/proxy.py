@@ -75,6 +75,8 @@ class Replica:
     in_flight: int = 0
     failures: int = 0
     down_until: float = 0.0
+    # Whether a probe ever found it up: one still starting (every `lore-up`) is not reported as down.
+    seen_up: bool = False
 
 
 class Upstream:
@@ -223,16 +225,17 @@ class Proxy:
                 up = response.status == 200
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
-            if not replica.failures:  # say it once, when the replica goes down
+            if not replica.failures and replica.seen_up:  # say it once, when the replica goes down
                 log.warning("replica_down", url=replica.url, error=error)
             upstream.failed(replica)
             return {"status": "down", "url": replica.url, "error": error}
         if up:
-            if replica.failures:
+            if replica.failures and replica.seen_up:
                 log.info("replica_up", url=replica.url)
+            replica.seen_up = True
             upstream.succeeded(replica)
         else:
-            if not replica.failures:
+            if not replica.failures and replica.seen_up:
                 log.warning("replica_down", url=replica.url, status=response.status)
             upstream.failed(replica)
         result: dict[str, Any] = {
