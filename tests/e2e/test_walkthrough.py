@@ -10,8 +10,11 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from lore_common.testing.processes import ServerProcess, free_port
 
@@ -38,6 +41,20 @@ def documents(text: str) -> list[dict[str, Any]]:
         value, at = decoder.raw_decode(text, at)
         found.append(value)
     return found
+
+
+def readme_table(url: str) -> dict[str, Any]:
+    """The README's table example ("every person and their discovery") on the walkthrough's KB."""
+    base = f"{url}/api/v1/gen/pipeline"
+    body = {"question": "every person and their discovery", "kb_name": "people"}
+    task = httpx.post(f"{base}/submit", json=body, timeout=10).json()
+    deadline = time.monotonic() + 60
+    while (status := httpx.get(f"{base}/status/{task['task_id']}", timeout=10).json())["status"] in (
+        "pending",
+        "running",
+    ) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return dict(status)
 
 
 def test_the_readme_shows_the_walkthrough_and_example_the_docs_include() -> None:
@@ -86,12 +103,15 @@ def test_the_walkthrough_runs_against_lore_up(tmp_path: Path) -> None:
             timeout=120,
             check=False,
         )
+        table = readme_table(url)
     finally:
         launcher.stop()
     assert http.returncode == 0, http.stderr + launcher.log_tail()
     replies = documents(http.stdout)
     chat = next(r for r in replies if "citations" in r)
     assert "Grace Hopper" in chat["response"] and chat["citations"][0]["source_file"] == "hopper.md"
+    # A whole sentence with its subject, not the heading and not a fragment.
+    assert re.fullmatch(r"Grace Hopper developed [^#\n]*\. \[1\]", chat["response"]), chat["response"]
     search = replies[-1]
     assert "peanut" in search["results"][0]["memory"].lower()
 
@@ -100,6 +120,13 @@ def test_the_walkthrough_runs_against_lore_up(tmp_path: Path) -> None:
     answer = cli.stdout.split("Sources")[0]
     assert "Grace Hopper" in answer and "[1] hopper.md" in cli.stdout
     assert "peanuts" in cli.stdout.split("score")[-1]  # the search's table of memories
+
+    # The README's table example: the people of the KB and their discoveries, each with its evidence.
+    assert table["status"] == "completed", table
+    rows = {row["name"]: row for row in table["result"]["csv_data"]}
+    assert {"Marie Curie", "Pierre Curie", "Grace Hopper"} <= set(rows), rows
+    assert rows["Marie Curie"]["discovery"] == "polonium and radium"
+    assert "discovered polonium" in rows["Pierre Curie"]["evidence"]
 
     assert example.returncode == 0, example.stderr
     assert "Grace Hopper" in example.stdout and "[1] hopper.md" in example.stdout
