@@ -14,8 +14,9 @@ skill directly, which is the same condition without the parse.
 Entities. The offline extractor over CoNLL-2003 test (`conll2003/test.txt`, CoNLL column format):
 span precision and recall over PER, ORG and LOC. Goals: precision >= 0.70, recall >= 0.50.
 
-Datasets are read from `LORE_BENCH_DATA` (else `bench/data/`); a set that is not there is reported
-as skipped with the path it looked for, never replaced by something else.
+Datasets are read from `LORE_BENCH_DATA` (else `bench/data/`), which may name several folders
+separated by the path separator (`/data/en:/data/zh`), the first holding a set wins; a set that is
+not there is reported as skipped with the paths it looked for, never replaced by something else.
 
     uv run python bench/offline_quality.py [--through skill|api] [--limit N]
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -43,10 +45,16 @@ Item = tuple[str, str, list[str]]  # passage id, question, gold answers
 Passages = dict[str, str]
 
 
+def dataset(relative: str) -> Path:
+    """`relative` in the first folder of `LORE_BENCH_DATA` that has it (else in the first folder)."""
+    folders = [Path(part) for part in str(BENCH_DATA).split(os.pathsep) if part]
+    return next((f / relative for f in folders if (f / relative).exists()), folders[0] / relative)
+
+
 def cmrc() -> tuple[Passages, list[Item]] | str:
-    folder = BENCH_DATA / "cmrc2018"
+    folder = dataset("cmrc2018")
     if not (folder / "queries.jsonl").exists():
-        return f"no {folder}/queries.jsonl"
+        return f"no cmrc2018/queries.jsonl in {BENCH_DATA}"
     corpus = {d["_id"]: d["text"] for d in map(json.loads, (folder / "corpus.jsonl").open(encoding="utf-8"))}
     items = []
     for query in map(json.loads, (folder / "queries.jsonl").open(encoding="utf-8")):
@@ -57,9 +65,9 @@ def cmrc() -> tuple[Passages, list[Item]] | str:
 
 
 def squad() -> tuple[Passages, list[Item]] | str:
-    path = BENCH_DATA / "squad2" / "dev-v2.0.json"
+    path = dataset("squad2/dev-v2.0.json")
     if not path.exists():
-        return f"no {path}"
+        return f"no squad2/dev-v2.0.json in {BENCH_DATA}"
     corpus: Passages = {}
     items = []
     for article in json.loads(path.read_text(encoding="utf-8"))["data"]:
@@ -155,9 +163,9 @@ def conll_sentences(path: Path) -> Iterator[tuple[list[str], list[tuple[int, int
 
 
 def entities(limit: int) -> dict[str, float] | str:
-    path = BENCH_DATA / "conll2003" / "test.txt"
+    path = dataset("conll2003/test.txt")
     if not path.exists():
-        return f"no {path}"
+        return f"no conll2003/test.txt in {BENCH_DATA}"
     hits = predicted = gold = 0
     for n, (tokens, spans) in enumerate(conll_sentences(path)):
         if limit and n >= limit:
@@ -175,10 +183,14 @@ def main() -> None:
     )
     parser.add_argument("--through", choices=("skill", "api"), default="skill")
     parser.add_argument("--limit", type=int, default=0, help="questions per set (0: all)")
+    parser.add_argument("--sets", default="zh,en,entities", help="which of zh, en, entities to run")
     args = parser.parse_args()
     figures: dict[str, Any] = {"through": args.through}
     started = time.perf_counter()
+    sets = set(args.sets.split(","))
     for language, load in (("zh", cmrc), ("en", squad)):
+        if language not in sets:
+            continue
         loaded = load()
         if isinstance(loaded, str):
             figures[f"{language}_skipped"] = loaded
@@ -196,7 +208,7 @@ def main() -> None:
             f"{language}: {got['questions']} answers, containment {got['containment']} (goal >= 0.70), "
             f"whole sentences {got['whole_sentences']} (goal >= 0.95)"
         )
-    ner = entities(args.limit * 10)
+    ner = entities(args.limit * 10) if "entities" in sets else "not asked for"
     if isinstance(ner, str):
         figures["entities_skipped"] = ner
         print(f"entities: skipped ({ner})")

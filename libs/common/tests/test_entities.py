@@ -50,3 +50,20 @@ def test_relations_join_entities_of_one_sentence_with_that_sentence_as_evidence(
 def test_spans_over_a_tokenised_sentence_for_corpus_scoring() -> None:
     tokens = "Scotland manager Craig Brown said on Thursday : he is in form .".split()
     assert (2, 4) in entity_spans(tokens) and (0, 1) in entity_spans(tokens)
+
+
+def test_peoples_headlines_in_capitals_and_scores_are_not_names() -> None:
+    text = (
+        "SOCCER - JAPAN GET LUCKY WIN AGAINST SYRIA.\n\n"
+        "The French and Lebanese delegations met the Italians in Paris on Dec 6. "
+        "Barcelona 3 Real Madrid 2. Apollo 11 landed on the Moon. Envoys of Syria came, on Python 3.12."
+    )
+    names = {e["name"] for e in extract_entities(text)["entities"]}
+    assert not names & {"SOCCER", "GET LUCKY WIN", "French", "Lebanese", "Italians", "Dec"}, names
+    assert {"JAPAN", "SYRIA", "Paris", "Real Madrid", "Apollo 11", "Python 3.12"} <= names, names
+    assert not any(n.startswith(("Barcelona ", "Real Madrid ")) for n in names)
+
+
+def test_a_date_line_after_a_place_stays_a_date() -> None:
+    tokens = "LONDON 1996-12-06".split()
+    assert entity_spans(tokens) == [(0, 1)]

@@ -57,7 +57,8 @@ _NOT_NAMES = frozenset(
     today yesterday tomorrow here there where while after before during over under above below
     monday tuesday wednesday thursday friday saturday sunday
     let lets do does did done is are was were be been being has have had will would can could might
-    must shall should may ok okay hi hello dear sincerely regards""".split()
+    must shall should may ok okay hi hello dear sincerely regards one two three four five six seven
+    eight nine ten""".split()
 )
 _BOILERPLATE = frozenset(
     """cover texts|front-cover texts|back-cover texts|invariant sections|document|modified version|
@@ -109,8 +110,19 @@ _PLACES = frozenset(
     chicago california texas florida virginia indiana michigan ohio atlanta sydney toronto vienna
     prague dublin edinburgh amsterdam brussels geneva zurich""".split()
 )
+# Words for a people or a language ("French", "Lebanese"): adjectives, not names of anything.
+_DEMONYMS = frozenset(
+    """african american arab asian australian austrian belgian brazilian british canadian chinese czech
+    danish dutch egyptian english european finnish french german greek hungarian indian iranian iraqi
+    irish israeli italian japanese jewish korean kurdish latin mexican muslim christian catholic
+    norwegian pakistani palestinian polish portuguese russian scottish serbian spanish swedish swiss
+    syrian thai turkish ukrainian welsh western eastern northern southern""".split()
+)
+_DEMONYM_ENDINGS = re.compile(r"^[A-Z][a-z]{3,}(?:ese|ish|ian|ean|iot)s?$")
 _EVENT_WORDS = re.compile(
-    r"\b(war|battle|summit|election|conference|festival|olympics|revolution|crisis|treaty)\b", re.I
+    r"\b(war|battle|summit|election|conference|festival|olympics|revolution|crisis|treaty|cup|"
+    r"championships?|trophy|tournament|series|games|grand prix)\b",
+    re.I,
 )
 _SPEECH = re.compile(r"^\s*,?\s*(said|says|told|wrote|argued|added|explained|was born|died)\b")
 _PERSON_CUE = re.compile(
@@ -119,9 +131,10 @@ _PERSON_CUE = re.compile(
     r"inventor|biologist|astronomer|economist|historian|actor|actress|singer|admiral|officer|doctor)\b"
 )
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_MONTHS_SHORT = r"(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?"
 _DATE = re.compile(
     rf"\b(?:(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\s+\d{{4}}|(?:{_MONTHS})\s+\d{{4}}"
-    r"|\d{4}-\d{2}-\d{2})\b"
+    rf"|(?:{_MONTHS}|{_MONTHS_SHORT})\s+\d{{1,2}}(?!\d)|\d{{4}}-\d{{2}}-\d{{2}})\b"
 )
 _MONTH_NAMES = frozenset(_MONTHS.lower().split("|"))
 _OPENERS = frozenset(
@@ -169,10 +182,30 @@ def _clean_token(token: str) -> str:
     return token.strip(".'’-")
 
 
+def _shouting(sentence: str) -> bool:
+    """A sentence in capitals (a headline, a banner, a table's header): its capitals mark no names."""
+    words = [w for w in re.findall(r"[A-Za-z]{2,}", sentence)]
+    upper = sum(w.isupper() for w in words)
+    return len(words) >= 2 and upper >= 0.8 * len(words)
+
+
+def _is_demonym(words: list[str]) -> bool:
+    """ "French", "Lebanese", "Italians": a people or a language, not a named thing."""
+    if len(words) != 1:
+        return False
+    word = words[0]
+    lowered = word.lower()
+    if lowered in _DEMONYMS or lowered.removesuffix("s") in _DEMONYMS:
+        return True
+    return bool(_DEMONYM_ENDINGS.match(word)) and lowered not in _GIVEN_NAMES
+
+
 def _capitalised_elsewhere(text: str) -> set[str]:
     """Words the text capitalises somewhere other than at the start of a sentence: those are names."""
     seen: set[str] = set()
     for sentence in sentences(text):
+        if _shouting(sentence):
+            continue
         tokens = _TOKEN.findall(sentence)
         for token in tokens[1:]:
             if _is_capitalised(token):
@@ -180,8 +213,24 @@ def _capitalised_elsewhere(text: str) -> set[str]:
     return seen
 
 
-def _candidates(sentence: str) -> list[tuple[str, int]]:
-    """Runs of capitalised tokens in a sentence (connectors allowed inside), with their start offset."""
+def _numbered(sentence: str, number_text: str, end: int) -> bool:
+    """Whether the number ending at `end` belongs to the name before it ("Apollo 11 landed", "Python
+    3.12."), rather than being a date, a score or a table's figure ("LONDON 1996-12-06", "Italy 3 Wales
+    2", "Barcelona 13 9 3")."""
+    rest = sentence[end:]
+    if re.match(r"[-/:]?\d|[-/]", rest):
+        return False
+    following = rest.split(None, 1)
+    if not following or following[0][:1] in ".!?;":
+        return number_text.count(".") > 0  # a version ends a sentence; a bare figure is a score
+    return following[0][:1].islower() or following[0][:1] in ",:)"
+
+
+def _candidates(sentence: str, known: set[str] | None = None) -> list[tuple[str, int]]:
+    """Runs of capitalised tokens in a sentence (connectors allowed inside), with their start offset.
+    In a sentence in capitals only words in `known` (names the text writes in mixed case) or known
+    places count as capitalised."""
+    shouting = _shouting(sentence)
     runs: list[tuple[str, int]] = []
     current: list[str] = []
     start = previous_end = 0
@@ -196,13 +245,24 @@ def _candidates(sentence: str) -> list[tuple[str, int]]:
         if token.upper() in _RFC_KEYWORDS and token.isupper():
             continue
         if token[:1].isdigit():
-            if current and current[-1][:1].isupper() and not current[-1][:1].isdigit():
+            year = bool(_YEAR.fullmatch(token))
+            if (
+                current
+                and current[-1][:1].isupper()
+                and not current[-1][:1].isdigit()
+                and not year
+                and _numbered(sentence, token, match.end())
+            ):
                 current.append(token)  # "Apollo 11", "Python 3.12", "Locker 7"
             elif current:
                 runs.append((" ".join(current), start))
                 current = []
             continue
-        if _is_capitalised(token) or (token[:1].islower() and _CAMEL.search(token)):
+        capitalised = _is_capitalised(token)
+        if shouting and capitalised:
+            lowered = _clean_token(token).lower()
+            capitalised = lowered in (known or set()) or lowered in _PLACES
+        if capitalised or (token[:1].islower() and _CAMEL.search(token)):
             if not current:
                 start = match.start()
             current.append(token)
@@ -262,7 +322,7 @@ def _english(sentence: str, known_names: set[str]) -> list[tuple[str, EntityKind
             found.append((title, "title"))
     dates = [match.group(0) for match in _DATE.finditer(sentence)]
     found.extend((date, "date") for date in dates)
-    for run, offset in _candidates(sentence):
+    for run, offset in _candidates(sentence, known_names):
         words = [_clean_token(w) if w not in ("&",) else w for w in run.split()]
         words = [w for w in words if w]
         # A sentence's first word is capitalised by grammar: keep it only when the text capitalises it
@@ -296,6 +356,8 @@ def _english(sentence: str, known_names: set[str]) -> list[tuple[str, EntityKind
         ):
             continue
         if len(words) == 1 and (name in _RFC_KEYWORDS or lowered in _MONTH_NAMES):
+            continue
+        if _is_demonym(words):
             continue
         if any(name in date for date in dates):
             continue
@@ -388,8 +450,8 @@ def extract_entities(text: str, entity_types: Sequence[str] = ()) -> dict[str, l
 
 
 def entity_spans(tokens: Iterable[str]) -> list[tuple[int, int]]:
-    """Token spans (start, end) of the entities found in a tokenised sentence: for scoring the
-    extractor against token-annotated corpora (CoNLL, WikiANN)."""
+    """Token spans (start, end) of the named things found in a tokenised sentence (dates, events and
+    titles left out): for scoring the extractor against token-annotated corpora (CoNLL, WikiANN)."""
     words = list(tokens)
     sentence = " ".join(words)
     starts, at = [], 0
@@ -398,8 +460,8 @@ def entity_spans(tokens: Iterable[str]) -> list[tuple[int, int]]:
         at += len(word) + 1
     spans: list[tuple[int, int]] = []
     for name, kind in _english(sentence, _capitalised_elsewhere(sentence)):
-        if kind in ("date",):
-            continue
+        if kind in ("date", "event", "title"):
+            continue  # not a person, organisation or place: corpora score those spans
         offset = sentence.find(name)
         if offset < 0 or offset not in starts:
             continue
