@@ -2,8 +2,10 @@
 set positional-arguments
 
 # Start gateway + docdb + gen + mem on embedded stores (gateway at http://127.0.0.1:8000); Ctrl-C stops all.
+# `exec`: the shell hands the terminal to lore-up, so Ctrl-C stops the stack cleanly (a shell left waiting
+# would die of the SIGINT itself, and just would report the recipe "terminated by signal 2").
 up *args:
-    uv run --frozen lore-up "$@"
+    exec uv run --frozen lore-up "$@"
 
 # The same stack on real servers: PostgreSQL + pgvector, one FalkorDB server, S3 (see lore-servers --help).
 up-postgres *args:

@@ -82,8 +82,8 @@ def test_stopped_downstream_answers_502_naming_it_within_two_seconds(running: Ru
     response = httpx.get(f"{running.url}/api/v1/mem/vg?user_id=u1", timeout=10)
     elapsed = time.perf_counter() - started
     assert response.status_code == 502
-    assert "mem" in response.json()["detail"]
-    assert response.json()["service"] == "mem"
+    assert "mem" in response.json()["message"]
+    assert response.json()["detail"] == {"service": "mem"}
     assert elapsed < 2.0
 
 
@@ -184,7 +184,7 @@ async def test_websocket_to_a_stopped_downstream_closes_with_a_reason(running: R
 def test_unknown_module_is_404_from_the_gateway(running: Running) -> None:
     response = httpx.get(f"{running.url}/api/v1/nothing/here", timeout=10)
     assert response.status_code == 404
-    assert "detail" in response.json()
+    assert response.json()["success"] is False and "no route" in response.json()["message"]
     assert os.environ.get("LORE__GATEWAY__PORT") is None  # the fixture never leaks into this process
 
 
@@ -229,7 +229,7 @@ async def test_api_keys_guard_the_api_but_not_health(guarded: str) -> None:
     path = f"{guarded}/api/v1/docdb/echo-headers"
     refused = httpx.get(path, timeout=10)
     assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer")
-    assert "Authorization: Bearer" in refused.json()["detail"]
+    assert "Authorization: Bearer" in refused.json()["message"]
     assert httpx.get(path, headers={"Authorization": "Bearer wrong"}, timeout=10).status_code == 401
     assert httpx.get(path, headers={"Authorization": "Basic key-one-secret"}, timeout=10).status_code == 401
     for key in ("key-one-secret", "key-two-secret"):
@@ -289,7 +289,7 @@ async def test_api_keys_guard_the_mcp_endpoint(guarded: str) -> None:
     }
     accept = {"accept": "application/json, text/event-stream"}
     refused = httpx.post(f"{guarded}/mcp", json=hello, headers=accept, timeout=10)
-    assert refused.status_code == 401 and "Bearer" in refused.json()["detail"]
+    assert refused.status_code == 401 and "Bearer" in refused.json()["message"]
     keyed = {"authorization": "Bearer key-one-secret"}
     async with (
         httpx2.AsyncClient(headers=keyed, timeout=30) as http,
@@ -370,7 +370,8 @@ def test_scopes_nest_read_write_admin(scoped: str) -> None:
     assert [status(*route, ADMIN) for route in (read, ask, write, remove)] == [200, 200, 200, 200]
     refused = httpx.post(f"{scoped}/api/v1/docdb/sink", headers={"Authorization": f"Bearer {READER}"})
     assert (
-        refused.json()["detail"] == "API key 'reader' has scope 'read'; POST /api/v1/docdb/sink needs 'write'"
+        refused.json()["message"]
+        == "API key 'reader' has scope 'read'; POST /api/v1/docdb/sink needs 'write'"
     )
     assert status("GET", "/api/v1/docdb/echo-headers", "unknown-key") == 401
 
@@ -379,9 +380,9 @@ def test_a_key_limited_to_a_module_reaches_no_other(scoped: str) -> None:
     headers = {"Authorization": f"Bearer {DOCDB_ONLY}"}
     assert httpx.get(f"{scoped}/api/v1/docdb/echo-headers", headers=headers, timeout=10).status_code == 200
     other = httpx.get(f"{scoped}/api/v1/gen/big?size=1", headers=headers, timeout=10)
-    assert other.status_code == 403 and "limited to docdb" in other.json()["detail"]
+    assert other.status_code == 403 and "limited to docdb" in other.json()["message"]
     mcp = httpx.post(f"{scoped}/mcp", headers=headers, json={}, timeout=10)
-    assert mcp.status_code == 403 and "every module" in mcp.json()["detail"]
+    assert mcp.status_code == 403 and "every module" in mcp.json()["message"]
     reader_mcp = httpx.post(
         f"{scoped}/mcp", headers={"Authorization": f"Bearer {READER}"}, json={}, timeout=10
     )
@@ -395,7 +396,7 @@ def test_a_rate_limited_key_gets_429_with_retry_after_then_passes_again(scoped: 
     assert codes[:3] == [200, 200, 200] and 429 in codes[3:]
     limited = httpx.get(path, headers=headers, timeout=10)
     assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
-    assert "1 requests a second" in limited.json()["detail"]
+    assert "1 requests a second" in limited.json()["message"]
     assert (
         httpx.get(path, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10).status_code == 200
     )  # per key

@@ -119,7 +119,7 @@ def test_a_dead_replica_costs_no_request_and_a_returning_one_gets_traffic_again(
 
 def test_a_post_that_reached_a_replica_is_never_sent_to_another(pair: Pair) -> None:
     response = httpx.post(f"{pair.url}/api/v1/docdb/die", timeout=10)
-    assert response.status_code == 502 and "docdb" in response.json()["detail"]
+    assert response.status_code == 502 and "docdb" in response.json()["message"]
     # Exactly one replica died; the survivor never saw the request.
     deadline = time.monotonic() + 5
     while all(s.process.poll() is None for s in pair.sinks.values()):

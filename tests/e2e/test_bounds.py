@@ -52,10 +52,10 @@ OUT_OF_RANGE = [
         "threshold",
         "<= 1",
     ),
-    ("mem", "post", "/api/v1/mem/vg/search", {"query": "q" * 10001, "user_id": "u"}, "query", "10000"),
+    ("mem", "post", "/api/v1/mem/vg/search", {"query": "q" * 4097, "user_id": "u"}, "query", "4096"),
     ("mem", "post", "/api/v1/mem/vg/add", {"messages": [], "user_id": "u" * 256}, "user_id", "255"),
     ("mem", "get", "/api/v1/mem/vg/", {"user_id": "u", "limit": 0}, "limit", "1"),
-    ("mem", "post", "/api/v1/mem/kb/query", {"query": "q" * 10001, "mode": "naive"}, "query", "10000"),
+    ("mem", "post", "/api/v1/mem/kb/query", {"query": "q" * 4097, "mode": "naive"}, "query", "4096"),
     ("gen", "post", "/api/v1/gen/pipeline/submit", {"question": "q", "top_k": 100000000}, "top_k", "<= 1000"),
     (
         "gen",
@@ -77,9 +77,9 @@ OUT_OF_RANGE = [
         "gen",
         "post",
         "/api/v1/gen/tag-tree/generate",
-        {"topic": "t" * 10001, "mode": "pure_llm"},
+        {"topic": "t" * 4097, "mode": "pure_llm"},
         "topic",
-        "10000",
+        "4096",
     ),
     (
         "docdb",
@@ -127,7 +127,11 @@ async def test_docdb_chat_states_its_range_in_its_envelope() -> None:
     ("name", "schema", "field", "bounds"),
     [
         ("mem", "SearchRequest", "limit", {"minimum": 1, "maximum": 1000}),
-        ("mem", "SearchRequest", "query", {"maxLength": 10000}),
+        # One query limit, the contract's 4,096 characters for chat, for every question and search.
+        ("mem", "SearchRequest", "query", {"maxLength": 4096}),
+        ("mem", "QueryRequest", "query", {"maxLength": 4096}),
+        ("docdb", "RetrieveRequest", "query", {"maxLength": 4096}),
+        ("docdb", "ChatRequestBody", "query", {"maxLength": 4096}),
         ("gen", "SubmitRequest", "top_k", {"minimum": 1, "maximum": 1000}),
         ("docdb", "RetrieveRequest", "max_results", {"minimum": 1, "maximum": 1000}),
     ],

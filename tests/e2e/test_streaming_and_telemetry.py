@@ -215,7 +215,7 @@ def test_streamed_kb_query_ends_with_the_non_streamed_body(stack: Stack) -> None
     plain = httpx.post(f"{stack.url}/api/v1/mem/kb/query", json=ask, timeout=60).json()
     assert plain == done
     bad = httpx.post(f"{stack.url}/api/v1/mem/kb/query", json={"query": " ", "stream": True}, timeout=10)
-    assert bad.status_code == 400 and "empty" in bad.json()["detail"]
+    assert bad.status_code == 400 and "empty" in bad.json()["message"]
 
 
 def test_a_client_that_leaves_mid_stream_stops_the_model_call(stack: Stack) -> None:

@@ -94,6 +94,8 @@ def test_ingest_uploads_parses_and_is_idempotent_then_kb_and_tasks(run: Any, tmp
     tree = as_json(run("tree", "generate", "science", "--kb", kb, "--json"))
     assert tree["status"] == "completed" and tree["result"]["kb_name"] == kb
     assert "science" in run("tree", "show", tree["task_id"]).stdout
+    steps = [line.split()[1] for line in rendered.splitlines() if line.startswith("step ")]
+    assert len(steps) == len(set(steps)) <= 4, rendered  # one line per step, not one per row
 
     run("kb", "rm", kb, code=1, answer="n\n")  # asked, and refused: nothing happens
     assert as_json(run("kb", "show", kb, "--json"))["knowledge_base"]["status"] == "ready"
@@ -133,7 +135,11 @@ def test_memory_commands(run: Any) -> None:
     dated = as_json(run("mem", "search", "where did I live in May 2023", "--user", user, "--json"))
     assert dated[0]["memory"] == "I live in Lisbon." and dated[0]["created_at"] == "2023-05-08T13:56:00+00:00"
     assert len(as_json(run("mem", "ls", "--user", user, "--json"))) == 2
-    assert "peanuts" in run("mem", "ls", "--user", user).stdout
+    listed = run("mem", "ls", "--user", user).stdout  # CliRunner's output is a pipe: 80 columns
+    assert "peanuts" in listed and memory_id in listed
+    updated = as_json(run("mem", "update", memory_id, "I am allergic to peanuts and cashews.", "--json"))
+    assert updated["id"] == memory_id and updated["memory"] == "I am allergic to peanuts and cashews."
+    assert "cashews" in run("mem", "update", memory_id, "I am allergic to cashews.").stdout
     history = as_json(run("mem", "history", memory_id, "--json"))
     assert [h["event"] for h in history] == ["ADD"]
     assert as_json(run("mem", "rm", memory_id, "--json")) == {"deleted": 1}

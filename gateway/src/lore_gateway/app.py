@@ -25,7 +25,7 @@ from litestar.middleware import DefineMiddleware
 from litestar.static_files import create_static_files_router
 
 from lore_core import __version__, metrics
-from lore_core.errors import exception_handlers
+from lore_core.errors import error_body, exception_handlers
 from lore_core.heap import frozen_after_startup
 from lore_core.logging import REQUEST_ID_HEADER, RequestIdMiddleware, request_id_from
 from lore_core.settings import GatewayConfig, Settings
@@ -59,7 +59,7 @@ class Gateway:
             await receive()  # websocket.connect
             await send({"type": "websocket.close", "code": 1008, "reason": refusal.detail[:120]})
             return
-        body = json.dumps({"detail": refusal.detail}).encode()
+        body = json.dumps(error_body(refusal.status, refusal.detail)).encode()
         request_id = request_id_from(scope.get("headers", []))
         headers = [
             (b"content-type", b"application/json"),
@@ -285,7 +285,7 @@ class Gateway:
                 openai_router(self.openai),
             ],
             middleware=[DefineMiddleware(RequestIdMiddleware)],
-            exception_handlers=exception_handlers("detail"),
+            exception_handlers=exception_handlers(),
             on_shutdown=[gateway.proxy.close],
             lifespan=[gateway.replica_watch, gateway.mcp.lifespan, frozen_after_startup],
             openapi_config=None,

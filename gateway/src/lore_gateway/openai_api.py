@@ -22,6 +22,7 @@ from litestar.exceptions import ValidationException
 from litestar.response import Stream
 from msgspec import UNSET, UnsetType
 
+from lore_core.bounds import QUERY_CHARS
 from lore_core.logging import REQUEST_ID_HEADER, request_id_from
 from lore_gateway.access import Access, Refusal
 from lore_gateway.proxy import Proxy
@@ -30,7 +31,6 @@ MEM_MODEL = "mem:kb"
 DOCDB_MODES = ("naive", "rerank", "rewriter", "multihop", "direct")
 MEM_MODES = ("hybrid", "local", "global", "naive")
 # The question and its history are sent as one query, which the chat route caps at this length.
-QUERY_CHARS = 4096
 TURN_CHARS = 600  # an earlier turn is cut to this many characters in the history
 DEFAULT_USER = "openai"
 

@@ -26,6 +26,7 @@ import structlog
 from yarl import URL
 
 from lore_core import metrics, tracing
+from lore_core.errors import error_body
 from lore_core.logging import REQUEST_ID_HEADER, request_id_from
 
 log = structlog.get_logger("lore.gateway")
@@ -318,12 +319,13 @@ class Proxy:
             metrics.upstream_error(module, "body_refused")
             start, end = _json(
                 413,
-                {
-                    "detail": f"the {module} service refused the request body before it was fully sent: "
-                    "it is larger than this route accepts (JSON bodies up to 10 MB; files: the upload "
-                    "routes and their limits)",
-                    "service": module,
-                },
+                error_body(
+                    413,
+                    f"the {module} service refused the request body before it was fully sent: it is "
+                    "larger than this route accepts (JSON bodies up to 10 MB; files: the upload routes "
+                    "and their limits)",
+                    {"service": module},
+                ),
             )
         else:
             reason = str(exc) or type(exc).__name__
@@ -333,7 +335,9 @@ class Proxy:
             )
             start, end = _json(
                 502,
-                {"detail": f"the {module} service is unreachable at {base}: {reason}", "service": module},
+                error_body(
+                    502, f"the {module} service is unreachable at {base}: {reason}", {"service": module}
+                ),
             )
         start["headers"].append((REQUEST_ID_HEADER.encode(), request_id.encode()))
         await send(start)

@@ -39,7 +39,7 @@ def test_log_lines_are_json_with_request_id_and_no_secret(capsys: pytest.Capture
     assert entry["url"] == "postgresql://u:***@h/db"
 
 
-def _app(style: Any) -> Any:
+def _app() -> Any:
     @get("/missing")
     async def missing() -> None:
         raise NotFound("dataset 'x' does not exist")
@@ -56,12 +56,11 @@ def _app(style: Any) -> Any:
         service="t",
         route_handlers=[missing, boom, typed],
         planned=[PlannedRoute(("GET", "POST"), "/api/v1/t/later", "the later feature")],
-        error_style=style,
     )
 
 
-def test_envelope_errors_for_docdb_style() -> None:
-    with _client("envelope") as client:
+def test_every_error_has_the_one_envelope() -> None:
+    with _client() as client:
         r = client.get("/missing")
         assert r.status_code == 404
         assert r.json() == {
@@ -74,29 +73,28 @@ def test_envelope_errors_for_docdb_style() -> None:
         assert r.status_code == 400
         assert r.json()["success"] is False
         assert "limit" in json.dumps(r.json()["detail"])
+        assert r.json()["message"] == "limit must be an integer, not a string"
         r = client.post("/api/v1/t/later")
         assert r.status_code == 501
         assert "the later feature is not built yet" in r.json()["message"]
 
 
-def test_detail_errors_for_other_services_and_500_without_leaking_a_trace() -> None:
-    with _client("detail") as client:
-        r = client.get("/missing")
-        assert r.status_code == 404
-        assert r.json() == {"detail": "dataset 'x' does not exist"}
+def test_500_and_unknown_routes_have_the_envelope_without_leaking_a_trace() -> None:
+    with _client() as client:
         r = client.get("/boom")
         assert r.status_code == 500
         assert "Traceback" not in r.text
+        assert r.json()["success"] is False and r.json()["code"] == 500
         r = client.get("/api/v1/t/later")
         assert r.status_code == 501
-        assert r.json()["detail"].startswith("the later feature")
+        assert r.json()["message"].startswith("the later feature")
         r = client.get("/no/such/route")
         assert r.status_code == 404
-        assert "no route GET /no/such/route" in r.json()["detail"]
+        assert "no route GET /no/such/route" in r.json()["message"]
 
 
 def test_health_and_openapi_are_served() -> None:
-    with _client("detail") as client:
+    with _client() as client:
         r = client.get("/health")
         assert r.status_code == 200
         assert r.json()["status"] == "ok"
@@ -104,7 +102,7 @@ def test_health_and_openapi_are_served() -> None:
         assert "/api/v1/t/later" in schema["paths"]
 
 
-def _client(style: Any) -> Any:
+def _client() -> Any:
     from litestar.testing import TestClient
 
-    return TestClient(_app(style))
+    return TestClient(_app())

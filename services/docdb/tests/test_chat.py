@@ -79,7 +79,7 @@ async def test_every_client_mistake_is_code_400_with_http_200(docdb: Any) -> Non
         ({"query": "x" * 4097, "kb_id": "science", "user_id": "u"}, "limit is 4096"),
         ({"query": "q", "user_id": "u"}, "kb_id is missing"),
         ({"query": "q", "kb_id": "science"}, "user_id is missing"),
-        ({"query": "q", "kb_id": "science", "user_id": ""}, "user_id is missing"),
+        ({"query": "q", "kb_id": "science", "user_id": ""}, "user_id is empty"),
         ({"query": "q", "kb_id": "science", "user_id": "u", "query_mode": "magic"}, "unknown"),
         ({"query": "q", "kb_id": "ghost", "user_id": "u"}, "does not exist"),
         ({"query": "q", "kb_id": "science", "user_id": "u", "max_results": 0}, "max_results"),
@@ -429,6 +429,6 @@ async def test_the_openapi_document_shows_the_chat_and_retrieve_bodies(docdb: An
 
 async def test_an_empty_chat_body_is_code_400_naming_the_missing_query(docdb: Any) -> None:
     r = await docdb.post(CHAT, content=b"", headers={"content-type": "application/json"})
-    assert r.status_code == 200 and r.json()["code"] == 400 and "query is empty" in r.json()["message"]
+    assert r.status_code == 200 and r.json()["code"] == 400 and "query is missing" in r.json()["message"]
     r = await docdb.post(CHAT, json=[1, 2])
     assert r.status_code == 200 and r.json()["message"].startswith("the body must be a JSON object")

@@ -244,7 +244,7 @@ async def test_bad_submissions_are_refused_with_a_reason(
     async with gen_factory() as client:
         response = await client.post(SUBMIT, json=body)
         assert response.status_code == status
-        assert says in json.dumps(response.json()["detail"])
+        assert says in json.dumps(response.json())
 
 
 async def test_unknown_task_is_404_and_docdb_down_is_503(gen_factory: Any, docdb_fake: FakeDocdb) -> None:
@@ -254,7 +254,7 @@ async def test_unknown_task_is_404_and_docdb_down_is_503(gen_factory: Any, docdb
         docdb_fake.down = True
         response = await client.post(SUBMIT, json={"question": "q", "kb_name": "chem"})
         assert response.status_code == 503
-        assert "http://docdb.fake" in response.json()["detail"]
+        assert "http://docdb.fake" in response.json()["message"]
 
 
 async def test_status_survives_a_restart_and_unfinished_tasks_become_failed(

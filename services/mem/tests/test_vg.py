@@ -58,7 +58,7 @@ async def test_add_search_get_update_delete_with_history(mem: Any) -> None:
 
 async def test_errors(mem: Any) -> None:
     r = await mem.post(f"{VG}/add", json={"messages": [{"role": "user", "content": "I like tea"}]})
-    assert r.status_code == 422 and "user_id" in r.json()["detail"]
+    assert r.status_code == 422 and "user_id" in r.json()["message"]
     assert (await mem.post(f"{VG}/search", json={"query": "tea"})).status_code == 422
     assert (await mem.post(f"{VG}/search", json={"query": "  ", "user_id": "u"})).status_code == 400
     assert (

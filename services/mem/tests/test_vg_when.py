@@ -153,6 +153,6 @@ async def test_an_unreadable_or_future_timestamp_is_a_400_that_says_what_to_send
         },
     )
     assert reply.status_code == 400
-    assert says in reply.json()["detail"]
+    assert says in reply.json()["message"]
     listed = (await mem.get("/api/v1/mem/vg", params={"user_id": "x"})).json()["results"]
     assert listed == []  # nothing stored

@@ -103,7 +103,7 @@ def test_a_kb_insert_waits_out_a_postgresql_outage_and_completes(
             assert waiting["status"] == "processing"
             assert "relational store is unavailable" in waiting["waiting_for"]
             down = client.post("/api/v1/mem/kb/query", json={"query": "Kestrel bridge", "mode": "hybrid"})
-            assert down.status_code == 503 and "relational store is unavailable" in down.json()["detail"]
+            assert down.status_code == 503 and "relational store is unavailable" in down.json()["message"]
             proxy.start()
             done = poll_status(client, path, {"done", "failed"}, 60)
             assert done["status"] == "done" and done["chunks"] == 1, done

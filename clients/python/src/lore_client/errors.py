@@ -1,5 +1,4 @@
-"""Typed errors: each carries what the server said (`code`, `message`, `detail`), whatever the module's
-error shape (docdb's envelope or the `{detail}` of gen and mem)."""
+"""Typed errors: each carries what the server said (`code`, `message`, `detail`)."""
 
 from __future__ import annotations
 
@@ -79,8 +78,9 @@ _BY_STATUS: dict[int, type[LoreError]] = {
 
 
 def error_for(status: int, body: Any, fallback: str = "") -> LoreError:
-    """The typed error for a failed response: docdb says `{success: false, code, message, detail}`,
-    gen and mem `{detail}` where detail is a string or `{message, errors}`."""
+    """The typed error for a failed response. Every module answers `{success: false, code, message,
+    detail}` (the message names each field a validation failed on); a body from something in front of
+    Lore (a proxy's `{detail}`, plain text) still gives its words."""
     message, code, detail = fallback or f"HTTP {status}", status, None
     if isinstance(body, dict):
         if isinstance(body.get("message"), str):
@@ -88,11 +88,5 @@ def error_for(status: int, body: Any, fallback: str = "") -> LoreError:
             code = body["code"] if isinstance(body.get("code"), int) else status
         elif isinstance(body.get("detail"), str):
             message = body["detail"]
-        elif isinstance(body.get("detail"), dict):
-            detail = body["detail"]
-            message = str(detail.get("message") or message)
-            detail = detail.get("errors", detail)
-    if isinstance(detail, list) and detail and all(isinstance(e, dict) and "field" in e for e in detail):
-        message += ": " + "; ".join(f"{e['field']}: {e.get('message', '')}" for e in detail)
     kind = _BY_STATUS.get(status, ServerError if status >= 500 else LoreError)
     return kind(message, status=status, code=code, detail=detail)

@@ -18,14 +18,10 @@ function headers(extra) {
   return Object.assign(key ? { authorization: "Bearer " + key } : {}, extra || {});
 }
 
-// The server's message, whatever the module's error shape (docdb's envelope or {detail}).
+// The server's message: every module answers {success, code, message, detail}; a proxy in front may say {detail}.
 function messageOf(body, status) {
-  if (body && typeof body.message === "string") {
-    const fields = Array.isArray(body.detail) ? body.detail.map((e) => e.field + ": " + e.message).join("; ") : "";
-    return fields ? body.message + ": " + fields : body.message;
-  }
+  if (body && typeof body.message === "string") return body.message;
   if (body && typeof body.detail === "string") return body.detail;
-  if (body && body.detail && body.detail.message) return body.detail.message;
   return "HTTP " + status;
 }
 

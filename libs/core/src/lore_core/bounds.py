@@ -9,7 +9,9 @@ import msgspec
 from litestar.params import QueryParameter
 
 MAX_RESULTS = 1000
-QUERY_CHARS = 10_000  # a question or a search: longer than any question, short enough to embed
+# A question or a search, the same everywhere (docdb chat and retrieve, mem kb query and vg search, gen's
+# questions and topics): the API contract fixes chat's at 4,096 characters, so every query has that one.
+QUERY_CHARS = 4096
 TEXT_CHARS = 1_000_000  # a message or a memory's text
 MESSAGES = 1000  # messages in one vg add
 ID_CHARS = 255  # user, agent and run ids
@@ -20,7 +22,14 @@ TopK = Annotated[
 ]
 Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0, description="0–1")]
 QueryText = Annotated[
-    str, msgspec.Meta(max_length=QUERY_CHARS, description=f"at most {QUERY_CHARS} characters")
+    str, msgspec.Meta(max_length=QUERY_CHARS, description=f"at most {QUERY_CHARS:,} characters")
+]
+# chat's query, read by hand (a bad body is answered with HTTP 200 and code 400): also non-empty.
+ChatQueryText = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1, max_length=QUERY_CHARS, description=f"non-empty, at most {QUERY_CHARS:,} characters"
+    ),
 ]
 LongText = Annotated[str, msgspec.Meta(max_length=TEXT_CHARS, description=f"at most {TEXT_CHARS} characters")]
 ScopeId = Annotated[str, msgspec.Meta(min_length=1, max_length=ID_CHARS)]

@@ -1,21 +1,22 @@
 """One error type carrying its status, and one exception-handler factory every service uses.
 
-docdb answers `{success: false, code, message, detail}`; gen, mem and the gateway answer `{detail}`
-(the shape FastAPI-style clients expect), as the contract's section 7 and our guide say.
+Every error of every module (docdb, gen, mem and the gateway itself) has one shape:
+`{success: false, code, message, detail}`: `message` says what to fix, `detail` holds what a program
+reads (the fields a validation failed on, the missing chunks...). docdb's chat keeps its HTTP 200 with
+the same fields in the body.
 """
 
 from __future__ import annotations
 
 import errno
-from typing import Any, Literal
+import re
+from typing import Any
 
 import structlog
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, NotFoundException, ValidationException
 from litestar.status_codes import HTTP_400_BAD_REQUEST, HTTP_500_INTERNAL_SERVER_ERROR
 from litestar.types import ExceptionHandlersMap
-
-ErrorStyle = Literal["envelope", "detail"]
 
 
 class LoreError(Exception):
@@ -47,10 +48,53 @@ class Unprocessable(LoreError):
     status_code = 422
 
 
-def error_body(style: ErrorStyle, status: int, message: str, detail: Any = None) -> dict[str, Any]:
-    if style == "envelope":
-        return {"success": False, "code": status, "message": message, "detail": detail}
-    return {"detail": message if detail is None else {"message": message, "errors": detail}}
+def error_body(status: int, message: str, detail: Any = None) -> dict[str, Any]:
+    """The one error body of every module."""
+    return {"success": False, "code": status, "message": message, "detail": detail}
+
+
+_TYPE_NAMES = {
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "null": "null",
+    "array": "an array",
+    "object": "an object",
+}
+
+
+def _type_name(spelled: str) -> str:
+    names = [_TYPE_NAMES.get(part.strip(), part.strip()) for part in spelled.split("|")]
+    names = [name for name in names if name != "null"] or names
+    return " or ".join(names)
+
+
+_MSGSPEC_MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"Expected `([^`]+)`, got `([^`]+)`"), "{field} must be {0}, not {1}"),
+    (re.compile(r"Expected `str` of length <= (\d+)"), "{field} is longer than {0} characters"),
+    (re.compile(r"Expected `str` of length >= 1"), "{field} is empty"),
+    (re.compile(r"Expected `str` of length >= (\d+)"), "{field} is shorter than {0} characters"),
+    (re.compile(r"Expected `array` of length <= (\d+)"), "{field} holds more than {0} items"),
+    (re.compile(r"Expected `\w+` >= ([\d.]+)"), "{field} must be at least {0}"),
+    (re.compile(r"Expected `\w+` <= ([\d.]+)"), "{field} must be at most {0}"),
+    (re.compile(r"Object missing required field `([^`]+)`"), "{0} is required"),
+    (re.compile(r"Object contains unknown field `([^`]+)`"), "{0} is not a field of this request"),
+    (re.compile(r"Invalid enum value '([^']*)'"), "{field} {0!r} is not one of the allowed values"),
+)
+
+
+def field_message(field: str, message: str) -> str:
+    """A validation failure in words a user reads: `query must be a string, not an integer` for
+    msgspec's "Expected `str`, got `int` - at `$.query`"."""
+    for pattern, template in _MSGSPEC_MESSAGES:
+        found = pattern.search(message)
+        if found is None:
+            continue
+        values = [_type_name(v) if template.startswith("{field} must be {0}") else v for v in found.groups()]
+        field_name = field if field and field != "data" else "the body"
+        return template.format(*values, field=field_name)
+    return f"{field}: {message}" if field and field != "data" else message
 
 
 def _validation_detail(exc: ValidationException) -> Any:
@@ -137,13 +181,20 @@ def _raised_in(exc: BaseException, path_suffix: str) -> bool:
     return False
 
 
-def exception_handlers(style: ErrorStyle) -> ExceptionHandlersMap:
-    """Map our errors, Litestar's HTTP errors and anything unexpected to one JSON shape."""
+def _validation_message(exc: ValidationException, detail: Any) -> str:
+    """The message of a 400 for a body or parameter that does not fit: each field and what is wrong."""
+    if isinstance(detail, list) and detail and all(isinstance(item, dict) for item in detail):
+        return "; ".join(field_message(item["field"], item["message"]) for item in detail)
+    return str(exc.detail)
+
+
+def exception_handlers() -> ExceptionHandlersMap:
+    """Map our errors, Litestar's HTTP errors and anything unexpected to the one JSON shape."""
     log = structlog.get_logger("lore.errors")
 
     def respond(status: int, message: str, detail: Any = None) -> Response[Any]:
         return Response(
-            content=error_body(style, status, message, detail),
+            content=error_body(status, message, detail),
             status_code=status,
             media_type=MediaType.JSON,
         )
@@ -152,7 +203,8 @@ def exception_handlers(style: ErrorStyle) -> ExceptionHandlersMap:
         return respond(exc.status_code, exc.message, exc.detail)
 
     def on_validation(_: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:
-        return respond(exc.status_code, str(exc.detail), _validation_detail(exc))
+        detail = _validation_detail(exc)
+        return respond(exc.status_code, _validation_message(exc, detail), detail)
 
     def on_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
         message = str(exc.detail)

@@ -23,7 +23,7 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType
 from litestar.types import ControllerRouterHandler
 
 from lore_core import __version__, metrics, tracing
-from lore_core.errors import ErrorStyle, error_body, exception_handlers
+from lore_core.errors import error_body, exception_handlers
 from lore_core.heap import frozen_after_startup
 from lore_core.logging import RequestIdMiddleware, configure_logging
 from lore_core.settings import Settings, load_settings
@@ -87,14 +87,14 @@ def _operation_id(handler: Any, method: Any, components: list[str | Any]) -> str
     return f"{method.lower()}_" + "_".join(p.replace("-", "_") for p in parts if p) + "_not_built"
 
 
-def planned_route_handlers(routes: Sequence[PlannedRoute], style: ErrorStyle) -> list[BaseRouteHandler]:
+def planned_route_handlers(routes: Sequence[PlannedRoute]) -> list[BaseRouteHandler]:
     handlers: list[BaseRouteHandler] = []
     for planned in routes:
         message = f"{planned.feature} is not built yet in this version of Lore"
 
         def make(text: str) -> Callable[..., Awaitable[Response[Any]]]:
             async def not_built(request: Request[Any, Any, Any]) -> Response[Any]:
-                return Response(error_body(style, 501, text), status_code=501, media_type=MediaType.JSON)
+                return Response(error_body(501, text), status_code=501, media_type=MediaType.JSON)
 
             return not_built
 
@@ -143,7 +143,6 @@ def create_service_app(
     service: str,
     route_handlers: Sequence[ControllerRouterHandler],
     planned: Sequence[PlannedRoute] = (),
-    error_style: ErrorStyle = "detail",
     lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
     health_checks: Callable[[Litestar], dict[str, HealthCheck]] | None = None,
     state: dict[str, Any] | None = None,
@@ -178,10 +177,10 @@ def create_service_app(
             livez,
             metrics_endpoint,
             *route_handlers,
-            *planned_route_handlers(planned, error_style),
+            *planned_route_handlers(planned),
         ],
         middleware=[DefineMiddleware(RequestIdMiddleware)],
-        exception_handlers=exception_handlers(error_style),
+        exception_handlers=exception_handlers(),
         # Entered in order, so the freeze comes after the service's own start-up.
         lifespan=[*lifespan, frozen_after_startup],
         # JSON bodies are small; routes that take files set their own limit (or none, when they stream).
@@ -200,7 +199,7 @@ def create_service_app(
     app = Litestar.from_config(config)
     for key, value in (state or {}).items():
         app.state[key] = value
-    document_errors(app, error_style)
+    document_errors(app)
     document_streams(app)
     return app
 
@@ -246,26 +245,25 @@ def document_streams(app: Litestar) -> None:
 ERROR_STATUSES = ("400", "404", "500")
 
 
-def error_schema(style: ErrorStyle) -> Schema:
-    if style == "envelope":
-        return Schema(
-            type=OpenAPIType.OBJECT,
-            required=["success", "code", "message"],
-            properties={
-                "success": Schema(type=OpenAPIType.BOOLEAN),
-                "code": Schema(type=OpenAPIType.INTEGER),
-                "message": Schema(type=OpenAPIType.STRING),
-                "detail": Schema(),
-            },
-        )
-    return Schema(type=OpenAPIType.OBJECT, required=["detail"], properties={"detail": Schema()})
+def error_schema() -> Schema:
+    """The one error body (`lore_core.errors.error_body`) as the OpenAPI documents show it."""
+    return Schema(
+        type=OpenAPIType.OBJECT,
+        required=["success", "code", "message"],
+        properties={
+            "success": Schema(type=OpenAPIType.BOOLEAN),
+            "code": Schema(type=OpenAPIType.INTEGER),
+            "message": Schema(type=OpenAPIType.STRING),
+            "detail": Schema(),
+        },
+    )
 
 
-def document_errors(app: Litestar, style: ErrorStyle) -> None:
+def document_errors(app: Litestar) -> None:
     """Every operation documents the error body it really sends (our shape, not Litestar's default
     `{status_code, detail, extra}`), for 400/404/500 and any other error status it lists."""
     openapi = app.plugins.get(OpenAPIPlugin).provide_openapi()
-    body = {"application/json": OpenAPIMediaType(schema=error_schema(style))}
+    body = {"application/json": OpenAPIMediaType(schema=error_schema())}
     for path, item in (openapi.paths or {}).items():
         if path in ("/health", "/livez") or path.startswith("/schema"):
             continue

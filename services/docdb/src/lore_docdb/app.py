@@ -286,7 +286,6 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             ChatController,
         ],
         planned=PLANNED,
-        error_style="envelope",
         lifespan=[lifespan],
         health_checks=lambda app: app.state.stores.health_checks(),
         state={"config_service": config_service},

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lore_client.cli import gen, knowledge, mem
-from lore_client.cli.output import JsonFlag, Settings, client, console, emit, handled
+from lore_client.cli.output import JsonFlag, Settings, client, console, emit, fit_output, handled
 
 app = typer.Typer(
     name="lore",
@@ -27,6 +27,7 @@ def root(
     ] = None,
 ) -> None:
     Settings.url, Settings.api_key = url, api_key
+    fit_output()
 
 
 @app.command()

@@ -51,9 +51,9 @@ def table(
     if as_json:
         return
     result = last.data
-    for event in events[:-1]:
+    for event in last_of_each_step(events[:-1]):
         console.print(
-            f"[dim]step {event.step} {event.name or ''}"
+            f"[dim]step {event.step} {escape(event.name or '')}"
             + (f" {event.done}/{event.total}" if event.total is not None else "")
             + "[/dim]"
         )
@@ -65,7 +65,20 @@ def table(
     for line in lines:
         grid.add_row(*(escape("" if line.get(c) is None else str(line.get(c))) for c in columns))
     console.print(grid)
-    console.print(Syntax(result.sql, "sql", word_wrap=True))
+    if console.is_terminal:
+        console.print(Syntax(result.sql, "sql", word_wrap=True))
+    else:  # Syntax pads every line to the width with spaces
+        console.print(result.sql, markup=False, highlight=False)
+
+
+def last_of_each_step(events: list[TableEvent]) -> list[TableEvent]:
+    """One line per step, where it ended (a step that fills rows reports once per row)."""
+    last: dict[Any, TableEvent] = {}
+    for event in events:
+        if event.type == "progress":
+            last.pop(event.step, None)  # keep the order in which steps ended
+            last[event.step] = event
+    return list(last.values())
 
 
 def _show_tree(task: TreeTask, as_json: bool) -> None:

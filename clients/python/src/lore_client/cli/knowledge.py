@@ -22,12 +22,12 @@ from rich.progress import (
 from rich.table import Table
 
 from lore_client._upload import MIB, expand
-from lore_client.cli.output import JsonFlag, client, console, emit, fail, handled
+from lore_client.cli.output import JsonFlag, client, console, emit, fail, handled, id_column
 from lore_client.errors import TaskFailed
 from lore_client.models import PARSE_STAGES, Task, TaskProgress, UploadEvent
 from lore_client.sync import Lore
 
-kb_app = typer.Typer(help="Knowledge bases: list, show, delete.", no_args_is_help=True)
+kb_app = typer.Typer(help="Knowledge bases: ls, show, rm.", no_args_is_help=True)
 ACTIVE = ("pending", "running", "cancelling")
 
 
@@ -248,7 +248,9 @@ def tasks(
 
 
 def _task_table(found: list[Task]) -> Table:
-    table = Table("task", "kb", "dataset", "status", "stage", "updated")
+    table = Table(
+        id_column("task", [t.task_id for t in found]), "kb", "dataset", "status", "stage", "updated"
+    )
     for t in found:
         table.add_row(t.task_id, escape(t.kb_name), escape(t.dataset), t.status, t.stage or "", t.updated_at)
     return table
@@ -264,7 +266,7 @@ def chat(
     stream: Annotated[bool, typer.Option(help="Print the answer as it is written.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Ask a knowledge base; the answer cites its passages as [n], listed with their files."""
+    r"""Ask a knowledge base; the answer cites its passages as \[n], listed with their files."""
     with client() as lore:
         if stream and not as_json:
             done: dict[str, Any] = {}

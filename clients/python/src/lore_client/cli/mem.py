@@ -8,11 +8,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from lore_client.cli.output import JsonFlag, client, console, emit, fail, handled
+from lore_client.cli.output import JsonFlag, client, console, emit, fail, handled, id_column
 from lore_client.models import Memory
 
 mem_app = typer.Typer(
-    help="Agent memory: add, search, list, history, delete (vg); kb insert and query.", no_args_is_help=True
+    help="Agent memory (vg): add, search, ls, history, update, rm; kb insert and query.", no_args_is_help=True
 )
 kb_memory_app = typer.Typer(help="The knowledge-graph memory: insert text, query it.", no_args_is_help=True)
 mem_app.add_typer(kb_memory_app, name="kb")
@@ -29,7 +29,7 @@ def _scope(user: str | None, agent: str | None, run: str | None) -> dict[str, An
 
 
 def _memories(found: list[Memory], scored: bool = False) -> Table:
-    table = Table("id", "memory", *(["score"] if scored else []), "updated")
+    table = Table(id_column("id", [m.id for m in found]), "memory", *(["score"] if scored else []), "updated")
     for m in found:
         score = [f"{m.score:.3f}" if m.score is not None else ""] if scored else []
         table.add_row(m.id, escape(m.memory), *score, m.updated_at or m.created_at or "")
@@ -106,6 +106,22 @@ def history(memory_id: str, as_json: JsonFlag = False) -> None:
     for r in records:
         table.add_row(r.created_at, r.event, escape(r.old_memory or ""), escape(r.new_memory or ""))
     console.print(table)
+
+
+@mem_app.command("update")
+@handled
+def update(
+    memory_id: str,
+    text: Annotated[str, typer.Argument(help="The memory's new text (it is embedded again).")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Replace one memory's text; the change is kept in its history."""
+    with client() as lore:
+        result = lore.update_memory(memory_id, text)
+    if as_json:
+        emit(result)
+        return
+    console.print(f"UPDATE  {result.id}  {escape(result.memory)}", highlight=False)
 
 
 @mem_app.command("rm")

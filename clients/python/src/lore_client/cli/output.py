@@ -13,6 +13,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 import msgspec
 import typer
 from rich.console import Console
+from rich.table import Column
 
 from lore_client.errors import LoreError, TaskFailed
 from lore_client.sync import Lore
@@ -22,6 +23,23 @@ R = TypeVar("R")
 
 console = Console()
 errors = Console(stderr=True, soft_wrap=True)  # a message stays one line, whatever the width
+
+# Output to a pipe or a file has no width to fit: Rich would assume 80 columns and cut or squeeze what
+# does not fit, ids included. Lines there are as long as their content (up to this).
+PIPE_WIDTH = 4096
+
+
+def fit_output() -> None:
+    """Called once per command: a terminal keeps its width, a pipe or a file gets `PIPE_WIDTH`."""
+    if not console.is_terminal:  # whatever COLUMNS says: it describes a terminal this output is not on
+        console.width = PIPE_WIDTH
+
+
+def id_column(header: str, ids: list[str]) -> Column:
+    """A column of ids that is never cut or wrapped: an id is copied into the next command, and piped
+    or redirected output is 80 columns wide, so the other columns give way instead."""
+    return Column(header, no_wrap=True, min_width=max((len(i) for i in ids), default=len(header)))
+
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON (for scripts).")]
 

@@ -7,19 +7,19 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from lore_core.bounds import MAX_RESULTS, Limit, QueryText, Score, TopK
+from lore_core.bounds import MAX_RESULTS, QUERY_CHARS, ChatQueryText, Limit, QueryText, Score, TopK
 from lore_docdb.envelope import Success
 
 QueryMode = Literal["naive", "rerank", "rewriter", "multihop", "direct"]
 QUERY_MODES = ("naive", "rerank", "rewriter", "multihop", "direct")
-MAX_QUERY = 4096
+MAX_QUERY = QUERY_CHARS
 
 
 class ChatRequestBody(msgspec.Struct, kw_only=True):
     """The chat body as the API reference documents it. The route reads it by hand (`ChatBodyAsSent`),
     so that a bad body is answered like every other mistake: HTTP 200 with `code` 400."""
 
-    query: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_QUERY)]
+    query: ChatQueryText
     kb_id: str
     user_id: str
     query_mode: QueryMode = "naive"

@@ -125,14 +125,11 @@ class ChatService:
     async def validate(self, body: ChatBodyAsSent) -> Question:
         """The question, checked, with the row of its knowledge base (read once per question)."""
         query, kb, user = body.query, body.kb_id, body.user_id
-        if not isinstance(query, str) or not query.strip():
-            raise ChatInputError("query is empty: send the question as a non-empty string")
+        _require_text("query", query, "send the question as a non-empty string")
         if len(query) > MAX_QUERY:
             raise ChatInputError(f"query is {len(query)} characters long; the limit is {MAX_QUERY}")
-        if not isinstance(kb, str) or not kb.strip():
-            raise ChatInputError("kb_id is missing: name the knowledge base to ask")
-        if not isinstance(user, str) or not user.strip():
-            raise ChatInputError("user_id is missing: send a non-empty user_id")
+        _require_text("kb_id", kb, "name the knowledge base to ask")
+        _require_text("user_id", user, "send a non-empty user_id")
         mode = body.query_mode if body.query_mode is not None else "naive"
         if mode not in QUERY_MODES:
             raise ChatInputError(f"query_mode {mode!r} is unknown; use one of {', '.join(QUERY_MODES)}")
@@ -378,3 +375,17 @@ def _bounded(field: str, value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_RESULTS:
         raise ChatInputError(f"{field} must be an integer from 1 to {MAX_RESULTS}; got {value!r}")
     return value
+
+
+_JSON_TYPES = {bool: "true or false", int: "a number", float: "a number", list: "an array", dict: "an object"}
+
+
+def _require_text(field: str, value: Any, what_to_send: str) -> None:
+    """A 400 that says which of missing, wrong type or blank the field is."""
+    if value is None:
+        raise ChatInputError(f"{field} is missing: {what_to_send}")
+    if not isinstance(value, str):
+        kind = _JSON_TYPES.get(type(value), type(value).__name__)
+        raise ChatInputError(f"{field} must be a string, not {kind}")
+    if not value.strip():
+        raise ChatInputError(f"{field} is empty: {what_to_send}")

@@ -88,6 +88,12 @@ class DatasetController(Controller):
         await datasets.require(dataset)
         raw = data.get("files")
         uploads = [u for u in (raw if isinstance(raw, list) else [raw]) if isinstance(u, UploadFile)]
+        if not uploads and raw is not None:
+            # A part without a filename (or a blank one) reaches us as a text field.
+            raise BadRequest(
+                "a part of `files` has a blank filename: send each file as a file part named after "
+                "the file (filename=\"report.pdf\")"
+            )
         if not uploads:
             raise BadRequest("no files: send one or more files in the multipart field `files`")
         stored = []

@@ -134,10 +134,13 @@ class KbCitation(msgspec.Struct):
     passage: str
 
 
-class QueryFailed(msgspec.Struct):
-    """The body of `done` after an `error` event: what the non-streaming call answers (with the status)."""
+class QueryFailed(msgspec.Struct, kw_only=True):
+    """The body of `done` after an `error` event: the error body the non-streaming call answers."""
 
-    detail: str
+    success: bool = False
+    code: int
+    message: str
+    detail: None = None
 
 
 class ChunkRecord(msgspec.Struct, array_like=True):

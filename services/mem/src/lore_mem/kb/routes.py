@@ -118,9 +118,9 @@ class KbController(Controller):
             "With `stream: true` the answer is `text/event-stream`: `passages` `{rag_memory, passages}`, "
             "`delta` `{text}` events as the model writes, `citations` `{citations: [{index, passage}]}`, "
             "then `done` holding the body the non-streaming call returns. A failure at any point is an "
-            "`error` event `{code, message}`, then `done` holding `{detail}` (what the non-streaming call "
-            "answers with status `code`). docdb's `/api/v1/docdb/chat` streams the same events. An empty "
-            "or too long question is a 400 before any event."
+            "`error` event `{code, message}`, then `done` holding the error body (what the non-streaming "
+            "call answers with status `code`). docdb's `/api/v1/docdb/chat` streams the same events. An "
+            "empty or too long question is a 400 before any event."
         ),
     )
     async def query(self, kb: NamedDependency[KbService], data: JSONBody[QueryRequest]) -> KbAnswer | Stream:

@@ -44,6 +44,7 @@ from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, comp
 from lore_common.providers.embedders import Embedder
 from lore_common.providers.extraction import Extraction
 from lore_common.stores.sql import advisory_lock
+from lore_core.bounds import QUERY_CHARS
 from lore_core.errors import BadRequest, LoreError, NotFound, store_outage
 from lore_core.settings import ChunkConfig, MemoryKbConfig
 from lore_mem.kb.communities import CommunityUpdater
@@ -67,7 +68,7 @@ from lore_mem.kb.store import KbStore, relation_key
 log = structlog.get_logger("lore.mem.kb")
 
 MEDIA_KINDS = ("video", "audio", "image")
-MAX_QUERY_CHARS = 4096
+MAX_QUERY_CHARS = QUERY_CHARS
 RELATIONS_PER_ENTITY = 5
 NAMED_ENTITY_WEIGHT = 2.0
 
@@ -308,7 +309,7 @@ class KbService:
 
     async def query(self, request: QueryRequest) -> KbAnswer:
         """The whole answer at once: the `done` body of `events`, with the model asked in one call; a
-        failure is answered with its status and `{detail}`."""
+        failure is answered with its status and the error body."""
         body, error = await KbQueryAnswer(self, request, self.checked(request)).answer()
         if error is not None:
             raise LoreError(error.message, status_code=error.code)
@@ -318,7 +319,7 @@ class KbService:
     def events(self, request: QueryRequest) -> AsyncIterator[AnswerEvent]:
         """The answer as events (see `lore_common.answers`): `passages` {rag_memory, passages},
         `delta` {text}, `citations` {citations: [{index, passage}]}, then `done` with the body `query`
-        returns; a failure is `error` {code, message}, then `done` with `{detail}`."""
+        returns; a failure is `error` {code, message}, then `done` with the error body."""
         return KbQueryAnswer(self, request, self.checked(request)).events()
 
     async def ask_pm(self, question: str) -> PmReply:
@@ -461,7 +462,7 @@ class KbQueryAnswer(CitedAnswer[KbPassages, KbCitation, KbAnswer | QueryFailed])
         else:
             log.warning("kb_query_failed", mode=mode, error=str(exc))
             status, message = 500, f"kb {mode} answer failed: {exc}"
-        return Failure(status, message, QueryFailed(message))
+        return Failure(status, message, QueryFailed(code=status, message=message))
 
 
 def _move(source: Path, target: Path) -> None:
