@@ -18,6 +18,17 @@ the two. Goal: metrics add at most 5 % to docdb's CPU per chat.
 
     uv run python bench/chat.py [--chunks 10000] [--clients 32] [--requests 640] [--rounds 3]
     uv run python bench/chat.py --stream [--chunks 2000] [--clients 16] [--requests 320] [--rounds 4]
+
+With `--baseline REF`, CPU is counted in instructions, which do not swing with the machine's load as
+milliseconds do: REF is checked out beside this tree (`git worktree`, under /tmp) and for each of the
+two, docdb runs under valgrind's callgrind (perf's hardware counters are not available in this VM)
+with its code taken from that tree, builds the same small KB, answers warm-up chats, and then counts
+the instructions of its own process over `--requests` `naive` chats from one client. The model is the
+offline answerer (no SDK in the process) and the embedder runs in its own process, which is not
+counted, nor are the vector engine's and the graph store's; what is counted is the service: HTTP,
+retrieval, the answer and the stores' clients.
+
+    uv run python bench/chat.py --baseline HEAD~3 [--chunks 300] [--requests 60]
 """
 
 from __future__ import annotations
@@ -25,11 +36,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import shutil
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,7 +51,7 @@ import aiohttp
 import httpx
 import psutil
 
-from lore_common.testing.processes import start_fake_llm, start_service, wait_task
+from lore_common.testing.processes import ServerProcess, free_port, start_fake_llm, start_service, wait_task
 from lore_common.testing.stats import percentile
 
 DS = "/api/v1/docdb/files/raw-files/datasets"
@@ -266,6 +279,88 @@ def stream_bench(args: argparse.Namespace) -> None:
     print(json.dumps(figures))
 
 
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ("libs/core/src", "libs/common/src", "services/docdb/src")
+
+
+def callgrind_totals(path: Path) -> int:
+    """The instructions (`Ir`) a callgrind dump counted."""
+    for line in path.read_text().splitlines():
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    raise RuntimeError(f"no totals in {path}")
+
+
+def instructions_per_chat(tree: Path, args: argparse.Namespace) -> float:
+    """docdb from `tree`'s sources under callgrind: instructions of its process per `naive` chat."""
+    work = Path(tempfile.mkdtemp(prefix="lore-bench-instr-"))
+    port = free_port()
+    env = {
+        "PYTHONPATH": os.pathsep.join(str(tree / source) for source in SOURCES),
+        "LORE_CONFIG_DIR": str(work / "config"),
+        "LORE__LOGGING__LEVEL": "WARNING",
+        "LORE__DOCDB__SERVER__PORT": str(port),
+        "LORE__DOCDB__SERVER__DATA_DIR": str(work / "docdb"),
+        "LORE__DOCDB__GRAPH_STORE__ENABLED": "false",
+        "LORE__DOCDB__LLM__PROVIDER": "offline",
+    }
+    if args.embedding_model:
+        env["LORE__DOCDB__EMBEDDING_API__MODEL"] = args.embedding_model
+    out = work / "callgrind.out"
+    argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+    docdb = ServerProcess([*argv, sys.executable, "-m", "lore_docdb"], env=env, log_path=work / "docdb.log")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        docdb.wait_healthy(f"{base}/health", timeout=900)
+        chunks = build_kb(base, args.chunks)
+        rng = random.Random(5)
+        asyncio.run(load(base, "naive", 1, 10, rng))  # warm-up: imports, caches, connections
+        control = ["callgrind_control", str(docdb.pid)]
+        subprocess.run([*control, "--instr=on"], check=True, capture_output=True)
+        asyncio.run(load(base, "naive", 1, args.requests, rng))
+        subprocess.run([*control, "--dump"], check=True, capture_output=True)
+        dumps = sorted(work.glob("callgrind.out*"), key=lambda p: p.stat().st_mtime)
+        total = callgrind_totals(dumps[-1])
+    finally:
+        docdb.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    per_chat = total / args.requests
+    print(f"  {tree}: {chunks} chunks, {per_chat / 1e6:.1f} M instructions per chat", flush=True)
+    return per_chat
+
+
+def baseline_bench(args: argparse.Namespace) -> None:
+    """Instructions per chat of this tree and of `args.baseline`, one after the other in one run."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", args.baseline], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    worktree = Path(tempfile.mkdtemp(prefix=f"lore-baseline-{commit}-"))
+    subprocess.run(["git", "worktree", "add", "--detach", str(worktree), commit], cwd=ROOT, check=True)
+    try:
+        baseline = instructions_per_chat(worktree, args)
+        current = instructions_per_chat(ROOT, args)
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, check=False)
+    ratio = current / baseline
+    print(
+        f"instructions per chat: this tree {current / 1e6:.1f} M, {commit} {baseline / 1e6:.1f} M "
+        f"({ratio:.2f}x)",
+        flush=True,
+    )
+    print(
+        json.dumps(
+            {
+                "baseline": commit,
+                "chunks": args.chunks,
+                "requests": args.requests,
+                "instructions_per_chat": round(current),
+                "baseline_instructions_per_chat": round(baseline),
+                "ratio_to_baseline": round(ratio, 3),
+            }
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stream", action="store_true", help="streamed chats, metrics on and off")
@@ -278,7 +373,12 @@ def main() -> None:
     parser.add_argument(
         "--sdk-share", action="store_true", help="sample docdb with py-spy in the last round: the SDK's CPU"
     )
+    parser.add_argument("--baseline", default=None, help="a commit: instructions per chat, it and this tree")
     args = parser.parse_args()
+    if args.baseline:
+        args.chunks, args.requests = args.chunks or 300, args.requests or 60
+        baseline_bench(args)
+        return
     defaults = (2000, 16, 320, 4) if args.stream else (10_000, 32, 640, 3)
     for key, value in zip(("chunks", "clients", "requests", "rounds"), defaults, strict=True):
         if getattr(args, key) is None:
