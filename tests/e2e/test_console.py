@@ -169,6 +169,29 @@ def test_the_graph_draws_the_knowledge_bases_entities(tab: Tab, stack: Stack) ->
     section.get_by_role("heading", name="Grace Hopper").wait_for()
 
 
+CONTRACT_TYPES = ("客观实体", "抽象实体", "事件实体", "文献实体")
+
+
+def test_the_graph_shows_entity_types_in_english_while_the_api_keeps_the_contracts_values(
+    tab: Tab, stack: Stack
+) -> None:
+    section = tab.open("graph")
+    section.locator("#graph-kb").select_option(stack.kb)
+    section.get_by_role("button", name="Draw").click()
+    tab.page.wait_for_function("document.querySelector('.count').textContent !== '0'")
+    section.locator("#graph-search").fill("Grace")
+    section.get_by_role("heading", name="Grace Hopper").wait_for()
+    with Lore(stack.url) as lore:
+        wire = {node.type for node in lore.graph(stack.kb, limit=300).nodes}
+    assert wire & set(CONTRACT_TYPES), wire  # the API still says 客观实体
+    legend = section.locator(".legend").inner_text()
+    assert "Physical entity" in legend, legend
+    shown = tab.page.locator("body").inner_text()
+    assert not [t for t in CONTRACT_TYPES if t in shown], shown
+    family = tab.page.evaluate("getComputedStyle(document.body).fontFamily")
+    assert "Noto Sans CJK SC" in family and "Microsoft YaHei" in family
+
+
 def test_search_and_delete_a_vg_memory(tab: Tab, stack: Stack) -> None:
     user = unique("user")
     with Lore(stack.url) as lore:

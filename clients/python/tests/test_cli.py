@@ -75,6 +75,11 @@ def test_ingest_uploads_parses_and_is_idempotent_then_kb_and_tasks(run: Any, tmp
     assert kb in {k["name"] for k in as_json(run("kb", "ls", "--json"))}
     shown = as_json(run("kb", "show", kb, "--json"))
     assert shown["knowledge_base"]["datasets"][0]["parsed"] and shown["overview"]["chunk_count"] == 4
+    assert "客观实体" in {e["type"] for e in shown["overview"]["top_entities"]}  # the API's value
+    printed = run("kb", "show", kb).stdout
+    assert "Physical entity" in printed
+    assert not any(t in printed for t in ("客观实体", "抽象实体", "事件实体", "文献实体"))
+    assert "客观实体" in run("--labels", "zh", "kb", "show", kb).stdout
     tasks = as_json(run("tasks", "--json", "--limit", "200"))
     assert {t["task_id"] for t in tasks} >= {first["task"]["task_id"], more["task"]["task_id"]}
     assert "completed" in run("tasks", "--watch").stdout  # nothing active: one table, then it ends

@@ -27,13 +27,14 @@ from litestar.static_files import create_static_files_router
 from lore_core import __version__, metrics
 from lore_core.errors import error_body, exception_handlers
 from lore_core.heap import frozen_after_startup
+from lore_core.labels import TYPE_LABELS
 from lore_core.logging import REQUEST_ID_HEADER, RequestIdMiddleware, request_id_from
-from lore_core.settings import GatewayConfig, Settings
+from lore_core.settings import DisplayConfig, GatewayConfig, Settings
 from lore_core.tasks import background
 from lore_core.web import build_from_environment, metrics_endpoint
 from lore_gateway.access import Access, Refusal
 from lore_gateway.mcp_endpoint import MCP_PATH, McpEndpoint
-from lore_gateway.models import GatewayHealth, Liveness, OpenApiDocument, ServiceInfo
+from lore_gateway.models import ConsoleLabels, GatewayHealth, Liveness, OpenApiDocument, ServiceInfo
 from lore_gateway.openai_api import OpenAiRoutes, openai_router
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
@@ -45,8 +46,9 @@ CONSOLE = Path(__file__).with_name("console")
 class Gateway:
     """ASGI entry: proxied modules go to `Proxy`, the rest to the Litestar app."""
 
-    def __init__(self, config: GatewayConfig) -> None:
+    def __init__(self, config: GatewayConfig, display: DisplayConfig | None = None) -> None:
         self.config = config
+        self.display = display or DisplayConfig()
         self.proxy = Proxy(config.upstreams(), config.connect_timeout, config.replica_retry_after)
         self.mcp = McpEndpoint(self.proxy)
         self.access = Access(config)
@@ -265,6 +267,11 @@ class Gateway:
             document = await gateway.merged_openapi()
             return Response(render_reference(document), media_type=MediaType.HTML)
 
+        @get("/console/labels.json", summary="The labels the console shows", include_in_schema=False)
+        async def console_labels() -> ConsoleLabels:
+            language = gateway.display.language
+            return ConsoleLabels(language=language, types=TYPE_LABELS[language])
+
         # The console: static files (no build step, libraries vendored) that call the public API.
         console = create_static_files_router(
             "/console",
@@ -281,6 +288,7 @@ class Gateway:
                 livez,
                 openapi,
                 metrics_endpoint,
+                console_labels,
                 console,
                 openai_router(self.openai),
             ],
@@ -325,7 +333,7 @@ def _take_query_token(scope: Scope) -> str:
 
 
 def create_app(settings: Settings) -> Gateway:
-    return Gateway(settings.gateway)
+    return Gateway(settings.gateway, settings.display)
 
 
 def build_app() -> Gateway:

@@ -1,4 +1,5 @@
-"""The gateway's own replies (`/`, `/health`, `/livez`, the merged OpenAPI document) as msgspec Structs."""
+"""The gateway's own replies (`/`, `/health`, `/livez`, the merged OpenAPI document, the console's
+labels) as msgspec Structs."""
 
 from __future__ import annotations
 
@@ -31,6 +32,14 @@ class GatewayHealth(msgspec.Struct, kw_only=True, omit_defaults=True):
     services: dict[str, dict[str, Any]]
     failing: list[str] | UnsetType = UNSET
     detail: str | UnsetType = UNSET
+
+
+class ConsoleLabels(msgspec.Struct, kw_only=True):
+    """`/console/labels.json`: the language of the labels people read (`display.language`) and the label
+    of each entity type value."""
+
+    language: str
+    types: dict[str, str]
 
 
 class OpenApiDocument(msgspec.Struct, kw_only=True):

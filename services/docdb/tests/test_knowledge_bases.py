@@ -78,6 +78,9 @@ async def test_parse_mode_0_builds_vectors_chunks_and_graph(docdb_factory: Any) 
         assert len(top) == 3 and top[0]["name"] == "Marie Curie"
         assert len(overview["overview"]["sample_relations"]) == 2
         assert "Marie Curie" in overview["prompt"] and "papers (parsed)" in overview["prompt"]
+        # The prompt is read: types as their English labels; the entities keep the contract's values.
+        assert top[0]["type"] == "客观实体" and "Marie Curie [Physical entity]" in overview["prompt"]
+        assert not any(t in overview["prompt"] for t in ("客观实体", "抽象实体", "事件实体", "文献实体"))
 
         # The graph route pages through every entity; the relations come once each, among those paged.
         seen_nodes: list[dict[str, Any]] = []

@@ -61,6 +61,20 @@ function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 }
 
+// What a person reads for each entity type value (客观实体 is "Physical entity" in English): the
+// gateway serves the labels of its display.language setting; the API's values never change.
+const TYPE_LABELS = {};
+const labelsLoaded = fetch("/console/labels.json")
+  .then((response) => (response.ok ? response.json() : { types: {} }))
+  .then((body) => Object.assign(TYPE_LABELS, body.types))
+  .catch(() => {});
+function typeLabel(type) {
+  return TYPE_LABELS[type] || type;
+}
+function labelTypes(text) {
+  return String(text).replace(/客观实体|抽象实体|事件实体|文献实体/g, typeLabel);
+}
+
 function notify(text) {
   document.dispatchEvent(new CustomEvent("lore-message", { detail: text }));
 }
@@ -306,6 +320,7 @@ document.addEventListener("alpine:init", () => {
         performance.mark("lore:graph-requested");
         const page = await api("GET", `/docdb/files/knowledge-bases/${encodeURIComponent(name)}/graph?limit=${limit}`);
         performance.mark("lore:graph-received");
+        await labelsLoaded;
         this.draw({ top_entities: page.nodes, sample_relations: page.edges });
         performance.mark("lore:graph-drawn");
       });
@@ -313,7 +328,7 @@ document.addEventListener("alpine:init", () => {
     draw(overview) {
       this.entities = {};
       this.colours = {};
-      const types = [...new Set(overview.top_entities.map((e) => e.type || "entity"))];
+      const types = [...new Set(overview.top_entities.map((e) => typeLabel(e.type || "entity")))];
       types.forEach((t, i) => { this.colours[t] = this.palette[i % this.palette.length]; });
       // A large graph is laid out as a sunflower by rank (the best connected in the middle): no layout
       // engine to wait for. A smaller one gets cose, force-directed.
@@ -322,7 +337,7 @@ document.addEventListener("alpine:init", () => {
         this.entities[e.name] = Object.assign({ neighbours: [] }, e);
         // A large graph names only its 150 best connected entities (measuring 2,000 labels is most of
         // the drawing); a found or selected entity is always named.
-        const node = { data: { id: e.name, label: large && i >= 150 ? "" : e.name, colour: this.colours[e.type || "entity"], size: 12 + Math.min(30, 3 * e.degree) } };
+        const node = { data: { id: e.name, label: large && i >= 150 ? "" : e.name, colour: this.colours[typeLabel(e.type || "entity")], size: 12 + Math.min(30, 3 * e.degree) } };
         if (large) node.position = { x: 30 * Math.sqrt(i) * Math.cos(i * 2.39996), y: 30 * Math.sqrt(i) * Math.sin(i * 2.39996) };
         return node;
       });
@@ -341,7 +356,7 @@ document.addEventListener("alpine:init", () => {
         elements: { nodes, edges },
         style: [
           // Labels appear once zoomed in enough to read them: drawing 2,000 small labels costs more than the graph.
-          { selector: "node", style: { "background-color": "data(colour)", label: "data(label)", width: "data(size)", height: "data(size)", "font-size": 9, color: "#222", "min-zoomed-font-size": 7 } },
+          { selector: "node", style: { "background-color": "data(colour)", label: "data(label)", width: "data(size)", height: "data(size)", "font-size": 9, "font-family": getComputedStyle(document.body).fontFamily, color: "#222", "min-zoomed-font-size": 7 } },
           { selector: "edge", style: { width: 1, "line-color": "#bbb", "curve-style": "haystack" } },
           { selector: ".hit", style: { "border-width": 3, "border-color": "#111", label: "data(id)" } },
           { selector: ":selected", style: { "border-width": 3, "border-color": "#c00", label: "data(id)" } },
@@ -533,7 +548,7 @@ document.addEventListener("alpine:init", () => {
     },
     renderTree(nodes) {
       return nodes.map((n) => {
-        const label = `<span class="node">${escapeHtml(n.node_name)}</span>` + (n.description ? ` <small>${escapeHtml(n.description)}</small>` : "");
+        const label = `<span class="node">${escapeHtml(labelTypes(n.node_name))}</span>` + (n.description ? ` <small>${escapeHtml(labelTypes(n.description))}</small>` : "");
         if (!n.children.length) return `<li role="treeitem">${label}</li>`;
         return `<li role="treeitem" aria-expanded="true"><details open><summary>${label}</summary><ul role="group">${this.renderTree(n.children)}</ul></details></li>`;
       }).join("");

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from lore_common.text import STOPWORDS, has_cjk, jieba, repair_hyphenation, sentences
+from lore_core.labels import ABSTRACT, DOCUMENT, EVENT, OBJECTIVE, TYPE_LABELS, type_label
 
 EntityKind = Literal["person", "organisation", "place", "product", "date", "event", "title", "term"]
 
-# The contract's four entity types, as they go on the wire.
-OBJECTIVE, ABSTRACT, EVENT, DOCUMENT = "客观实体", "抽象实体", "事件实体", "文献实体"
+# The contract's four entity types go on the wire as they are; people read their labels (lore_core.labels).
 TYPE_OF_KIND: dict[str, str] = {
     "person": OBJECTIVE,
     "organisation": OBJECTIVE,
@@ -471,13 +471,4 @@ def entity_spans(tokens: Iterable[str]) -> list[tuple[int, int]]:
     return sorted(set(spans))
 
 
-# What a person reads for each of the contract's type values (the values themselves stay on the wire).
-TYPE_LABELS: dict[str, dict[str, str]] = {
-    "en": {OBJECTIVE: "Physical entity", ABSTRACT: "Concept", EVENT: "Event", DOCUMENT: "Document"},
-    "zh": {OBJECTIVE: OBJECTIVE, ABSTRACT: ABSTRACT, EVENT: EVENT, DOCUMENT: DOCUMENT},
-}
-
-
-def type_label(value: str, language: str = "en") -> str:
-    """The label a person reads for an entity type value; a value with no label is shown as it is."""
-    return TYPE_LABELS.get(language, TYPE_LABELS["en"]).get(value, value)
+__all__ = ["ABSTRACT", "DOCUMENT", "EVENT", "OBJECTIVE", "TYPE_LABELS", "extract_entities", "type_label"]

@@ -338,6 +338,15 @@ class TelemetryConfig(Section):
     sample_ratio: float = 1.0
 
 
+class DisplayConfig(Section):
+    """What people read, in every process: the CLI's and console's labels follow the server's choice."""
+
+    # The language of the labels shown for the contract's entity types (客观实体 is "Physical entity"
+    # in English): in the console, docdb's overview prompt, tag-tree categories and the memory graph's
+    # context. The API's type values never change.
+    language: Literal["en", "zh"] = "en"
+
+
 # ---------------------------------------------------------------- pipeline.yaml
 
 
@@ -378,6 +387,7 @@ class Settings(Section):
     mem: MemConfig = msgspec.field(default_factory=MemConfig)
     logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
     telemetry: TelemetryConfig = msgspec.field(default_factory=TelemetryConfig)
+    display: DisplayConfig = msgspec.field(default_factory=DisplayConfig)
     parameter: PipelineParameters = msgspec.field(default_factory=PipelineParameters)
     postgres_batch_size: int = 500
     parse_max_workers: int = 2

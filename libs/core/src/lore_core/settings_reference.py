@@ -22,14 +22,14 @@ END = "<!-- env-reference:end -->"
 
 # Which top-level settings each process reads, and its port.
 PROCESSES: list[tuple[str, str, list[str]]] = [
-    ("gateway", "8000 (`gateway.port`)", ["gateway", "logging", "telemetry"]),
+    ("gateway", "8000 (`gateway.port`)", ["gateway", "logging", "telemetry", "display"]),
     (
         "docdb",
         "8101 (`docdb.server.port`)",
-        ["docdb", "parameter", "postgres_batch_size", "parse_max_workers", "logging", "telemetry"],
+        ["docdb", "parameter", "postgres_batch_size", "parse_max_workers", "logging", "telemetry", "display"],
     ),
-    ("gen", "8102 (`gen.server.port`)", ["gen", "logging", "telemetry"]),
-    ("mem", "8103 (`mem.server.port`)", ["mem", "parameter", "logging", "telemetry"]),
+    ("gen", "8102 (`gen.server.port`)", ["gen", "logging", "telemetry", "display"]),
+    ("mem", "8103 (`mem.server.port`)", ["mem", "parameter", "logging", "telemetry", "display"]),
 ]
 
 

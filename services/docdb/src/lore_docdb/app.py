@@ -187,6 +187,7 @@ async def wire(settings: Settings, config: ConfigService, stores: Stores, provid
         schemas=schemas,
         raw=raw,
         kb_root=data_dir / "kbs",
+        label_language=settings.display.language,
     )
     retriever = Retriever(
         vectors=indexes.vectors,

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lore_client.cli import gen, knowledge, mem
+from lore_client.cli.labels import Shown
 from lore_client.cli.output import JsonFlag, Settings, client, console, emit, fit_output, handled
 
 app = typer.Typer(
@@ -25,8 +26,11 @@ def root(
     api_key: Annotated[
         str | None, typer.Option(envvar="LORE_API_KEY", help="Bearer key, if the gateway asks.")
     ] = None,
+    labels: Annotated[
+        str, typer.Option(envvar="LORE_LABELS", help="Entity types in en or zh (--json keeps the values).")
+    ] = "en",
 ) -> None:
-    Settings.url, Settings.api_key = url, api_key
+    Settings.url, Settings.api_key, Shown.language = url, api_key, labels
     fit_output()
 
 

@@ -11,6 +11,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.tree import Tree
 
+from lore_client.cli.labels import shown
 from lore_client.cli.output import JsonFlag, client, console, emit, fail, handled
 from lore_client.models import TableEvent, TreeNode, TreeTask
 
@@ -63,7 +64,7 @@ def table(
     console.print(f"[bold]{escape(result.table_name)}[/bold]: {len(lines)} row(s)")
     grid = Table(*columns)
     for line in lines:
-        grid.add_row(*(escape("" if line.get(c) is None else str(line.get(c))) for c in columns))
+        grid.add_row(*(shown("" if line.get(c) is None else str(line.get(c))) for c in columns))
     console.print(grid)
     if console.is_terminal:
         console.print(Syntax(result.sql, "sql", word_wrap=True))
@@ -93,9 +94,7 @@ def _show_tree(task: TreeTask, as_json: bool) -> None:
     root = Tree(f"[bold]{escape(task.result.tree_name)}[/bold] ({task.result.node_count} nodes)")
 
     def add(branch: Tree, node: TreeNode) -> None:
-        label = escape(node.node_name) + (
-            f" [dim]{escape(node.description)}[/dim]" if node.description else ""
-        )
+        label = shown(node.node_name) + (f" [dim]{shown(node.description)}[/dim]" if node.description else "")
         child = branch.add(label)
         for sub in node.children:
             add(child, sub)

@@ -22,6 +22,7 @@ from rich.progress import (
 from rich.table import Table
 
 from lore_client._upload import MIB, expand
+from lore_client.cli.labels import shown
 from lore_client.cli.output import JsonFlag, client, console, emit, fail, handled, id_column
 from lore_client.errors import TaskFailed
 from lore_client.models import PARSE_STAGES, Task, TaskProgress, UploadEvent
@@ -200,7 +201,8 @@ def kb_show(name: str, as_json: JsonFlag = False) -> None:
     console.print("  query modes: " + ", ".join(m.id for m in kb.available_query_modes))
     if overview.top_entities:
         console.print(
-            "  top entities: " + ", ".join(f"{escape(e.name)} ({e.degree})" for e in overview.top_entities)
+            "  top entities: "
+            + ", ".join(f"{escape(e.name)} ({shown(e.type)}, {e.degree})" for e in overview.top_entities)
         )
 
 

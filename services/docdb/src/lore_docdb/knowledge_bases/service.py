@@ -19,6 +19,7 @@ import structlog
 
 from lore_core.clock import iso
 from lore_core.errors import BadRequest, Conflict, NotFound
+from lore_core.labels import type_label
 from lore_core.naming import check_name
 from lore_docdb.datasets.raw import RawStore
 from lore_docdb.index.indexes import SearchIndexes
@@ -93,8 +94,10 @@ class KnowledgeBaseService:
         schemas: SchemaService,
         raw: RawStore,
         kb_root: Path,
+        label_language: str = "en",
     ) -> None:
         self.store = store
+        self.label_language = label_language  # the overview prompt's type labels (display.language)
         self.parses = parses
         self.indexes = indexes
         self.embedders = embedders
@@ -155,7 +158,7 @@ class KnowledgeBaseService:
             top_entities=[GraphEntity(**e) for e in entities],
             sample_relations=[GraphRelation(**r) for r in relations],
             chunk_count=chunk_count,
-            prompt=overview_prompt(kb, dataset_items, entities, relations, chunk_count),
+            prompt=overview_prompt(kb, dataset_items, entities, relations, chunk_count, self.label_language),
         )
 
     async def graph_page(self, name: str, offset: int, limit: int) -> KbGraphPage:
@@ -299,15 +302,19 @@ def overview_prompt(
     entities: list[dict[str, Any]],
     relations: list[dict[str, Any]],
     chunk_count: int,
+    label_language: str = "en",
 ) -> str:
-    """A ready-to-use description of the KB for an LLM prompt."""
+    """A ready-to-use description of the KB for an LLM prompt, entity types as their labels."""
     lines = [f"Knowledge base '{kb.name}' ({chunk_count} text chunks)."]
     if datasets:
         parts = [f"{d.name} ({'parsed' if d.parsed else 'not parsed yet'})" for d in datasets]
         lines.append("Datasets: " + ", ".join(parts) + ".")
     if entities:
         lines.append("Most connected entities:")
-        lines.extend(f"- {e['name']} [{e['type']}]: {e['description'][:160]}" for e in entities)
+        lines.extend(
+            f"- {e['name']} [{type_label(e['type'], label_language)}]: {e['description'][:160]}"
+            for e in entities
+        )
     if relations:
         lines.append("Sample relations:")
         lines.extend(f"- {r['source']} — {r['target']}: {r['description'][:160]}" for r in relations)
