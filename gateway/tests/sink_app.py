@@ -8,6 +8,9 @@ import os
 from typing import Any
 
 from litestar import Litestar, Request, WebSocket, delete, get, post, websocket
+from litestar.middleware import DefineMiddleware
+
+from lore_core.logging import RequestIdMiddleware
 
 
 @get("/health")
@@ -82,4 +85,14 @@ async def seen() -> dict[str, Any]:
     return {"name": NAME, "seen": SEEN}
 
 
-app = Litestar(route_handlers=[health, sink, chat, remove_thing, echo_headers, big, echo, whoami, die, seen])
+@get("/api/v1/docdb/items/{item_id:str}")
+async def item(item_id: str) -> dict[str, str]:
+    return {"id": item_id}
+
+
+app = Litestar(
+    route_handlers=[health, sink, chat, remove_thing, echo_headers, big, echo, whoami, die, seen, item],
+    # As in every Lore service: request ids, and the matched route's template on each answer.
+    middleware=[DefineMiddleware(RequestIdMiddleware)],
+    logging_config=None,
+)

@@ -415,3 +415,17 @@ def test_needed_scope_and_the_bucket() -> None:
     assert needed_scope("POST", "/api/v1/docdb/config/reload") == "admin"
     bucket = Bucket(rate=10, burst=2)
     assert bucket.take() == 0 and bucket.take() == 0 and 0 < bucket.take() <= 0.1
+
+
+def test_proxied_requests_are_counted_by_route_template_not_by_module(running: Running) -> None:
+    for item in ("a-1", "b-2", "c-3"):
+        answer = httpx.get(f"{running.url}/api/v1/docdb/items/{item}", timeout=10)
+        assert answer.status_code == 200 and answer.json() == {"id": item}
+        assert "x-lore-route" not in answer.headers  # the service's label stays between it and the gateway
+    assert httpx.get(f"{running.url}/api/v1/mem/vg/m-1", timeout=10).status_code == 502
+    text = httpx.get(f"{running.url}/metrics", timeout=10).text
+    counted = 'lore_http_requests_total{method="GET",route="/api/v1/docdb/items/{item_id}",status="200"}'
+    assert f"{counted} 3.0" in text
+    assert "a-1" not in text  # ids never become labels
+    # What no service answered keeps the module's prefix.
+    assert 'route="/api/v1/mem",status="502"' in text

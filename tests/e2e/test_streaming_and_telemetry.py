@@ -258,7 +258,7 @@ def test_metrics_of_every_process_parse_and_move_after_a_chat(stack: Stack) -> N
     )
     proxied = (
         "lore_http_requests_total",
-        frozenset({("method", "POST"), ("route", "/api/v1/docdb"), ("status", "200")}),
+        frozenset({("method", "POST"), ("route", "/api/v1/docdb/chat"), ("status", "200")}),
     )
     before, gateway_before = scrape(stack.services["docdb"]), scrape(stack.url)
     ask = {"query": "Who developed the first compiler?", "kb_id": "facts", "user_id": "u1"}
@@ -278,6 +278,9 @@ def test_metrics_of_every_process_parse_and_move_after_a_chat(stack: Stack) -> N
     assert {"relational", "vector"} <= stores
     assert any(name == "lore_embedder_duration_seconds_count" for name, _ in after)
     assert not any("facts" in dict(labels).values() for _, labels in after)  # no ids in labels
+    # The parse queue's depth: nothing waits once the knowledge base is built.
+    queued = {dict(k[1])["state"]: value for k, value in after.items() if k[0] == "lore_jobs_unfinished"}
+    assert queued.get("pending") == 0 and "running" in queued, queued
 
 
 def test_one_chat_is_one_trace_across_gateway_service_model_and_stores(

@@ -125,16 +125,24 @@ class Gateway:
         receive: Receive,
         send: Send,
     ) -> None:
-        """A request outside Litestar (the proxy, `/mcp`), counted and timed under `route`."""
+        """A request outside Litestar (the proxy, `/mcp`), counted and timed under its route template:
+        the one the service names in its answer (`x-lore-route`), else `route` (the module's prefix, for
+        what no service answered)."""
         if not metrics.ENABLED:
             await handler(scope, receive, send)
             return
         status = 0
+        marker = metrics.ROUTE_HEADER.encode()
 
         async def counted(message: dict[str, Any]) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                headers = message.get("headers") or []
+                named = [value for key, value in headers if key.lower() == marker]
+                if named:
+                    route = named[0].decode("latin-1")
+                    message["headers"] = [(k, v) for k, v in headers if k.lower() != marker]
             await send(message)
 
         started = time.perf_counter()

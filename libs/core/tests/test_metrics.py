@@ -58,3 +58,26 @@ def test_a_store_error_is_counted_and_logged_with_its_cause() -> None:
         "error": "ConnectionError: connection refused by 127.0.0.1:6333",
         "log_level": "warning",
     } in logs
+
+
+class FakeQueue:
+    kind = "parse_tasks"
+
+    def __init__(self, waiting: int, running: int) -> None:
+        self.counts = {"pending": waiting, "running": running}
+
+    async def unfinished_counts(self) -> dict[str, int]:
+        return self.counts
+
+
+def test_queue_depth_is_read_from_each_watched_queue_when_scraped() -> None:
+    queue = FakeQueue(waiting=4, running=1)
+    metrics.watch_queue(queue)
+    with TestClient(app()) as client:
+        text = client.get("/metrics").text
+        assert 'lore_jobs_unfinished{kind="parse_tasks",state="pending"} 4.0' in text
+        assert 'lore_jobs_unfinished{kind="parse_tasks",state="running"} 1.0' in text
+        queue.counts = {"pending": 0, "running": 2}  # the queue drained: the next scrape says so
+        text = client.get("/metrics").text
+    assert 'lore_jobs_unfinished{kind="parse_tasks",state="pending"} 0.0' in text
+    assert 'lore_jobs_unfinished{kind="parse_tasks",state="running"} 2.0' in text

@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 import structlog
-from sqlalchemy import JSON, Column, Float, String, Table, or_, select, update
+from sqlalchemy import JSON, Column, Float, String, Table, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import SQLModel
@@ -133,9 +133,24 @@ class JobStore(Generic[R]):
         self.lifecycle = lifecycle
         self.kind_of = kind_of
         self._finished: OrderedDict[str, R] = OrderedDict()
+        self.kind = table
+        metrics.watch_queue(self)  # its depth in /metrics (`lore_jobs_unfinished`), read when scraped
 
     async def create_tables(self) -> None:
         await create_tables(self.engine, [self.table])
+
+    async def unfinished_counts(self) -> dict[str, int]:
+        """How many jobs wait (submitted) or run, by state: every unfinished state, zeros included."""
+        table = self.table
+        query = (
+            select(table.c.status, func.count())
+            .where(table.c.status.in_(self.lifecycle.unfinished))
+            .group_by(table.c.status)
+        )
+        async with self.engine.connect() as connection:
+            rows = (await connection.execute(query)).all()
+        found = {str(status): int(count) for status, count in rows}
+        return {state: found.get(state, 0) for state in self.lifecycle.unfinished}
 
     def _id(self, record: R) -> str:
         return str(getattr(record, self.lifecycle.id_field))

@@ -95,6 +95,8 @@ class RequestIdMiddleware:
                 status = message["status"]
                 headers = [h for h in message.get("headers", []) if h[0].lower() != header[0]]
                 headers.append(header)
+                if scope.get("path_template"):  # the gateway labels its metrics with it
+                    headers.append((metrics.ROUTE_HEADER.encode(), str(scope["path_template"]).encode()))
                 message["headers"] = headers
             await send(message)
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import functools
 import platform
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, Histogram, generate_latest
@@ -90,9 +91,50 @@ TASK_STAGE_SECONDS = Histogram(
     ["kind", "stage"],
     buckets=(0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0),
 )
+QUEUE_DEPTH = Gauge(
+    "lore_jobs_unfinished",
+    "Background jobs accepted and not finished, by kind and state (submitted = waiting in the queue); "
+    "read from the job store when /metrics is scraped",
+    ["kind", "state"],
+)
 UPSTREAM_ERRORS = Counter(
     "lore_gateway_upstream_errors", "Requests the gateway could not hand to a service", ["module", "reason"]
 )
+
+
+# A service answers with the template of the route it matched, so that the gateway, which only sees paths,
+# labels its proxied requests by route too (`/api/v1/docdb/files/raw-files/datasets/{dataset}/files`).
+ROUTE_HEADER = "x-lore-route"
+
+
+class JobQueueSource(Protocol):
+    """What reports a queue's depth: its kind (the job table's name) and its unfinished jobs by state."""
+
+    kind: str
+
+    async def unfinished_counts(self) -> dict[str, int]: ...
+
+
+_QUEUES: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def watch_queue(source: JobQueueSource) -> None:
+    """Report `source` in `lore_jobs_unfinished` from now on (as long as it lives)."""
+    _QUEUES.add(source)
+
+
+async def refresh_queues() -> None:
+    """Read each watched queue's depth into `lore_jobs_unfinished` (before an exposition)."""
+    if not ENABLED:
+        return
+    for source in list(_QUEUES):
+        try:
+            counts = await source.unfinished_counts()
+        except Exception as exc:  # a store away: the scrape still answers, with the last values
+            log.warning("queue_depth_unread", kind=source.kind, error=str(exc))
+            continue
+        for state, count in counts.items():
+            QUEUE_DEPTH.labels(source.kind, state).set(count)
 
 
 def configure(enabled: bool) -> None:

@@ -134,6 +134,7 @@ async def metrics_endpoint() -> Response[bytes]:
         return Response(
             b"metrics are off (telemetry.metrics: false)\n", status_code=404, media_type="text/plain"
         )
+    await metrics.refresh_queues()
     body, content_type = metrics.exposition()
     return Response(body, media_type=content_type)
 
