@@ -135,7 +135,7 @@ class Gateway:
         marker = metrics.ROUTE_HEADER.encode()
 
         async def counted(message: dict[str, Any]) -> None:
-            nonlocal status
+            nonlocal status, route
             if message["type"] == "http.response.start":
                 status = message["status"]
                 headers = message.get("headers") or []
