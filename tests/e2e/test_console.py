@@ -312,3 +312,52 @@ def test_with_api_keys_the_console_asks_for_one_and_uses_it(
         assert all("401" in error for error in keyed.errors), keyed.errors
     finally:
         gateway.stop()
+
+
+LONG_NAME = "quarterly-report-" + "x" * 150 + ".md"
+
+
+def _box(locator: Any) -> dict[str, float]:
+    box = locator.bounding_box()
+    assert box is not None
+    return dict(box)
+
+
+def test_long_file_names_leave_delete_and_the_upload_state_visible(tab: Tab, tmp_path: Path) -> None:
+    name = unique("long")
+    section = tab.open("knowledge")
+    section.locator("#new-dataset").fill(name)
+    section.get_by_role("button", name="Create").first.click()
+    section.get_by_role("heading", name=f"Files of {name}").wait_for()
+    (tmp_path / LONG_NAME).write_text("# Report\nA long-named file.")
+    section.locator("input[type=file]").set_input_files([str(tmp_path / LONG_NAME)])
+    files = section.get_by_role("table", name="Files")
+    files.get_by_role("cell", name=LONG_NAME, exact=True).wait_for()
+    card = files.locator("xpath=ancestor::div[contains(@class, 'card')]").first
+    delete = files.get_by_role("button", name=f"delete {LONG_NAME}")
+    assert _box(delete)["x"] + _box(delete)["width"] <= _box(card)["x"] + _box(card)["width"]
+    assert card.evaluate("card => card.scrollWidth <= card.clientWidth")  # nothing hidden to its right
+    upload = section.get_by_role("list", name="Uploads").locator("li").first
+    upload.get_by_text("stored").wait_for()
+    bar, state = _box(upload.locator("progress")), _box(upload.get_by_text("stored"))
+    assert bar["x"] + bar["width"] <= state["x"], (bar, state)
+
+
+def test_an_answer_starts_with_its_first_word(tab: Tab, stack: Stack) -> None:
+    section = tab.open("chat")
+    section.locator("#chat-kb").select_option(stack.kb)
+    section.locator("#chat-query").fill("Who developed the first compiler?")
+    section.get_by_role("button", name="Ask").click()
+    section.get_by_role("button", name="citation 1").first.wait_for()
+    shown = section.locator(".response").inner_text()
+    assert shown == shown.lstrip() and "Grace Hopper" in shown, repr(shown[:40])
+
+
+def test_a_linked_graph_names_the_base_it_draws_in_its_dropdown(tab: Tab, stack: Stack) -> None:
+    with Lore(stack.url) as lore:  # a base listed before the one the link draws
+        lore.create_knowledge_base("aaa-" + uuid.uuid4().hex[:6])
+    tab.page.goto(f"{stack.url}/console/#graph?kb={stack.kb}&nodes=50")
+    tab.page.wait_for_function("document.querySelector('.count').textContent !== '0'")
+    select = tab.page.locator("#graph-kb")
+    assert select.evaluate("s => s.options[s.selectedIndex].textContent") == stack.kb
+    assert select.input_value() == stack.kb

@@ -316,6 +316,7 @@ document.addEventListener("alpine:init", () => {
     load() {
       return attempt(async () => {
         const name = this.kb || (store.kbs[0] && store.kbs[0].name);
+        this.kb = name; // the dropdown names the base drawn, whatever it showed before
         const limit = Math.max(1, Math.min(2000, Number(this.limit) || 300));
         performance.mark("lore:graph-requested");
         const page = await api("GET", `/docdb/files/knowledge-bases/${encodeURIComponent(name)}/graph?limit=${limit}`);
