@@ -37,6 +37,13 @@ from lore_common.workers import Inbox, Reply, Request, failed, serve
 # Points written to a shard since its last index build that start the next one.
 INDEX_AFTER = 20_000
 META = "lore-collection.json"
+# The HNSW graph: links per point and candidates while linking. Qdrant's defaults (16, 100) reached
+# recall@10 0.84 at `ef` 256 and 0.92 at 1,024 on 100,000 hashing-embedded sentence pairs; (32, 200)
+# reached 0.92 and 0.96, and built in 70 s against 15 s (one run on a busy 2-core machine).
+HNSW_M = 32
+HNSW_EF_CONSTRUCT = 200
+# Below this many KB of vectors a segment is searched exactly rather than through its graph.
+FULL_SCAN_KB = 10_000
 
 
 def _point_id(value: Any) -> str:
@@ -84,6 +91,7 @@ class Shards:
             EdgeConfig,
             EdgeShard,
             EdgeVectorParams,
+            HnswIndexConfig,
             Memory,
             PayloadSchemaType,
             ScalarQuantizationConfig,
@@ -100,6 +108,9 @@ class Shards:
             # a quarter of the memory of float32 vectors in RAM, at 1,000,000 points and beyond.
             quantization_config=ScalarQuantizationConfig(
                 type=ScalarType.Int8, quantile=0.99, always_ram=True
+            ),
+            hnsw_config=HnswIndexConfig(
+                m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT, full_scan_threshold=FULL_SCAN_KB
             ),
             payload_memory=Memory.Cold,
         )
