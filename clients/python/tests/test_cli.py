@@ -95,12 +95,12 @@ def test_ingest_uploads_parses_and_is_idempotent_then_kb_and_tasks(run: Any, tmp
     assert table["type"] == "result" and table["data"]["csv_data"][0]["name"] == "Grace Hopper"
     rendered = run("table", "What do we know about Marie Curie?", "--kb", kb).stdout
     assert "Marie Curie" in rendered and "SELECT" in rendered and "step 4" in rendered
+    steps = [line.split()[1] for line in rendered.splitlines() if line.startswith("step ")]
+    assert len(steps) == len(set(steps)) <= 4, rendered  # one line per step, not one per row
 
     tree = as_json(run("tree", "generate", "science", "--kb", kb, "--json"))
     assert tree["status"] == "completed" and tree["result"]["kb_name"] == kb
     assert "science" in run("tree", "show", tree["task_id"]).stdout
-    steps = [line.split()[1] for line in rendered.splitlines() if line.startswith("step ")]
-    assert len(steps) == len(set(steps)) <= 4, rendered  # one line per step, not one per row
 
     run("kb", "rm", kb, code=1, answer="n\n")  # asked, and refused: nothing happens
     assert as_json(run("kb", "show", kb, "--json"))["knowledge_base"]["status"] == "ready"
@@ -146,7 +146,7 @@ def test_memory_commands(run: Any) -> None:
     assert updated["id"] == memory_id and updated["memory"] == "I am allergic to peanuts and cashews."
     assert "cashews" in run("mem", "update", memory_id, "I am allergic to cashews.").stdout
     history = as_json(run("mem", "history", memory_id, "--json"))
-    assert [h["event"] for h in history] == ["ADD"]
+    assert [h["event"] for h in history] == ["ADD", "UPDATE", "UPDATE"]
     assert as_json(run("mem", "rm", memory_id, "--json")) == {"deleted": 1}
     assert as_json(run("mem", "rm", "--user", user, "--yes", "--json")) == {"deleted": 1}
     assert as_json(run("mem", "ls", "--user", user, "--json")) == []
