@@ -1,104 +1,33 @@
-"""Text out of the file types a knowledge base accepts, with well-kept libraries; CPU-bound, so callers
-run it in a thread. An unsupported or unreadable file raises `ExtractionError` naming the file."""
+"""Text out of the file types a knowledge base accepts, through the converters in `parse/convert/`
+(Markdown-like: headings, lists, tables one row per line, PDF pages split by form feeds); CPU-bound and
+run in the extraction child. An unsupported or unreadable file raises `ExtractionError` naming it."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Callable
 from pathlib import Path
+
+from lore_docdb.parse.convert.common import decode
+from lore_docdb.parse.convert.mail import eml_markdown, rtf_text
+from lore_docdb.parse.convert.markup import epub_markdown, html_file
+from lore_docdb.parse.convert.office import docling_markdown
+from lore_docdb.parse.convert.pdf import pdf_text
+from lore_docdb.parse.convert.sheets import csv_markdown, sheets_markdown
 
 
 class ExtractionError(ValueError):
     """The file could not be turned into text."""
 
 
-def _decode(data: bytes) -> str:
-    """UTF-8 (with or without BOM), UTF-16 when it has a BOM, else GB18030 (Chinese), else lossy UTF-8."""
-    encodings = ["utf-8-sig"]
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        encodings.insert(0, "utf-16")
-    encodings.append("gb18030")
-    for encoding in encodings:
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    return data.decode("utf-8", errors="replace")
-
-
 def _text(path: Path) -> str:
-    return _decode(path.read_bytes())
-
-
-def _html(path: Path) -> str:
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(_decode(path.read_bytes()), "html.parser")
-    for tag in soup(["script", "style", "noscript", "template"]):
-        tag.decompose()
-    lines = (line.strip() for line in soup.get_text("\n").splitlines())
-    return "\n".join(line for line in lines if line)
-
-
-def _pdf(path: Path) -> str:
-    from pypdf import PdfReader
-
-    reader = PdfReader(str(path))
-    return "\n\n".join(page.extract_text() or "" for page in reader.pages)
-
-
-def _docx(path: Path) -> str:
-    import docx
-
-    document = docx.Document(str(path))
-    parts = [p.text for p in document.paragraphs if p.text.strip()]
-    for table in document.tables:
-        for row in table.rows:
-            parts.append(" | ".join(cell.text.strip() for cell in row.cells))
-    return "\n".join(parts)
-
-
-def _rows_as_text(header: list[str], rows: list[list[str]]) -> str:
-    """One line per row, `column: value` pairs, so every chunk carries its column names."""
-    lines = []
-    for row in rows:
-        pairs = [f"{h}: {v}" for h, v in zip(header, row, strict=False) if str(v).strip()]
-        if pairs:
-            lines.append("; ".join(pairs))
-    return "\n".join(lines)
-
-
-def _csv(path: Path) -> str:
-    text = _decode(path.read_bytes())
-    try:
-        dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(text[:4096])
-    except csv.Error:
-        dialect = csv.excel
-    rows = list(csv.reader(io.StringIO(text), dialect))
-    if not rows:
-        return ""
-    return _rows_as_text(rows[0], rows[1:])
-
-
-def _xlsx(path: Path) -> str:
-    from openpyxl import load_workbook
-
-    book = load_workbook(str(path), read_only=True, data_only=True)
-    parts = []
-    for sheet in book.worksheets:
-        rows = [["" if v is None else str(v) for v in row] for row in sheet.iter_rows(values_only=True)]
-        rows = [r for r in rows if any(c.strip() for c in r)]
-        if rows:
-            parts.append(f"# {sheet.title}\n" + _rows_as_text(rows[0], rows[1:]))
-    book.close()
-    return "\n\n".join(parts)
+    return decode(path.read_bytes())
 
 
 def _json(path: Path) -> str:
     try:
-        value = json.loads(_decode(path.read_bytes()))
+        value = json.loads(decode(path.read_bytes()))
     except json.JSONDecodeError as exc:
         raise ExtractionError(f"{path.name}: not valid JSON ({exc})") from exc
     lines: list[str] = []
@@ -123,15 +52,43 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".markdown": _text,
     ".text": _text,
     ".log": _text,
-    ".html": _html,
-    ".htm": _html,
-    ".pdf": _pdf,
-    ".docx": _docx,
-    ".csv": _csv,
-    ".tsv": _csv,
-    ".xlsx": _xlsx,
+    ".html": html_file,
+    ".htm": html_file,
+    ".xhtml": html_file,
+    ".pdf": pdf_text,
+    ".docx": docling_markdown,
+    ".doc": docling_markdown,
+    ".pptx": docling_markdown,
+    ".ppt": docling_markdown,
+    ".odt": docling_markdown,
+    ".odp": docling_markdown,
+    ".nxml": docling_markdown,  # JATS articles
+    ".xml": docling_markdown,  # JATS articles; docling-rs refuses other XML
+    ".adoc": docling_markdown,
+    ".asciidoc": docling_markdown,
+    ".epub": epub_markdown,
+    ".eml": eml_markdown,
+    ".rtf": rtf_text,
+    ".csv": csv_markdown,
+    ".tsv": csv_markdown,
+    ".xlsx": sheets_markdown,
+    ".xlsm": sheets_markdown,
+    ".xls": sheets_markdown,
+    ".ods": sheets_markdown,
     ".json": _json,
 }
+
+
+def preload_converters() -> None:
+    """Load the converters' native libraries now (the extraction child does, before its memory cap)."""
+    import lxml.html
+    import pypdfium2
+    import python_calamine
+
+    from lore_docdb.parse.convert.office import _converter
+
+    del lxml, pypdfium2, python_calamine
+    _converter()
 
 
 def supported(path: Path) -> bool:

@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from lore_common.workers import Inbox, Reply, Worker, serve
-from lore_docdb.parse.extract import EXTRACTORS, ExtractionError, extract_text
+from lore_docdb.parse.extract import EXTRACTORS, ExtractionError, extract_text, preload_converters
 
 MIB = 1024 * 1024
-TEXT_TYPES = {s for s in EXTRACTORS if s not in (".pdf", ".docx", ".xlsx")}
-ZIP_TYPES = (".docx", ".xlsx")
+ZIP_TYPES = (".docx", ".xlsx", ".xlsm", ".pptx", ".odt", ".odp", ".ods", ".epub")
+OLE_TYPES = (".doc", ".ppt", ".xls")  # legacy Office: an OLE2 compound file
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+TEXT_TYPES = {s for s in EXTRACTORS if s not in (".pdf", *ZIP_TYPES, *OLE_TYPES)}
 
 
 def sniff(path: Path, max_bytes: int) -> str | None:
@@ -37,6 +39,8 @@ def sniff(path: Path, max_bytes: int) -> str | None:
         return "is not a PDF (no %PDF- header)"
     if suffix in ZIP_TYPES and not head.startswith(b"PK\x03\x04"):
         return f"is not a {suffix} document (not a zip archive)"
+    if suffix in OLE_TYPES and not head.startswith(OLE_MAGIC):
+        return f"is not a legacy Office {suffix} file (no OLE2 header)"
     if suffix in TEXT_TYPES and b"\x00" in head and head[:2] not in (b"\xff\xfe", b"\xfe\xff"):
         return f"looks binary (NUL bytes), not {suffix} text"
     return None
@@ -116,9 +120,20 @@ def _handle(inbox: Inbox, max_bytes: int) -> list[Reply]:
     return [(int(request[0]), True, result)]
 
 
+def _address_space() -> int:
+    """This process's virtual memory size in bytes (VmSize)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 def main() -> None:
     memory_mb, max_bytes = int(sys.argv[1]), int(sys.argv[2])
-    limit = memory_mb * MIB
+    # The converters' libraries are loaded first and the cap counts from there: docling-rs alone maps
+    # about 700 MiB of address space (mostly reserved, not resident), which would eat a small cap.
+    preload_converters()
+    limit = _address_space() + memory_mb * MIB
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     serve(lambda inbox: _handle(inbox, max_bytes))
 

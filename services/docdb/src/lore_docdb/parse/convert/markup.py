@@ -1,0 +1,150 @@
+"""HTML and EPUB with lxml: headings, paragraphs, lists and tables in document order (script, style
+and the page's <head> left out). An EPUB is its spine's XHTML documents in reading order."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from lore_docdb.parse.convert.common import decode, md_table
+
+_SPACES = re.compile(r"\s+")
+_HEADING = re.compile(r"h[1-6]")
+_BLOCKS = {
+    "address", "article", "aside", "blockquote", "body", "dd", "details", "div", "dl", "dt", "figcaption",
+    "figure", "footer", "form", "header", "html", "li", "main", "nav", "ol", "p", "pre", "section",
+    "summary", "table", "td", "th", "ul",
+}  # fmt: skip
+_DROPPED = "//script|//style|//noscript|//template|//head"
+
+
+def _text(element: Any) -> str:
+    return _SPACES.sub(" ", element.text_content()).strip()
+
+
+def _tag(element: Any) -> str:
+    tag = element.tag
+    return tag.rsplit("}", 1)[-1].lower() if isinstance(tag, str) else ""
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.out: list[str] = []
+
+    def emit(self, text: str) -> None:
+        text = _SPACES.sub(" ", text).strip()
+        if text:
+            self.out.append(text)
+
+    def walk(self, element: Any, depth: int = 0) -> None:
+        tag = _tag(element)
+        if _HEADING.fullmatch(tag):
+            text = _text(element)
+            if text:
+                self.out.append("#" * int(tag[1]) + " " + text)
+            return
+        if tag == "table":
+            rows: list[list[object]] = [
+                [_text(cell) for cell in row if _tag(cell) in ("td", "th")]
+                for row in element.iter()
+                if _tag(row) == "tr" and _closest_table(row) is element
+            ]
+            table = md_table(rows)
+            if table:
+                self.out.append(table)
+            return
+        if tag in ("ul", "ol"):
+            for item in element:
+                if _tag(item) == "li":
+                    self.list_item(item, depth)
+            return
+        if tag == "pre":
+            code = element.text_content().rstrip()
+            if code.strip():
+                self.out.append("```\n" + code + "\n```")
+            return
+        inline = [element.text or ""]
+        for child in element:
+            child_tag = _tag(child)
+            if child_tag in _BLOCKS or _HEADING.fullmatch(child_tag):
+                self.emit("".join(inline))
+                inline = []
+                self.walk(child, depth)
+            elif child_tag == "br":
+                inline.append(" ")
+            elif child_tag:
+                inline.append(child.text_content())
+            inline.append(child.tail or "")
+        self.emit("".join(inline))
+
+    def list_item(self, item: Any, depth: int) -> None:
+        inline = [item.text or ""]
+        nested = []
+        for child in item:
+            if _tag(child) in _BLOCKS - {"p"} or _HEADING.fullmatch(_tag(child)):
+                nested.append(child)
+            else:
+                inline.append(child.text_content() if _tag(child) else "")
+                inline.append(child.tail or "")
+        text = _SPACES.sub(" ", "".join(inline)).strip()
+        if text:
+            self.out.append("  " * depth + "- " + text)
+        for child in nested:
+            self.walk(child, depth + 1)
+
+
+def _closest_table(row: Any) -> Any:
+    parent = row.getparent()
+    while parent is not None and _tag(parent) != "table":
+        parent = parent.getparent()
+    return parent
+
+
+def html_markdown(html: str | bytes) -> str:
+    import lxml.html
+
+    if isinstance(html, bytes):
+        html = decode(html)
+    if not html.strip():
+        return ""
+    root = lxml.html.document_fromstring(html)
+    for dropped in root.xpath(_DROPPED):
+        dropped.drop_tree()
+    walker = _Walker()
+    walker.walk(root)
+    return "\n\n".join(walker.out)
+
+
+def html_file(path: Path) -> str:
+    return html_markdown(path.read_bytes())
+
+
+MAX_EPUB_PART = 64 * 1024 * 1024  # one XHTML document inside an EPUB, uncompressed
+
+
+def epub_markdown(path: Path) -> str:
+    """The spine's documents in order (container.xml -> the OPF package -> its spine)."""
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, recover=True)
+
+    def read(archive: zipfile.ZipFile, name: str) -> bytes:
+        if archive.getinfo(name).file_size > MAX_EPUB_PART:
+            raise ValueError(f"{name} inside the EPUB is over {MAX_EPUB_PART >> 20} MiB")
+        return archive.read(name)
+
+    with zipfile.ZipFile(path) as archive:
+        container = etree.fromstring(read(archive, "META-INF/container.xml"), parser)
+        package_path = str(container.xpath("//*[local-name()='rootfile']/@full-path")[0])
+        package = etree.fromstring(read(archive, package_path), parser)
+        base = posixpath.dirname(package_path)
+        hrefs = {item.get("id"): item.get("href") for item in package.xpath("//*[local-name()='item']")}
+        parts = []
+        for ref in package.xpath("//*[local-name()='itemref']/@idref"):
+            href = hrefs.get(ref)
+            if href:
+                parts.append(html_markdown(read(archive, posixpath.normpath(posixpath.join(base, href)))))
+    return "\n\n".join(p for p in parts if p)

@@ -1,0 +1,31 @@
+"""Word processing, presentation and article formats through docling-rs (MIT, Rust, pinned): DOCX,
+DOC, PPTX, PPT, ODT, ODP, JATS XML and AsciiDoc to Markdown with headings, lists and tables in place,
+slides in order with their notes. These formats need none of docling's models; OCR and pictures are
+turned off so nothing is fetched."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from lore_docdb.parse.convert.common import tidy_markdown
+
+
+@cache
+def _converter() -> Any:
+    from docling_rs import DocumentConverter
+
+    return DocumentConverter(
+        do_ocr=False,
+        do_table_structure=False,
+        keep_picture_images=False,
+        fetch_images=False,
+        use_web_browser=False,
+    )
+
+
+def docling_markdown(path: Path) -> str:
+    """The document as Markdown, tables compacted to one line per row."""
+    result = _converter().convert(str(path))
+    return tidy_markdown(str(result.document.export_to_markdown()))

@@ -1,0 +1,245 @@
+"""Every accepted format turns into structured text: headings, lists, table rows with their cells on one
+line, the document's order, PDF pages apart; a corrupt file of any format is skipped with its reason."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lore_common.testing.flows import KB, parse, upload, wait_task
+from lore_docdb.parse.convert.common import PAGE_BREAK
+from lore_docdb.parse.extract import EXTRACTORS, ExtractionError, extract_text
+from lore_docdb.parse.sandbox import sniff
+
+DATA = Path(__file__).parent / "data"
+
+
+def text_of(name: str) -> str:
+    return extract_text(DATA / name)
+
+
+def in_order(text: str, *parts: str) -> bool:
+    """Every part is in the text, each after the one before."""
+    at = 0
+    for part in parts:
+        found = text.find(part, at)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return True
+
+
+def test_pdf_keeps_body_text_in_order_and_drops_running_headers_and_page_numbers() -> None:
+    text = text_of("sample.pdf")
+    pages = text.split(PAGE_BREAK)
+    assert len(pages) == 3
+    assert "winter night" in pages[0] and "thirty seconds" in pages[1] and "museums" in pages[2]
+    assert "passed the northern cape before dawn" in pages[0]  # "north-" + "ern" joined again
+    assert "Coastal Lights Annual Report" not in text  # the running header on every page
+    assert [p.strip().splitlines()[-1] for p in pages] == [
+        "The station log recorded each ship that passed the northern cape before dawn.",
+        "Keepers trimmed the wicks at midnight.",
+        "Many towers are now museums.",
+    ]  # the page numbers at the foot of each page are gone
+
+
+def test_docx_keeps_headings_lists_and_the_table_where_it_stood() -> None:
+    text = text_of("sample.docx")
+    assert in_order(
+        text,
+        "Field Guide",
+        "Migration begins in early spring.",
+        "- Swallows",
+        "- Storks",
+        "| Bird | Arrives | Leaves |",
+        "| Swallow | April | September |",
+        "| Stork | March | August |",
+        "# Nesting",
+        "Storks return to the same nest every year.",
+    )
+    assert "# Field Guide" in text
+
+
+def test_legacy_doc_is_read_with_its_headings() -> None:
+    text = text_of("sample.doc")
+    assert in_order(
+        text,
+        "# Überschriften in nicht",
+        "### Problem mit lokalisierten Dokumenten",
+        "Jedes Dokument, dessen Überschriftenstile",
+        "### Verifizierung",
+        "Lokaler Lauf gegen den eingesetzten DOCX",
+    )
+
+
+@pytest.mark.parametrize("name", ["sample.pptx", "sample.ppt", "sample.odp"])
+def test_presentations_give_slides_in_order_with_titles_and_table_rows(name: str) -> None:
+    text = text_of(name)
+    assert in_order(text, "# Test Table Slide", "# Second slide title", "Some info:", "Item B")
+    row = next(line for line in text.splitlines() if "R1" in line)
+    assert [c.strip(" -") for c in row.strip("|").split("|")] == [
+        "R1",
+        "True",
+        "False",
+        "",
+        "False",
+        "True",
+        "True",
+    ]
+
+
+def test_odt_keeps_heading_levels_in_order() -> None:
+    text = text_of("sample.odt")
+    assert in_order(
+        text, "# Title", "## heading level 1.0", "Lorem Ipsum is simply dummy text", "### Heading level 2: A"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "sheet"), [("sample.ods", "# Sheet1"), ("sample.xls", "# Duck Observations")]
+)
+def test_sheets_with_a_title_row_keep_the_title_and_name_each_value_by_its_column(
+    name: str, sheet: str
+) -> None:
+    text = text_of(name)
+    assert in_order(
+        text,
+        sheet,
+        "Number of freshwater ducks per year",
+        "Year: 2019; Freshwater Ducks: 120",
+        "Year: 2024; Freshwater Ducks: 180",
+    )
+
+
+def test_xlsx_gives_every_sheet_under_its_name() -> None:
+    assert text_of("sample.xlsx") == (
+        "# Prices\nItem: Tea; Price: 3.5; Stock: 12\nItem: Coffee; Price: 4; Stock: 0\n\n"
+        "# Staff\nName: Ada; Role: Engineer"
+    )
+
+
+def test_epub_follows_the_spine_not_the_manifest() -> None:
+    text = text_of("sample.epub")
+    assert in_order(
+        text,
+        "# Chapter One",
+        "planted in 1902",
+        "| Apple | 1902 |",
+        "# Chapter Two",
+        "festival began in 1920",
+    )
+
+
+def test_html_keeps_structure_and_drops_scripts() -> None:
+    text = text_of("sample.html")
+    assert in_order(
+        text,
+        "# Tide Tables",
+        "High water is twice a day.",
+        "- Spring tides",
+        "| Dover | 06:12 |",
+        "| Calais | 06:40 |",
+        "Times are local.",
+    )
+    assert "hidden" not in text
+
+
+def test_jats_article_gives_title_abstract_sections_and_table() -> None:
+    text = text_of("sample.xml")
+    assert in_order(
+        text,
+        "# Soil Moisture and Wheat Yield",
+        "Yield rose with soil moisture",
+        "## Methods",
+        "| A | 20% | 3.1 t |",
+        "| B | 35% | 4.4 t |",
+        "## Results",
+        "Plot B gave the highest yield.",
+    )
+
+
+def test_asciidoc_gives_headings_lists_and_tables() -> None:
+    text = text_of("sample.adoc")
+    assert in_order(
+        text,
+        "# 2nd Sample Document Title",
+        "- First item",
+        "## Section 4: test tables",
+        "| Value 3 | Value 4 |",
+    )
+
+
+def test_email_gives_headers_body_and_attachment_names() -> None:
+    text = text_of("sample.eml")
+    assert in_order(
+        text,
+        "Subject: Email with Attachment",
+        "From: Alice Example <alice@example.com>",
+        "This email contains an attachment.",
+        "Attachments: test.txt",
+    )
+
+
+def test_rtf_and_legacy_encoded_text_read_right() -> None:
+    assert in_order(
+        text_of("sample.rtf"),
+        "Quarterly summary",
+        "Revenue grew in the third quarter.",
+        "Café sales doubled.",
+    )
+    assert text_of("sample-cp1252.txt").startswith("Crème brûlée est un dessert français servi au café")
+
+
+CORRUPT = {
+    ".pdf": b"%PDF-1.7\n1 0 obj << /Type /Catalog",
+    ".docx": b"PK\x03\x04 truncated zip",
+    ".pptx": b"PK\x03\x04 truncated zip",
+    ".odt": b"PK\x03\x04 truncated zip",
+    ".ods": b"PK\x03\x04 truncated zip",
+    ".epub": b"PK\x03\x04 truncated zip",
+    ".xls": b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(100),
+    ".doc": b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(100),
+}
+
+
+@pytest.mark.parametrize("suffix", sorted(CORRUPT))
+def test_a_corrupt_file_raises_a_reason_naming_it(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"broken{suffix}"
+    path.write_bytes(CORRUPT[suffix])
+    assert sniff(path, 1 << 20) is None  # it looks like its type, so the converter itself must refuse it
+    with pytest.raises(ExtractionError, match=rf"broken\{suffix}"):
+        extract_text(path)
+
+
+def test_a_file_of_the_wrong_kind_is_refused_before_parsing(tmp_path: Path) -> None:
+    for suffix in (".pptx", ".epub", ".doc", ".xls"):
+        path = tmp_path / f"fake{suffix}"
+        path.write_text("plain text pretending")
+        assert sniff(path, 1 << 20) is not None
+
+
+async def test_every_sample_parses_and_corrupt_ones_are_skipped_with_reasons(
+    docdb_factory: Any, tmp_path: Path
+) -> None:
+    async with docdb_factory() as client:
+        await upload(client, "formats", {"keep.txt": b"Lighthouses guide ships."})
+        folder = tmp_path / "docdb" / "raw" / "formats"
+        for sample in DATA.iterdir():
+            if sample.suffix in EXTRACTORS:
+                shutil.copy(sample, folder / sample.name)
+        for suffix, data in CORRUPT.items():
+            (folder / f"broken{suffix}").write_bytes(data)
+        await client.post(KB, json={"name": "formats"})
+        [task_id] = await parse(client, "formats", ["formats"], mode=1)
+        task = await wait_task(client, task_id)
+        assert task["status"] == "completed", task
+        skipped = {s["file"] for s in task["metadata"]["skipped_files"]}
+        assert skipped == {f"broken{suffix}" for suffix in CORRUPT}
+        hits = await client.post(
+            "/api/v1/docdb/retrieve",
+            json={"query": "Which plot gave the highest wheat yield?", "kb_id": "formats"},
+        )
+        assert hits.json()["data"][0]["kb_name"] == "sample.xml"
