@@ -1,5 +1,5 @@
 """One contract for every vector store: the same assertions on the embedded Qdrant Edge store and on
-pgvector (and on a Qdrant server, with `LORE_TEST_QDRANT_URL` set)."""
+pgvector. (A Qdrant server is not run here: no server binary is installed with the suite.)"""
 
 from __future__ import annotations
 
