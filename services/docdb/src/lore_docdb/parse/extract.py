@@ -79,16 +79,27 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
 }
 
 
-def preload_converters() -> None:
-    """Load the converters' native libraries now (the extraction child does, before its memory cap)."""
+# The formats docling-rs reads. Loading it costs about 2 s of CPU and maps about 700 MiB of address
+# space, so only an extraction child that meets one of these loads it.
+OFFICE_SUFFIXES = frozenset(suffix for suffix, convert in EXTRACTORS.items() if convert is docling_markdown)
+
+
+def needs_office(path: Path) -> bool:
+    return path.suffix.lower() in OFFICE_SUFFIXES
+
+
+def preload_converters(office: bool) -> None:
+    """Load the converters' native libraries now (the extraction child does, before its memory cap);
+    docling-rs only when `office`."""
     import lxml.html
     import pypdfium2
     import python_calamine
 
-    from lore_docdb.parse.convert.office import _converter
-
     del lxml, pypdfium2, python_calamine
-    _converter()
+    if office:
+        from lore_docdb.parse.convert.office import _converter
+
+        _converter()
 
 
 def supported(path: Path) -> bool:

@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from lore_common.workers import Inbox, Reply, Worker, serve
-from lore_docdb.parse.extract import EXTRACTORS, ExtractionError, extract_text, preload_converters
+from lore_docdb.parse.extract import (
+    EXTRACTORS,
+    ExtractionError,
+    extract_text,
+    needs_office,
+    preload_converters,
+)
 
 MIB = 1024 * 1024
 ZIP_TYPES = (".docx", ".xlsx", ".xlsm", ".pptx", ".odt", ".odp", ".ods", ".epub")
@@ -54,15 +60,20 @@ class Sandbox:
         self.memory_mb = memory_mb
         self.max_bytes = max_file_mb * MIB
         self._worker: Worker | None = None
+        self._office = False  # whether the child has docling-rs loaded
 
-    def _child(self) -> Worker:
+    async def _child(self, path: Path) -> Worker:
+        office = needs_office(path)
+        if self._worker is not None and office and not self._office:
+            await self.close()  # the first office file of this parse: a child that loads docling-rs
         if self._worker is None or not self._worker.usable():
-            args = [str(self.memory_mb), str(self.max_bytes)]
+            self._office = office
+            args = [str(self.memory_mb), str(self.max_bytes), "office" if office else "plain"]
             self._worker = Worker("text extraction", "lore_docdb.parse.sandbox", args, ExtractionError)
         return self._worker
 
     async def extract(self, path: Path) -> str:
-        worker = self._child()
+        worker = await self._child(path)
         try:
             async with asyncio.timeout(self.timeout):
                 ok, payload = await worker.call("extract", str(path))
@@ -130,9 +141,10 @@ def _address_space() -> int:
 
 def main() -> None:
     memory_mb, max_bytes = int(sys.argv[1]), int(sys.argv[2])
+    office = len(sys.argv) > 3 and sys.argv[3] == "office"
     # The converters' libraries are loaded first and the cap counts from there: docling-rs alone maps
     # about 700 MiB of address space (mostly reserved, not resident), which would eat a small cap.
-    preload_converters()
+    preload_converters(office)
     limit = _address_space() + memory_mb * MIB
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     serve(lambda inbox: _handle(inbox, max_bytes))
