@@ -67,7 +67,7 @@ def test_every_error_has_the_one_envelope() -> None:
             "success": False,
             "code": 404,
             "message": "dataset 'x' does not exist",
-            "detail": None,
+            "detail": "dataset 'x' does not exist",  # the message again: clients of `{detail}` read it
         }
         r = client.get("/typed", params={"limit": "many"})
         assert r.status_code == 400

@@ -49,8 +49,15 @@ class Unprocessable(LoreError):
 
 
 def error_body(status: int, message: str, detail: Any = None) -> dict[str, Any]:
-    """The one error body of every module."""
-    return {"success": False, "code": status, "message": message, "detail": detail}
+    """The one error body of every module. `detail` holds the structured detail when there is one
+    (the fields a validation error names) and otherwise repeats the message, so a client written for
+    the common `{detail}` shape still reads what went wrong."""
+    return {
+        "success": False,
+        "code": status,
+        "message": message,
+        "detail": message if detail is None else detail,
+    }
 
 
 _TYPE_NAMES = {

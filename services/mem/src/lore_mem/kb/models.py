@@ -140,7 +140,7 @@ class QueryFailed(msgspec.Struct, kw_only=True):
     success: bool = False
     code: int
     message: str
-    detail: None = None
+    detail: str  # the message again, as every error body has it (lore_core.errors.error_body)
 
 
 class ChunkRecord(msgspec.Struct, array_like=True):

@@ -462,7 +462,7 @@ class KbQueryAnswer(CitedAnswer[KbPassages, KbCitation, KbAnswer | QueryFailed])
         else:
             log.warning("kb_query_failed", mode=mode, error=str(exc))
             status, message = 500, f"kb {mode} answer failed: {exc}"
-        return Failure(status, message, QueryFailed(code=status, message=message))
+        return Failure(status, message, QueryFailed(code=status, message=message, detail=message))
 
 
 def _move(source: Path, target: Path) -> None:
