@@ -203,7 +203,8 @@ async def test_a_model_failing_mid_answer_is_the_error_event_then_done(mem_facto
     error = events[2][1]
     assert set(error) == {"code", "message"} and error["code"] == 500
     assert error["message"].startswith("kb naive answer failed")
-    assert events[3][1] == {"success": False, "code": 500, "message": error["message"], "detail": error["message"]}
+    failed = {"success": False, "code": 500, "message": error["message"], "detail": error["message"]}
+    assert events[3][1] == failed
     # Not streaming, the same failure is the status with the same error body.
     assert plain.status_code == 500 and plain.json()["message"].startswith("kb naive answer failed")
 
