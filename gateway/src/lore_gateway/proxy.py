@@ -325,7 +325,8 @@ class Proxy:
                     "larger than this route accepts (JSON bodies up to 10 MB; files: the upload routes "
                     "and their limits)",
                     {"service": module},
-                ),
+                )
+                | {"service": module},  # also where clients of earlier versions read it
             )
         else:
             reason = str(exc) or type(exc).__name__
@@ -337,7 +338,8 @@ class Proxy:
                 502,
                 error_body(
                     502, f"the {module} service is unreachable at {base}: {reason}", {"service": module}
-                ),
+                )
+                | {"service": module},
             )
         start["headers"].append((REQUEST_ID_HEADER.encode(), request_id.encode()))
         await send(start)
