@@ -356,7 +356,7 @@ def pgvector_admin_url() -> tuple[str, Any]:
         return configured, None
     from pgserver.postgres_server import get_server
 
-    server = get_server(Path(tempfile.mkdtemp(prefix="lore-bench-pgvector-")), cleanup_mode="stop")
+    server = get_server(Path(tempfile.mkdtemp(prefix="lore-bench-pgvector-")), cleanup_mode="delete")
     return str(server.get_uri()), server
 
 
