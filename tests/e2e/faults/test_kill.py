@@ -195,7 +195,7 @@ def test_docdb_killed_during_a_kb_deletion_finishes_it_after_restart(tmp_path: P
         task = client.post(f"{KB}/doomed/parse", json={"datasets": ["notes"]}).json()["data"]["tasks"][0]
         task_path = f"/api/v1/docdb/files/processing/tasks/{task['task_id']}"
         assert poll_status(client, task_path, {"completed"})["status"] == "completed"
-        collections = tmp_path / "docdb" / "qdrant" / "collection"
+        collections = tmp_path / "docdb" / "qdrant" / "edge"  # one Qdrant Edge shard per collection
         assert any(p.name.endswith("doomed") for p in collections.iterdir())
         assert client.delete(f"{KB}/doomed").status_code == 202
     kill9(docdb)

@@ -81,9 +81,7 @@ _INDENTED = re.compile(r"^(?:\t| {4,})\S")
 _CODE_LIKE = re.compile(r"[{};]\s*$|^\s*(?:\$|>>>|#include|def |class |import |return\b)|\w\(.*\)\s*;")
 _HYPHEN_BREAK = re.compile(r"(\w)-\s*\n\s*([a-z])")
 # A stop, then closing quotes or brackets, then space, then something that can open a sentence.
-_STOP = re.compile(
-    r"""([.!?…]+)(["'”’)\]]*)(\s+)(?=["'“‘(\[]?(?:[A-Z0-9À-Ý\u4e00-\u9fff]|[a-z]+[A-Z0-9]))"""
-)
+_STOP = re.compile(r"""([.!?…]+)(["'”’)\]]*)(\s+)(?=["'“‘(\[]?(?:[A-Z0-9À-Ý\u4e00-\u9fff]|[a-z]+[A-Z0-9]))""")
 _CJK_STOP = re.compile(r"([。！？!?]+)([”’」』）)]*)")
 _LAST_WORD = re.compile(r"([A-Za-z][A-Za-z.]*)$")
 

@@ -239,6 +239,7 @@ async def running(domains: Domains, sql: AsyncEngine, cfg: DocdbConfig) -> Async
         ):
             yield
     finally:
+        await domains.knowledge_bases.stop_deletions()
         await domains.parse.stop()
         await leadership.release()
         await domains.indexes.vectors.close()

@@ -46,8 +46,11 @@ class EdgeStore(VectorStore):
         self.root = root
         self.shards = root / SHARDS
         self._worker: Worker | None = None
+        self._closed = False
 
     def _engine(self) -> Worker:
+        if self._closed:  # a call after shutdown must not start a new engine that nobody stops
+            raise VectorStoreError("the vector store is closed (the service is shutting down)")
         worker = self._worker
         if worker is None or not worker.usable():
             worker = Worker(
@@ -63,6 +66,7 @@ class EdgeStore(VectorStore):
         await self._call("dimension", "lore-ping")
 
     async def close(self) -> None:
+        self._closed = True
         worker, self._worker = self._worker, None
         if worker is not None:
             await worker.close()

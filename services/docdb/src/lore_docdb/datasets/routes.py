@@ -92,7 +92,7 @@ class DatasetController(Controller):
             # A part without a filename (or a blank one) reaches us as a text field.
             raise BadRequest(
                 "a part of `files` has a blank filename: send each file as a file part named after "
-                "the file (filename=\"report.pdf\")"
+                'the file (filename="report.pdf")'
             )
         if not uploads:
             raise BadRequest("no files: send one or more files in the multipart field `files`")

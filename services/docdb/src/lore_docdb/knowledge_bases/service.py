@@ -268,6 +268,15 @@ class KnowledgeBaseService:
             if kb.status == "deleting":
                 self._spawn_deleter(kb.name)
 
+    async def stop_deletions(self) -> None:
+        """Cancel the deletions under way (on shutdown): each KB stays `deleting`, so the next start
+        finishes it, and none of them outlives the stores it deletes from."""
+        running = [task for task in self._deleters.values() if not task.done()]
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        self._deleters.clear()
+
     async def _delete_worker(self, name: str) -> None:
         try:
             await self.parses.cancel_all_for_kb(name)
