@@ -254,6 +254,10 @@ class Proxy:
         upstream = self.downstreams[module]
         headers = self._forward_headers(scope, request_id)
         body_sent = False
+        # Set once the request body is read to its end: only then may the event relay listen for the
+        # client's disconnect, since two receive() calls at once (aiohttp still sending the body's last,
+        # empty part while the service already answers) can hand the relay a disconnect that never was.
+        body_read = asyncio.Event()
 
         async def body() -> AsyncIterator[bytes]:
             nonlocal body_sent
@@ -262,11 +266,13 @@ class Proxy:
                 message = await receive()
                 body_sent = True
                 if message["type"] == "http.disconnect":
+                    body_read.set()
                     raise ClientGone
                 chunk = message.get("body", b"")
                 if chunk:
                     yield chunk
                 if not message.get("more_body", False):
+                    body_read.set()
                     return
 
         has_body = self._has_body(scope)
@@ -277,6 +283,8 @@ class Proxy:
             tried.add(replica.url)
             url = self._target(replica.url, scope)
             data = body() if has_body else None
+            if not has_body:
+                body_read.set()
             replica.in_flight += 1
             try:
                 try:
@@ -303,7 +311,7 @@ class Proxy:
                     return
                 upstream.succeeded(replica)
                 if response.content_type == EVENT_STREAM:
-                    await self._relay_events(module, response, request_id, send, receive)
+                    await self._relay_events(module, response, request_id, send, receive, body_read)
                 else:
                     await self._relay(module, response, request_id, send)
                 return
@@ -346,12 +354,19 @@ class Proxy:
         await send(end)
 
     async def _relay_events(
-        self, module: str, response: aiohttp.ClientResponse, request_id: str, send: Send, receive: Receive
+        self,
+        module: str,
+        response: aiohttp.ClientResponse,
+        request_id: str,
+        send: Send,
+        receive: Receive,
+        body_read: asyncio.Event,
     ) -> None:
         """An event stream, relayed event by event as the service sends it; when the client goes away,
         the connection to the service is dropped, so that it stops (and stops its model call)."""
 
         async def client_gone() -> None:
+            await body_read.wait()
             while (await receive())["type"] != "http.disconnect":
                 pass
 
