@@ -116,7 +116,8 @@ async def test_replicas_without_a_shared_disk_share_datasets_uploads_and_parsing
 ) -> None:
     bucket = f"lore-{uuid.uuid4().hex[:8]}"
     env = {**s3_env(moto_s3, bucket), "LORE__DOCDB__DATABASE__URL": postgres_url}
-    async with replica(tmp_path, "a", **env) as a, replica(tmp_path, "b", **env) as b:
+    async with contextlib.AsyncExitStack() as a_stack, replica(tmp_path, "b", **env) as b:
+        a = await a_stack.enter_async_context(replica(tmp_path, "a", **env))
         assert (await a.post(DS, json={"name": "people"})).status_code == 200
         assert (await b.post(DS, json={"name": "people"})).status_code == 409
         assert (await b.get(DS)).json()["data"] == ["people"]
@@ -151,6 +152,8 @@ async def test_replicas_without_a_shared_disk_share_datasets_uploads_and_parsing
         # Replica B parses what A stored (it has never seen the bytes) and answers from it.
         assert (await b.delete(f"{DS}/people/files/people_1.txt")).status_code == 200
         assert (await a.post(KB, json={"name": "people"})).status_code == 200
+        # A stops, so B's worker claims the task: each replica here keeps its own embedded vectors.
+        await a_stack.aclose()
         parse = (await b.post(f"{KB}/people/parse", json={"datasets": ["people"]})).json()
         task = await wait(b, parse["data"]["tasks"][0]["task_id"])
         assert task["status"] == "completed", task
