@@ -338,6 +338,25 @@ class TelemetryConfig(Section):
     sample_ratio: float = 1.0
 
 
+class NetworkConfig(Section):
+    """Where the server may connect when a user names a URL (web and git sources, S3 endpoints, picture
+    URLs, webhooks): public addresses only, plus these ranges (`10.0.0.0/8`, `fd00::/8`, one address)."""
+
+    allow_ranges: list[str] = msgspec.field(default_factory=list)
+
+
+class SecurityConfig(Section):
+    """The credential between Lore's own processes: the gateway (and gen, towards docdb) sends the
+    first token of `internal_token` (comma-separated) on every call, and docdb, gen and mem refuse a
+    call that carries none of them (401), except `/livez`, `/health` and `/metrics`. Two tokens at once
+    let a rotation go without a failed request. Unset: services accept every caller (a laptop)."""
+
+    internal_token: str | None = None
+
+    def internal_tokens(self) -> list[str]:
+        return [t.strip() for t in (self.internal_token or "").split(",") if t.strip()]
+
+
 class DisplayConfig(Section):
     """What people read, in every process: the CLI's and console's labels follow the server's choice."""
 
@@ -388,6 +407,8 @@ class Settings(Section):
     logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
     telemetry: TelemetryConfig = msgspec.field(default_factory=TelemetryConfig)
     display: DisplayConfig = msgspec.field(default_factory=DisplayConfig)
+    network: NetworkConfig = msgspec.field(default_factory=NetworkConfig)
+    security: SecurityConfig = msgspec.field(default_factory=SecurityConfig)
     parameter: PipelineParameters = msgspec.field(default_factory=PipelineParameters)
     postgres_batch_size: int = 500
     parse_max_workers: int = 2
