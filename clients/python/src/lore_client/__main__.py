@@ -6,6 +6,9 @@ import sys
 
 
 def main() -> None:
+    # Compiled modules are cached even where PYTHONDONTWRITEBYTECODE is set: without the cache each
+    # `lore` run compiles typer, rich and httpx again (about a second).
+    sys.dont_write_bytecode = False
     try:
         from lore_client.cli import main as run
     except ModuleNotFoundError as exc:  # typer or rich missing

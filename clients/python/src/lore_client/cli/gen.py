@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.tree import Tree
 
@@ -67,6 +66,8 @@ def table(
         grid.add_row(*(shown("" if line.get(c) is None else str(line.get(c))) for c in columns))
     console.print(grid)
     if console.is_terminal:
+        from rich.syntax import Syntax  # pygments loads only where SQL is highlighted
+
         console.print(Syntax(result.sql, "sql", word_wrap=True))
     else:  # Syntax pads every line to the width with spaces
         console.print(result.sql, markup=False, highlight=False)

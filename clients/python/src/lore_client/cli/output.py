@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import msgspec
 import typer
@@ -16,7 +16,9 @@ from rich.console import Console
 from rich.table import Column
 
 from lore_client.errors import LoreError, TaskFailed
-from lore_client.sync import Lore
+
+if TYPE_CHECKING:
+    from lore_client.sync import Lore
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -53,6 +55,8 @@ class Settings:
 
 @contextmanager
 def client() -> Iterator[Lore]:
+    from lore_client.sync import Lore  # httpx loads only for a command that calls the gateway
+
     lore = Lore(Settings.url, Settings.api_key)
     try:
         yield lore
