@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lore_client.cli import app
+from lore_client.sync import Lore
 
 from .conftest import ROOT, Stack
 
@@ -59,7 +60,7 @@ def test_ingest_uploads_parses_and_is_idempotent_then_kb_and_tasks(run: Any, tmp
     (folder / "notes" / "lovelace.txt").write_text("Ada Lovelace wrote the first published program in 1843.")
     kb = unique("people")
     first = as_json(run("ingest", str(folder), "--kb", kb, "--json"))
-    assert sorted(f["filename"] for f in first["uploaded"]) == ["curie.md", "hopper.md", "lovelace.txt"]
+    assert sorted(f["path"] for f in first["uploaded"]) == ["curie.md", "hopper.md", "notes/lovelace.txt"]
     assert first["task"]["status"] == "completed" and first["dataset"] == kb and first["chunk_count"] == 3
     again = as_json(run("ingest", str(folder), "--kb", kb, "--json"))
     assert again["uploaded"] == [] and len(again["unchanged"]) == 3 and again["task"] is None
@@ -105,6 +106,53 @@ def test_ingest_uploads_parses_and_is_idempotent_then_kb_and_tasks(run: Any, tmp
     run("kb", "rm", kb, code=1, answer="n\n")  # asked, and refused: nothing happens
     assert as_json(run("kb", "show", kb, "--json"))["knowledge_base"]["status"] == "ready"
     assert as_json(run("kb", "rm", kb, "--yes", "--json"))["status"] == "deleting"
+
+
+def test_ingest_syncs_by_path_and_content(run: Any, stack: Stack, tmp_path: Path) -> None:
+    """Issue #41's three re-ingest defects: a same-size edit was skipped as up to date, a new-size edit
+    was uploaded as vault_1.txt beside the old copy, and one name in two folders was uploaded again on
+    every run (README_2.md, README_3.md, …)."""
+    folder = tmp_path / "vault"
+    (folder / "guide").mkdir(parents=True)
+    (folder / "api").mkdir()
+    (folder / "vault.txt").write_text("The vault code is 1234.")
+    (folder / "guide" / "README.md").write_text("The guide explains the vault.")
+    (folder / "api" / "README.md").write_text("The API opens the vault.")
+    kb = unique("vault")
+
+    def ingest(*extra: str) -> Any:
+        return as_json(run("ingest", str(folder), "--kb", kb, "--mode", "1", "--json", *extra))
+
+    def stored() -> dict[str, Any]:
+        with Lore(stack.url) as lore:
+            return {f.path: f for f in lore.list_files(kb)}
+
+    first = ingest()
+    assert sorted(f["path"] for f in first["uploaded"]) == ["api/README.md", "guide/README.md", "vault.txt"]
+    again = ingest()
+    assert again["uploaded"] == [] and again["task"] is None and len(again["unchanged"]) == 3
+    assert sorted(f.name for f in stored().values()) == ["api%2FREADME.md", "guide%2FREADME.md", "vault.txt"]
+
+    (folder / "vault.txt").write_text("The vault code is 9876.")  # the same size
+    edited = ingest()
+    assert [(f["path"], f["status"]) for f in edited["uploaded"]] == [("vault.txt", "replaced")]
+    assert edited["task"]["status"] == "completed"
+    (folder / "vault.txt").write_text("The vault code is 55555.")  # a new size
+    grown = ingest()
+    assert [(f["path"], f["status"]) for f in grown["uploaded"]] == [("vault.txt", "replaced")]
+    assert sorted(stored()) == ["api/README.md", "guide/README.md", "vault.txt"]
+    assert grown["chunk_count"] == 3
+    with Lore(stack.url) as lore:
+        found = lore.retrieve(kb, "vault code", max_results=10)
+    texts = " ".join(p.content for p in found.data)
+    assert "55555" in texts and "1234" not in texts and "9876" not in texts
+
+    (folder / "api" / "README.md").unlink()
+    kept = ingest()
+    assert kept["deleted"] == [] and "api/README.md" in stored()
+    pruned = ingest("--delete")
+    assert pruned["deleted"] == ["api/README.md"] and sorted(stored()) == ["guide/README.md", "vault.txt"]
+    assert pruned["task"]["status"] == "completed" and pruned["chunk_count"] == 2
 
 
 def test_failures_exit_non_zero_with_the_servers_message(run: Any, tmp_path: Path) -> None:

@@ -81,6 +81,12 @@ def test_datasets_and_files_with_typed_errors(lore: Lore, tmp_path: Path) -> Non
     lore.delete_file(name, "curie_1.md")
     with pytest.raises(NotFound, match=r"curie_1\.md"):
         lore.delete_file(name, "curie_1.md")
+    put = lore.put_file(name, "notes/50% off.md", b"alpha")
+    assert (put.name, put.path, put.status) == ("notes%2F50%25 off.md", "notes/50% off.md", "added")
+    assert lore.put_file(name, "notes/50% off.md", b"alpha").status == "unchanged"
+    assert {f.path: f.sha256 for f in lore.list_files(name)}["notes/50% off.md"] == put.sha256
+    lore.delete_file(name, put.name)
+    assert [f.name for f in lore.list_files(name)] == ["curie.md"]
     lore.delete_dataset(name)
     with pytest.raises(NotFound) as missing:
         lore.list_files(name)

@@ -26,6 +26,7 @@ TASKS = f"{D}/files/processing/tasks"
 # (model, service, method, path, where in the reply: dotted fields, `[]` for an array's items)
 MIRRORS: list[tuple[type[m.Model], str, str, str, str]] = [
     (m.FileInfo, "docdb", "get", f"{DS}/{{dataset}}/files", "files[]"),
+    (m.PutFileResult, "docdb", "put", f"{DS}/{{dataset}}/files", "data"),
     (m.UploadedFile, "docdb", "post", f"{DS}/{{dataset}}/files", "files[]"),
     (m.UploadedFile, "docdb", "post", f"{DS}/{{dataset}}/upload/{{upload_id}}/complete", "data"),
     (m.UploadSession, "docdb", "post", f"{DS}/{{dataset}}/upload/init", "data"),

@@ -4,9 +4,10 @@ chat and retrieval (see the API reference at `/schema`)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote
 
 import msgspec
 
@@ -22,6 +23,7 @@ from lore_client.models import (
     KnowledgeBaseSummary,
     Overview,
     ParseResult,
+    PutFileResult,
     RetrieveResult,
     Schema,
     SchemaSummary,
@@ -84,8 +86,30 @@ class Docdb(Core):
         files = [("files", (Path(p).name, await asyncio.to_thread(Path(p).read_bytes))) for p in paths]
         return (await self._post(f"{DATASETS}/{dataset}/files", Uploaded, files=files)).files
 
+    async def put_file(
+        self,
+        dataset: str,
+        path: str,
+        content: bytes | str | Path,
+        *,
+        on_sent: Callable[[int], None] | None = None,
+    ) -> PutFileResult:
+        """Write the file at `path` in the dataset (`guide/README.md`: folders allowed), replacing the
+        file there; the same content writes nothing (`status` `unchanged`). `content` is the bytes or a
+        local file, streamed (`on_sent` hears the bytes sent so far)."""
+        body = content if isinstance(content, bytes) else _stream(Path(content), on_sent)
+        reply = await self._send(
+            "PUT",
+            f"{DATASETS}/{dataset}/files",
+            params={"path": path},
+            content=body,
+            headers={"content-type": "application/octet-stream"},
+        )
+        return decode(reply, Data[PutFileResult]).data
+
     async def delete_file(self, dataset: str, filename: str) -> None:
-        await self._send("DELETE", f"{DATASETS}/{dataset}/files/{filename}")
+        """Delete a file by its listed `name`."""
+        await self._send("DELETE", f"{DATASETS}/{dataset}/files/{quote(filename, safe='')}")
 
     # ------------------------------------------------------------ chunked upload
 
@@ -248,6 +272,22 @@ class Docdb(Core):
         if top_k is not None:
             body["top_k"] = top_k
         return await self._post("docdb/retrieve", RetrieveResult, body)
+
+
+STREAM_BLOCK = 1024 * 1024
+
+
+async def _stream(path: Path, on_sent: Callable[[int], None] | None) -> AsyncIterator[bytes]:
+    sent = 0
+    handle = await asyncio.to_thread(path.open, "rb")
+    try:
+        while block := await asyncio.to_thread(handle.read, STREAM_BLOCK):
+            sent += len(block)
+            yield block
+            if on_sent is not None:
+                on_sent(sent)
+    finally:
+        handle.close()
 
 
 def _chat_body(

@@ -34,9 +34,21 @@ class Health(Model):
 
 
 class FileInfo(Model):
-    name: str
+    name: str  # as stored: a path's folders are flattened (`guide/README.md` -> `guide%2FREADME.md`)
     size: int
     modified_time: str
+    path: str = ""  # the file's path in the dataset, its identity with `sha256`
+    sha256: str | None = None  # of its content; None while the server does not know it
+
+
+class PutFileResult(Model):
+    """A file written by its path: `status` is `added`, `replaced` or `unchanged` (nothing written)."""
+
+    name: str
+    path: str
+    size: int
+    sha256: str
+    status: str
 
 
 class UploadedFile(Model):

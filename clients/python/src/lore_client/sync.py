@@ -150,6 +150,7 @@ class Lore:
     delete_dataset = _Blocking(AsyncLore.delete_dataset)
     list_files = _Blocking(AsyncLore.list_files)
     upload_files = _Blocking(AsyncLore.upload_files)
+    put_file = _Blocking(AsyncLore.put_file)
     delete_file = _Blocking(AsyncLore.delete_file)
     init_upload = _Blocking(AsyncLore.init_upload)
     upload_chunk = _Blocking(AsyncLore.upload_chunk)

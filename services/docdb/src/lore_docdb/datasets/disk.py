@@ -19,10 +19,16 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lore_core.files import write_atomic
+from lore_docdb.datasets.paths import sha256_of
 from lore_docdb.datasets.raw import MAX_RENAME_ATTEMPTS, candidates
 
 TRASH = ".trash"
 UPLOADS = ".uploads"
+# Each file's content hash, kept beside it as `.sha256/<name>` ("<hex> <size> <mtime_ns>"): computed
+# when the file is written by path, else at the first listing that asks, and again when the file's size
+# or time no longer match (a file changed behind docdb's back).
+HASHES = ".sha256"
 
 
 class RawFiles:
@@ -91,11 +97,60 @@ class RawFiles:
                 temp.unlink()
         raise FileExistsError(f"no free name for {filename!r} after {MAX_RENAME_ATTEMPTS} attempts")
 
+    def replace(self, dataset: str, temp: Path, filename: str, sha256: str) -> bool:
+        """Give `temp` the name `filename`, replacing the file of that name at once (readers see the
+        old bytes or the new, never a mix); True when there was one."""
+        final = self.file_path(dataset, filename)
+        existed = final.exists()
+        try:
+            os.replace(temp, final)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                temp.unlink()
+        self._remember_hash(dataset, filename, sha256)
+        return existed
+
+    def _hash_file(self, dataset: str, filename: str) -> Path:
+        return self.dataset_dir(dataset) / HASHES / filename
+
+    def _remember_hash(self, dataset: str, filename: str, sha256: str) -> None:
+        stat = self.file_path(dataset, filename).stat()
+        target = self._hash_file(dataset, filename)
+        target.parent.mkdir(exist_ok=True)
+        write_atomic(target, f"{sha256} {stat.st_size} {stat.st_mtime_ns}".encode())
+
+    def sha256(self, dataset: str, filename: str) -> str | None:
+        """The file's content hash (computed and kept when unknown or stale); None when it is gone."""
+        path = self.file_path(dataset, filename)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return None
+        with contextlib.suppress(OSError, ValueError):
+            digest, size, mtime = self._hash_file(dataset, filename).read_text().split()
+            if int(size) == stat.st_size and int(mtime) == stat.st_mtime_ns:
+                return digest
+        try:
+            digest = sha256_of(path)
+            self._remember_hash(dataset, filename, digest)
+        except FileNotFoundError:
+            return None
+        return digest
+
+    def hashes(self, dataset: str) -> dict[str, str]:
+        found = {}
+        for name, _, _ in self.list_files(dataset):
+            digest = self.sha256(dataset, name)
+            if digest is not None:
+                found[name] = digest
+        return found
+
     def delete_file(self, dataset: str, filename: str) -> bool:
         try:
             self.file_path(dataset, filename).unlink()
         except FileNotFoundError:
             return False
+        self._hash_file(dataset, filename).unlink(missing_ok=True)
         return True
 
     def sweep_temp_files(self, older_than_s: float = 0.0) -> Iterator[Path]:
@@ -138,6 +193,15 @@ class DiskRawStore:
 
     async def publish(self, dataset: str, temp: Path, filename: str) -> str:
         return await asyncio.to_thread(self.files.publish, dataset, temp, filename)
+
+    async def replace(self, dataset: str, temp: Path, filename: str, sha256: str) -> bool:
+        return await asyncio.to_thread(self.files.replace, dataset, temp, filename, sha256)
+
+    async def hashes(self, dataset: str) -> dict[str, str]:
+        return await asyncio.to_thread(self.files.hashes, dataset)
+
+    async def hash_of(self, dataset: str, filename: str) -> str | None:
+        return await asyncio.to_thread(self.files.sha256, dataset, filename)
 
     async def delete_file(self, dataset: str, filename: str) -> bool:
         return await asyncio.to_thread(self.files.delete_file, dataset, filename)

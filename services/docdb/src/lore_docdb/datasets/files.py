@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hashlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -92,3 +93,26 @@ async def stream_to_file(stream: AsyncIterator[bytes], target: Path, limit: int 
     finally:
         await asyncio.to_thread(os.close, fd)
     return size
+
+
+async def stream_hashed(stream: AsyncIterator[bytes], target: Path, limit: int) -> tuple[int, str]:
+    """Write a request body to `target` as it arrives, hashing it on the way; returns its size and
+    sha256. A body over `limit` bytes is a 413 (nothing is kept: the caller removes `target`)."""
+    size = 0
+    digest = hashlib.sha256()
+    fd = await asyncio.to_thread(os.open, target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        writer = BufferedWriter(fd)
+        async for chunk in stream:
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(
+                    f"file is larger than the limit of {limit} bytes (docdb.max_upload_size) for one request"
+                )
+            digest.update(chunk)
+            await writer.add(chunk)
+        await writer.flush()
+        await asyncio.to_thread(os.fsync, fd)
+    finally:
+        await asyncio.to_thread(os.close, fd)
+    return size, digest.hexdigest()

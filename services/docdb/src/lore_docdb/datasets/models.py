@@ -4,6 +4,7 @@ tables of the raw-file registry that the object-storage backend keeps (SQL in st
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 import msgspec
 from sqlalchemy import BigInteger
@@ -14,6 +15,8 @@ from lore_core.naming import Name
 from lore_docdb.envelope import Success
 
 DatasetName = Name
+# A file's path in its dataset (`guide/README.md`), checked by datasets/paths.py.
+PathRef = Annotated[str, msgspec.Meta(min_length=1, max_length=1024)]
 
 
 class CreateDataset(msgspec.Struct, forbid_unknown_fields=True):
@@ -24,6 +27,11 @@ class FileEntry(msgspec.Struct):
     name: str
     size: int
     modified_time: str  # ISO 8601 without zone (UTC)
+    # The file's identity (datasets/paths.py): its path in the dataset (subfolders flattened into the
+    # stored `name`) and the sha256 of its content (null while unknown: a chunked upload on object
+    # storage that was joined in the store, never read by docdb).
+    path: str = ""
+    sha256: str | None = None
 
 
 class DatasetFiles(Success, kw_only=True):
@@ -63,6 +71,22 @@ class FileRef(msgspec.Struct):
     filename: str
 
 
+class PutFileInfo(msgspec.Struct, kw_only=True):
+    name: str  # as stored and listed (the path flattened)
+    path: str
+    size: int
+    sha256: str
+    status: str  # added, replaced or unchanged (the same content was there: nothing was written)
+
+
+class FilePut(Success, kw_only=True):
+    """A file written by its path: a new file, or the new version of the file at that path."""
+
+    message: str
+    dataset: str
+    data: PutFileInfo
+
+
 class FileDeleted(Success, kw_only=True):
     message: str
     data: FileRef
@@ -84,5 +108,6 @@ class RawFileRow(SQLModel, table=True):
     dataset: str = Field(primary_key=True, max_length=64)
     name: str = Field(primary_key=True, max_length=255)
     size: int = Field(default=0, sa_type=BigInteger)
+    sha256: str | None = Field(default=None, max_length=64)
     ready: bool = False  # false while its object is being written
     modified_at: datetime = Field(default_factory=utcnow)

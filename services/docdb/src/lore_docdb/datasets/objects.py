@@ -24,6 +24,7 @@ from lore_common.stores.objects import ObjectStore
 from lore_common.stores.sql import advisory_lock
 from lore_docdb.datasets.disk import RawFiles
 from lore_docdb.datasets.errors import ObjectStorageFailed
+from lore_docdb.datasets.paths import sha256_of
 from lore_docdb.datasets.store import RawFileRegistry
 
 log = structlog.get_logger("lore.docdb.raw")
@@ -74,16 +75,45 @@ class ObjectRawStore:
     async def publish(self, dataset: str, temp: Path, filename: str) -> str:
         try:
             size = (await asyncio.to_thread(temp.stat)).st_size
+            digest = await asyncio.to_thread(sha256_of, temp)
 
             async def put(key: str) -> None:
                 await self.objects.put_file(key, temp)
 
-            return await self.write(dataset, filename, size, put)
+            return await self.write(dataset, filename, size, put, digest)
         finally:
             await asyncio.to_thread(temp.unlink, True)
 
+    async def replace(self, dataset: str, temp: Path, filename: str, sha256: str) -> bool:
+        """Write the object over the old one (object stores replace an object at once), then list
+        the file with its new size and hash."""
+        key = object_key(dataset, filename)
+        try:
+            size = (await asyncio.to_thread(temp.stat)).st_size
+            try:
+                await self.objects.put_file(key, temp)
+            except Exception as exc:
+                log.error("object_upload_failed", dataset=dataset, filename=filename, error=str(exc))
+                raise ObjectStorageFailed(
+                    f"object storage rejected {key}: {type(exc).__name__}: {exc}; nothing was stored"
+                ) from exc
+        finally:
+            await asyncio.to_thread(temp.unlink, True)
+        return await self.registry.put_ready(dataset, filename, size, sha256)
+
+    async def hashes(self, dataset: str) -> dict[str, str]:
+        return await self.registry.hashes(dataset)
+
+    async def hash_of(self, dataset: str, filename: str) -> str | None:
+        return (await self.registry.hashes(dataset, filename)).get(filename)
+
     async def write(
-        self, dataset: str, filename: str, size: int, writer: Callable[[str], Awaitable[None]]
+        self,
+        dataset: str,
+        filename: str,
+        size: int,
+        writer: Callable[[str], Awaitable[None]],
+        sha256: str | None = None,
     ) -> str:
         """Claim a free name, let `writer` write the object at its key, then list the file."""
         name = await self._claim(dataset, filename)
@@ -98,7 +128,7 @@ class ObjectRawStore:
                     f"object storage rejected {key}: {type(exc).__name__}: {exc}; nothing was stored"
                 ) from exc
             raise
-        await self.registry.mark_ready(dataset, name, size)
+        await self.registry.mark_ready(dataset, name, size, sha256)
         return name
 
     async def _claim(self, dataset: str, filename: str) -> str:

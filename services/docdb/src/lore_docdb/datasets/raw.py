@@ -47,6 +47,19 @@ class RawStore(Protocol):
         taken; returns the name given."""
         ...
 
+    async def replace(self, dataset: str, temp: Path, filename: str, sha256: str) -> bool:
+        """Store the fully written `temp` (consumed, its content hash `sha256`) under `filename`,
+        replacing the file of that name at once; True when there was one."""
+        ...
+
+    async def hashes(self, dataset: str) -> dict[str, str]:
+        """The sha256 of each visible file whose hash is known, by name."""
+        ...
+
+    async def hash_of(self, dataset: str, filename: str) -> str | None:
+        """The sha256 of one file; None when it is not there or its hash is unknown."""
+        ...
+
     async def delete_file(self, dataset: str, filename: str) -> bool: ...
 
     def checkout(self, dataset: str) -> AbstractAsyncContextManager[Path]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from litestar import Controller, delete, get, post
+from litestar import Controller, Request, delete, get, post, put
 from litestar.datastructures import UploadFile
 from litestar.di import NamedDependency
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
-from litestar.params import FromPath, JSONBody, MultipartBody
+from litestar.params import FromPath, FromQuery, JSONBody, MultipartBody
 
 from lore_core.errors import BadRequest
 from lore_core.web import from_state
@@ -20,7 +20,9 @@ from lore_docdb.datasets.models import (
     DatasetList,
     DatasetRef,
     FileDeleted,
+    FilePut,
     FileRef,
+    PathRef,
     UploadResult,
 )
 from lore_docdb.datasets.service import DatasetService
@@ -39,6 +41,16 @@ class FilesOperation(Operation):
         form = Schema(type=OpenAPIType.OBJECT, required=["files"], properties={"files": files})
         self.request_body = RequestBody(
             required=True, content={"multipart/form-data": OpenAPIMediaType(schema=form)}
+        )
+
+
+@dataclass
+class RawBodyOperation(Operation):
+    """The file is the raw request body, streamed to storage as it arrives."""
+
+    def __post_init__(self) -> None:
+        self.request_body = RequestBody(
+            required=True, content={"application/octet-stream": OpenAPIMediaType(schema=BINARY)}
         )
 
 
@@ -110,3 +122,21 @@ class DatasetController(Controller):
         return FileDeleted(
             message=f"file {filename!r} deleted", data=FileRef(dataset=dataset, filename=filename)
         )
+
+    @put(
+        "/{dataset:str}/files",
+        status_code=200,
+        request_max_body_size=None,
+        operation_class=RawBodyOperation,
+        summary="Write the file at `path` (subfolders allowed) from the raw body, replacing the file "
+        "there; the same content writes nothing (status `unchanged`)",
+    )
+    async def put_file(
+        self,
+        request: Request[Any, Any, Any],
+        datasets: NamedDependency[DatasetService],
+        dataset: FromPath[str],
+        path: FromQuery[PathRef],
+    ) -> FilePut:
+        stored = await datasets.put_file(dataset, path, request.stream())
+        return FilePut(message=f"file {stored.path!r} {stored.status}", dataset=dataset, data=stored)

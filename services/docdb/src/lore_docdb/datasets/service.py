@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import IO
 
@@ -12,8 +12,9 @@ import structlog
 from lore_core.errors import Conflict
 from lore_core.naming import check_name, safe_filename
 from lore_docdb.datasets.errors import DatasetNotFound, FileNotInDataset
-from lore_docdb.datasets.files import copy_limited
-from lore_docdb.datasets.models import FileEntry, UploadedFile
+from lore_docdb.datasets.files import copy_limited, stream_hashed
+from lore_docdb.datasets.models import FileEntry, PutFileInfo, UploadedFile
+from lore_docdb.datasets.paths import flatten, path_of
 from lore_docdb.datasets.raw import RawStore
 
 log = structlog.get_logger("lore.docdb.datasets")
@@ -56,7 +57,30 @@ class DatasetService:
     async def list_files(self, dataset: str) -> list[FileEntry]:
         await self.require(dataset)
         rows = await self.raw.list_files(dataset)
-        return [FileEntry(name=name, size=size, modified_time=modified) for name, size, modified in rows]
+        hashes = await self.raw.hashes(dataset)
+        return [
+            FileEntry(
+                name=name, size=size, modified_time=modified, path=path_of(name), sha256=hashes.get(name)
+            )
+            for name, size, modified in rows
+        ]
+
+    async def put_file(self, dataset: str, path: str, body: AsyncIterator[bytes]) -> PutFileInfo:
+        """Write the file at `path` (a new file, or the new version of the file there); the same
+        content as the file there writes nothing."""
+        await self.require(dataset)
+        name = flatten(path)
+        temp = self.raw.staging(dataset)
+        try:
+            size, digest = await stream_hashed(body, temp, self.max_upload_size)
+            if await self.raw.hash_of(dataset, name) == digest:
+                status = "unchanged"
+            else:
+                status = "replaced" if await self.raw.replace(dataset, temp, name, digest) else "added"
+        finally:
+            temp.unlink(missing_ok=True)
+        log.info("file_put", dataset=dataset, filename=name, status=status, size=size)
+        return PutFileInfo(name=name, path=path_of(name), size=size, sha256=digest, status=status)
 
     async def add_file(self, dataset: str, filename: str, source: IO[bytes]) -> UploadedFile:
         """Copy an uploaded file to a temp file, then store it under a free name."""

@@ -101,13 +101,43 @@ class RawFileRegistry:
                 return name
         raise FileExistsError(f"no free name for {filename!r} after {MAX_RENAME_ATTEMPTS} attempts")
 
-    async def mark_ready(self, dataset: str, name: str, size: int) -> None:
+    async def mark_ready(self, dataset: str, name: str, size: int, sha256: str | None = None) -> None:
         async with self.engine.begin() as connection:
             await connection.execute(
                 update(_FILES)
                 .where(_FILES.c.dataset == dataset, _FILES.c.name == name)
-                .values(ready=True, size=size, modified_at=utcnow())
+                .values(ready=True, size=size, sha256=sha256, modified_at=utcnow())
             )
+
+    async def hashes(self, dataset: str, name: str | None = None) -> dict[str, str]:
+        """The known sha256 of each ready file (or of `name` only), by name."""
+        query = select(_FILES.c.name, _FILES.c.sha256).where(
+            _FILES.c.dataset == dataset, _FILES.c.ready.is_(True), _FILES.c.sha256.is_not(None)
+        )
+        if name is not None:
+            query = query.where(_FILES.c.name == name)
+        async with self.engine.connect() as connection:
+            return {str(name): str(digest) for name, digest in await connection.execute(query)}
+
+    async def put_ready(self, dataset: str, name: str, size: int, sha256: str) -> bool:
+        """List `name` as ready with this size and hash, replacing its row; True when it was listed."""
+        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+        values = {"size": size, "sha256": sha256, "ready": True, "modified_at": utcnow()}
+        async with self.engine.begin() as connection:
+            await transaction_lock(connection, f"lore-docdb-raw:{dataset}")
+            found = await connection.execute(select(_DATASETS.c.name).where(_DATASETS.c.name == dataset))
+            if found.first() is None:
+                raise DatasetNotFound(dataset)
+            before = await connection.execute(
+                select(_FILES.c.ready).where(_FILES.c.dataset == dataset, _FILES.c.name == name)
+            )
+            existed = bool(before.scalar())
+            await connection.execute(
+                dialect.insert(_FILES)
+                .values(dataset=dataset, name=name, **values)
+                .on_conflict_do_update(index_elements=["dataset", "name"], set_=values)
+            )
+        return existed
 
     async def drop_claim(self, dataset: str, name: str) -> None:
         async with self.engine.begin() as connection:

@@ -1,0 +1,134 @@
+"""A file's identity in a dataset is its path and its content hash (issue #41): writing a file by path
+replaces the file there (never a `_1` copy beside it), the same content writes nothing, a same-size
+edit is still an edit, two folders may hold the same name, and the listing shows each file's path and
+sha256. On the disk backend and on object storage (moto)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from lore_common.testing.asgi import AppClient
+
+from .test_object_storage import keys, s3_env
+
+DS = "/api/v1/docdb/files/raw-files/datasets"
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+async def listing(client: AppClient, dataset: str) -> dict[str, dict[str, Any]]:
+    reply = await client.get(f"{DS}/{dataset}/files")
+    assert reply.status_code == 200, reply.text
+    return {f["path"]: f for f in reply.json()["files"]}
+
+
+async def put(client: AppClient, dataset: str, path: str, data: bytes) -> dict[str, Any]:
+    reply = await client.put(f"{DS}/{dataset}/files", params={"path": path}, content=data)
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert body["success"] is True
+    return dict(body["data"])
+
+
+async def check_identity(client: AppClient) -> None:
+    assert (await client.post(DS, json={"name": "vault"})).status_code == 200
+    first = await put(client, "vault", "vault.txt", b"code is 1234")
+    assert first == {
+        "name": "vault.txt",
+        "path": "vault.txt",
+        "size": 12,
+        "sha256": sha(b"code is 1234"),
+        "status": "added",
+    }
+    assert (await put(client, "vault", "vault.txt", b"code is 1234"))["status"] == "unchanged"
+    # The same size, other bytes: an edit, not "up to date".
+    assert (await put(client, "vault", "vault.txt", b"code is 9876"))["status"] == "replaced"
+    files = await listing(client, "vault")
+    assert list(files) == ["vault.txt"] and files["vault.txt"]["sha256"] == sha(b"code is 9876")
+    # A new size: the file is replaced, no vault_1.txt beside it.
+    assert (await put(client, "vault", "vault.txt", b"code is 55555"))["status"] == "replaced"
+    files = await listing(client, "vault")
+    assert list(files) == ["vault.txt"]
+    assert files["vault.txt"]["size"] == 13 and files["vault.txt"]["sha256"] == sha(b"code is 55555")
+
+    # One name in two folders: two files, and sending both again adds nothing.
+    for _ in range(2):
+        await put(client, "vault", "guide/README.md", b"# Guide")
+        await put(client, "vault", "api/README.md", b"# API")
+    files = await listing(client, "vault")
+    assert sorted(files) == ["api/README.md", "guide/README.md", "vault.txt"]
+    assert files["guide/README.md"]["name"] == "guide%2FREADME.md"
+    assert files["api/README.md"]["sha256"] == sha(b"# API")
+
+    # The flattening never collides: a literal "%2F" in a name is not a folder.
+    await put(client, "vault", "a%2Fb.txt", b"percent")
+    await put(client, "vault", "a/b.txt", b"folder")
+    files = await listing(client, "vault")
+    assert files["a%2Fb.txt"]["sha256"] == sha(b"percent") and files["a/b.txt"]["sha256"] == sha(b"folder")
+    # A file written by path is deleted by its listed name.
+    name = quote(files["a/b.txt"]["name"], safe="")
+    assert (await client.delete(f"{DS}/vault/files/{name}")).status_code == 200
+    assert "a/b.txt" not in await listing(client, "vault")
+
+
+async def test_a_file_written_by_path_replaces_its_old_version_on_disk(docdb: AppClient) -> None:
+    await check_identity(docdb)
+
+
+async def test_a_file_written_by_path_replaces_its_old_version_in_object_storage(
+    docdb_factory: Any, moto_s3: str
+) -> None:
+    bucket = f"lore-{uuid.uuid4().hex[:8]}"
+    async with docdb_factory(**s3_env(moto_s3, bucket)) as client:
+        await check_identity(client)
+        # One object per path: the old version was overwritten, not kept beside.
+        assert await keys(moto_s3, bucket) == [
+            "vault/a%252Fb.txt",  # the literal name "a%2Fb.txt"; the folder's "a/b.txt" was deleted
+            "vault/api%2FREADME.md",
+            "vault/guide%2FREADME.md",
+            "vault/vault.txt",
+        ]
+        # A simple upload records the hash too.
+        await client.post(f"{DS}/vault/files", files={"files": ("plain.txt", b"plain")})
+        assert (await listing(client, "vault"))["plain.txt"]["sha256"] == sha(b"plain")
+
+
+async def test_the_listing_hashes_files_uploaded_by_name_and_notices_changes_behind_its_back(
+    docdb: AppClient, tmp_path: Any
+) -> None:
+    await docdb.post(DS, json={"name": "plain"})
+    await docdb.post(f"{DS}/plain/files", files={"files": ("notes.txt", b"first")})
+    assert (await listing(docdb, "plain"))["notes.txt"]["sha256"] == sha(b"first")
+    on_disk = tmp_path / "docdb" / "raw" / "plain" / "notes.txt"
+    on_disk.write_bytes(b"other")  # the same size, edited on the server's volume
+    assert (await listing(docdb, "plain"))["notes.txt"]["sha256"] == sha(b"other")
+
+
+@pytest.mark.parametrize(
+    "path", ["../escape.txt", "guide/../../x.txt", ".hidden/x.txt", "guide/.env", "a//b.txt"]
+)
+async def test_paths_that_could_leave_the_dataset_or_hide_are_400(docdb: AppClient, path: str) -> None:
+    await docdb.post(DS, json={"name": "safe"})
+    reply = await docdb.put(f"{DS}/safe/files", params={"path": path}, content=b"x")
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["success"] is False
+    assert await listing(docdb, "safe") == {}
+
+
+async def test_writing_by_path_into_a_missing_dataset_is_404_and_over_the_limit_is_413(
+    docdb_factory: Any,
+) -> None:
+    async with docdb_factory(LORE__DOCDB__MAX_UPLOAD_SIZE="10") as client:
+        absent = await client.put(f"{DS}/absent/files", params={"path": "a.txt"}, content=b"x")
+        assert absent.status_code == 404
+        await client.post(DS, json={"name": "small"})
+        reply = await client.put(f"{DS}/small/files", params={"path": "a.txt"}, content=b"x" * 11)
+        assert reply.status_code == 413 and reply.json()["success"] is False
+        assert await listing(client, "small") == {}
