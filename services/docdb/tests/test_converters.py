@@ -193,15 +193,68 @@ def test_rtf_and_legacy_encoded_text_read_right() -> None:
     assert text_of("sample-cp1252.txt").startswith("Crème brûlée est un dessert français servi au café")
 
 
+@pytest.fixture(scope="module")
+def scans() -> dict[str, str]:
+    """The OCR'd samples, read once (OCR takes seconds a page)."""
+    return {name: text_of(name) for name in ("scan-en.png", "scan-zh.png", "scan.pdf")}
+
+
+def test_an_english_scan_reads_back_as_headings_and_paragraphs(scans: dict[str, str]) -> None:
+    assert scans["scan-en.png"].split("\n\n") == [
+        "# Harbour Report",
+        "The lighthouse keeper logged every vessel that passed the northern cape before dawn. "
+        "Fog horns sounded eleven times in March, twice as often as in the year before.",
+        "# Repairs",
+        "The lamp room was repainted in April and the brass fittings were polished by hand. "
+        "A new lens arrived from Glasgow on the morning ferry.",
+    ]
+
+
+def test_a_chinese_scan_reads_back_without_spaces_between_characters(scans: dict[str, str]) -> None:
+    text = scans["scan-zh.png"]
+    assert in_order(
+        text,
+        "# 港口报告",
+        "灯塔看守人记录了黎明前经过北方海角的每一艘船只。三月份雾笛响了十一次，比前一年多了一倍。",
+        "# 维修",
+        "新的透镜搭乘早班渡轮从格拉斯哥运到。",
+    )
+
+
+def test_a_scanned_pdf_page_is_read_by_ocr(scans: dict[str, str]) -> None:
+    assert scans["scan.pdf"] == (
+        "# Tide Almanac\n\nSpring tides follow the new moon by about two days. "
+        "Neap tides bring the smallest difference between high and low water."
+    )
+
+
+def test_a_pdf_with_a_text_layer_is_not_ocred(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lore_docdb.parse.convert import pdf
+
+    monkeypatch.setattr(pdf, "ocr_allowed", False)  # a scanned page would raise NeedsOCR
+    assert "winter night" in text_of("sample.pdf")
+    with pytest.raises(pdf.NeedsOCR):
+        text_of("scan.pdf")
+
+
+ZIP = b"PK\x03\x04 truncated zip"
+OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(100)
+# Files that look like their type (the right first bytes) but are broken: the converter must refuse them.
 CORRUPT = {
     ".pdf": b"%PDF-1.7\n1 0 obj << /Type /Catalog",
-    ".docx": b"PK\x03\x04 truncated zip",
-    ".pptx": b"PK\x03\x04 truncated zip",
-    ".odt": b"PK\x03\x04 truncated zip",
-    ".ods": b"PK\x03\x04 truncated zip",
-    ".epub": b"PK\x03\x04 truncated zip",
-    ".xls": b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(100),
-    ".doc": b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(100),
+    **dict.fromkeys((".docx", ".pptx", ".odt", ".odp", ".ods", ".xlsx", ".epub"), ZIP),
+    **dict.fromkeys((".xls", ".doc", ".ppt"), OLE),
+    ".xml": b"<?xml version='1.0'?><article><front><article-meta><title-group>",
+    ".json": b'{"a": [1, 2',
+    ".png": b"\x89PNG\r\n\x1a\n" + bytes(40),
+    ".jpg": b"\xff\xd8\xff\xe0" + bytes(40),
+    ".tif": b"II*\x00" + bytes(40),
+    ".bmp": b"BM" + bytes(40),
+    ".webp": b"RIFF\x10\x00\x00\x00WEBPVP8 " + bytes(20),
+}
+# Text formats have no broken form but binary bytes under their name: refused before parsing.
+BINARY = {
+    suffix: b"\x00\x01garbage\x00" for suffix in (".html", ".adoc", ".eml", ".rtf", ".csv", ".txt", ".md")
 }
 
 
@@ -215,10 +268,21 @@ def test_a_corrupt_file_raises_a_reason_naming_it(tmp_path: Path, suffix: str) -
 
 
 def test_a_file_of_the_wrong_kind_is_refused_before_parsing(tmp_path: Path) -> None:
-    for suffix in (".pptx", ".epub", ".doc", ".xls"):
+    for suffix in (".pptx", ".epub", ".doc", ".xls", ".png", ".jpg", ".tiff"):
         path = tmp_path / f"fake{suffix}"
         path.write_text("plain text pretending")
         assert sniff(path, 1 << 20) is not None
+    for suffix, data in BINARY.items():
+        path = tmp_path / f"binary{suffix}"
+        path.write_bytes(data)
+        assert sniff(path, 1 << 20) == f"looks binary (NUL bytes), not {suffix} text"
+
+
+def test_a_truncated_image_is_refused_with_a_reason(tmp_path: Path) -> None:
+    path = tmp_path / "cut.png"
+    path.write_bytes((DATA / "scan-en.png").read_bytes()[:3000])
+    with pytest.raises(ExtractionError, match=r"cut\.png: could not be read as \.png"):
+        extract_text(path)
 
 
 async def test_every_sample_parses_and_corrupt_ones_are_skipped_with_reasons(
@@ -228,18 +292,21 @@ async def test_every_sample_parses_and_corrupt_ones_are_skipped_with_reasons(
         await upload(client, "formats", {"keep.txt": b"Lighthouses guide ships."})
         folder = tmp_path / "docdb" / "raw" / "formats"
         for sample in DATA.iterdir():
-            if sample.suffix in EXTRACTORS:
+            # of the scans only the PDF: it goes to a child that loads OCR only when it meets the scan
+            if sample.suffix in EXTRACTORS and sample.suffix != ".png":
                 shutil.copy(sample, folder / sample.name)
-        for suffix, data in CORRUPT.items():
+        for suffix, data in (CORRUPT | BINARY).items():
             (folder / f"broken{suffix}").write_bytes(data)
         await client.post(KB, json={"name": "formats"})
         [task_id] = await parse(client, "formats", ["formats"], mode=1)
         task = await wait_task(client, task_id)
         assert task["status"] == "completed", task
-        skipped = {s["file"] for s in task["metadata"]["skipped_files"]}
-        assert skipped == {f"broken{suffix}" for suffix in CORRUPT}
-        hits = await client.post(
-            "/api/v1/docdb/retrieve",
-            json={"query": "Which plot gave the highest wheat yield?", "kb_id": "formats"},
-        )
-        assert hits.json()["data"][0]["kb_name"] == "sample.xml"
+        reasons = {s["file"]: s["reason"] for s in task["metadata"]["skipped_files"]}
+        assert set(reasons) == {f"broken{suffix}" for suffix in CORRUPT | BINARY}
+        assert all(reason.startswith(f"{name}: ") for name, reason in reasons.items()), reasons
+        for query, source in [
+            ("Which plot gave the highest wheat yield?", "sample.xml"),
+            ("When do spring tides follow the new moon?", "scan.pdf"),
+        ]:
+            hits = await client.post("/api/v1/docdb/retrieve", json={"query": query, "kb_id": "formats"})
+            assert hits.json()["data"][0]["kb_name"] == source

@@ -1,6 +1,7 @@
 """Text out of the file types a knowledge base accepts, through the converters in `parse/convert/`
-(Markdown-like: headings, lists, tables one row per line, PDF pages split by form feeds); CPU-bound and
-run in the extraction child. An unsupported or unreadable file raises `ExtractionError` naming it."""
+(Markdown-like: headings, lists, tables one row per line, PDF pages split by form feeds, images and
+scanned pages through OCR); CPU-bound and run in the extraction child. An unsupported or unreadable
+file raises `ExtractionError` naming it."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from pathlib import Path
 from lore_docdb.parse.convert.common import decode
 from lore_docdb.parse.convert.mail import eml_markdown, rtf_text
 from lore_docdb.parse.convert.markup import epub_markdown, html_file
+from lore_docdb.parse.convert.ocr import IMAGE_SUFFIXES, image_text
 from lore_docdb.parse.convert.office import docling_markdown
-from lore_docdb.parse.convert.pdf import pdf_text
+from lore_docdb.parse.convert.pdf import NeedsOCR, pdf_text
 from lore_docdb.parse.convert.sheets import csv_markdown, sheets_markdown
 
 
@@ -76,6 +78,7 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".xls": sheets_markdown,
     ".ods": sheets_markdown,
     ".json": _json,
+    **{suffix: image_text for suffix in IMAGE_SUFFIXES},
 }
 
 
@@ -88,18 +91,31 @@ def needs_office(path: Path) -> bool:
     return path.suffix.lower() in OFFICE_SUFFIXES
 
 
-def preload_converters(office: bool) -> None:
+def needs_ocr(path: Path) -> bool:
+    """An image: read by OCR. (A scanned PDF is found out only while reading it.)"""
+    return path.suffix.lower() in IMAGE_SUFFIXES
+
+
+def preload_converters(office: bool, ocr: bool = False) -> None:
     """Load the converters' native libraries now (the extraction child does, before its memory cap);
-    docling-rs only when `office`."""
+    docling-rs only when `office`, the OCR engine (onnxruntime, about 0.8 s and 200 MiB) only when
+    `ocr`. Without it, a scanned PDF page raises `NeedsOCR` instead of loading the engine."""
     import lxml.html
     import pypdfium2
     import python_calamine
+
+    from lore_docdb.parse.convert import pdf
 
     del lxml, pypdfium2, python_calamine
     if office:
         from lore_docdb.parse.convert.office import _converter
 
         _converter()
+    pdf.ocr_allowed = ocr
+    if ocr:
+        from lore_docdb.parse.convert.ocr import engine
+
+        engine()
 
 
 def supported(path: Path) -> bool:
@@ -115,7 +131,7 @@ def extract_text(path: Path) -> str:
         )
     try:
         return extractor(path)
-    except ExtractionError:
+    except (ExtractionError, NeedsOCR):
         raise
     except Exception as exc:
         raise ExtractionError(
@@ -125,7 +141,7 @@ def extract_text(path: Path) -> str:
 
 # Pictures inside documents, for the vision model (`docdb.vlm`): the larger ones (icons and rules are
 # small), at most PICTURES_PER_FILE per file, in document order.
-PICTURE_SUFFIXES = (".pdf", ".docx")
+PICTURE_SUFFIXES = (".pdf", ".docx", *IMAGE_SUFFIXES)
 PICTURES_PER_FILE = 32
 MIN_PICTURE_BYTES = 2048
 _MAGIC = ((b"\x89PNG", "image/png"), (b"\xff\xd8", "image/jpeg"), (b"GIF8", "image/gif"))
@@ -178,12 +194,16 @@ def _docx_pictures(path: Path) -> list[bytes]:
 
 
 def embedded_pictures(path: Path) -> list[tuple[str, bytes]]:
-    """(mime, bytes) of the pictures inside a PDF or DOCX; [] for other types or an unreadable file."""
+    """(mime, bytes) of the pictures inside a PDF or DOCX, or an image file itself; [] for other types
+    or an unreadable file."""
     suffix = path.suffix.lower()
     if suffix not in PICTURE_SUFFIXES:
         return []
     try:
-        raw = _pdf_pictures(path) if suffix == ".pdf" else _docx_pictures(path)
+        if suffix in IMAGE_SUFFIXES:
+            raw = [path.read_bytes()]
+        else:
+            raw = _pdf_pictures(path) if suffix == ".pdf" else _docx_pictures(path)
     except Exception:
         return []  # the text extraction reports an unreadable file; pictures are a bonus
     pictures = []

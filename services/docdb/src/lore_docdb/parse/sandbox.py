@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from lore_common.workers import Inbox, Reply, Worker, serve
+from lore_docdb.parse.convert.pdf import NeedsOCR
 from lore_docdb.parse.extract import (
     EXTRACTORS,
     ExtractionError,
     extract_text,
+    needs_ocr,
     needs_office,
     preload_converters,
 )
@@ -29,7 +31,17 @@ MIB = 1024 * 1024
 ZIP_TYPES = (".docx", ".xlsx", ".xlsm", ".pptx", ".odt", ".odp", ".ods", ".epub")
 OLE_TYPES = (".doc", ".ppt", ".xls")  # legacy Office: an OLE2 compound file
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-TEXT_TYPES = {s for s in EXTRACTORS if s not in (".pdf", *ZIP_TYPES, *OLE_TYPES)}
+IMAGE_MAGIC = {
+    ".png": (b"\x89PNG",),
+    ".jpg": (b"\xff\xd8",),
+    ".jpeg": (b"\xff\xd8",),
+    ".tif": (b"II*\x00", b"MM\x00*"),
+    ".tiff": (b"II*\x00", b"MM\x00*"),
+    ".bmp": (b"BM",),
+    ".webp": (b"RIFF",),
+}
+TEXT_TYPES = {s for s in EXTRACTORS if s not in (".pdf", *ZIP_TYPES, *OLE_TYPES, *IMAGE_MAGIC)}
+NEEDS_OCR = "\x00needs-ocr"  # the child's answer when a PDF page is a scan and it has no OCR engine
 
 
 def sniff(path: Path, max_bytes: int) -> str | None:
@@ -47,6 +59,8 @@ def sniff(path: Path, max_bytes: int) -> str | None:
         return f"is not a {suffix} document (not a zip archive)"
     if suffix in OLE_TYPES and not head.startswith(OLE_MAGIC):
         return f"is not a legacy Office {suffix} file (no OLE2 header)"
+    if suffix in IMAGE_MAGIC and not head.startswith(IMAGE_MAGIC[suffix]):
+        return f"is not a {suffix} image (its first bytes say otherwise)"
     if suffix in TEXT_TYPES and b"\x00" in head and head[:2] not in (b"\xff\xfe", b"\xfe\xff"):
         return f"looks binary (NUL bytes), not {suffix} text"
     return None
@@ -61,19 +75,31 @@ class Sandbox:
         self.max_bytes = max_file_mb * MIB
         self._worker: Worker | None = None
         self._office = False  # whether the child has docling-rs loaded
+        self._ocr = False  # whether it has the OCR engine loaded
 
-    async def _child(self, path: Path) -> Worker:
-        office = needs_office(path)
-        if self._worker is not None and office and not self._office:
-            await self.close()  # the first office file of this parse: a child that loads docling-rs
+    async def _child(self, path: Path, ocr: bool = False) -> Worker:
+        """A child with what this file needs loaded: docling-rs for an Office file, the OCR engine for
+        an image or a scanned PDF. The first such file of a parse replaces the child by one that has
+        both what it had and what the file needs; a parse of text PDFs never loads either."""
+        office = needs_office(path) or self._office
+        ocr = ocr or needs_ocr(path) or self._ocr
+        if self._worker is not None and (office, ocr) != (self._office, self._ocr):
+            await self.close()
         if self._worker is None or not self._worker.usable():
-            self._office = office
+            self._office, self._ocr = office, ocr
             args = [str(self.memory_mb), str(self.max_bytes), "office" if office else "plain"]
+            args.append("ocr" if ocr else "no-ocr")
             self._worker = Worker("text extraction", "lore_docdb.parse.sandbox", args, ExtractionError)
         return self._worker
 
     async def extract(self, path: Path) -> str:
-        worker = await self._child(path)
+        text = await self._extract(path, ocr=False)
+        if text == NEEDS_OCR:  # a scanned PDF: again, in a child with the OCR engine
+            text = await self._extract(path, ocr=True)
+        return text
+
+    async def _extract(self, path: Path, ocr: bool) -> str:
+        worker = await self._child(path, ocr)
         try:
             async with asyncio.timeout(self.timeout):
                 ok, payload = await worker.call("extract", str(path))
@@ -122,6 +148,8 @@ def _handle(inbox: Inbox, max_bytes: int) -> list[Reply]:
             )
         else:
             result = (True, text)
+    except NeedsOCR:
+        result = (True, NEEDS_OCR)
     except MemoryError:
         result = (False, f"{path.name}: reading it needs more memory than the extractor may use")
     except RecursionError:
@@ -142,9 +170,10 @@ def _address_space() -> int:
 def main() -> None:
     memory_mb, max_bytes = int(sys.argv[1]), int(sys.argv[2])
     office = len(sys.argv) > 3 and sys.argv[3] == "office"
+    ocr = len(sys.argv) > 4 and sys.argv[4] == "ocr"
     # The converters' libraries are loaded first and the cap counts from there: docling-rs alone maps
     # about 700 MiB of address space (mostly reserved, not resident), which would eat a small cap.
-    preload_converters(office)
+    preload_converters(office, ocr)
     limit = _address_space() + memory_mb * MIB
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     serve(lambda inbox: _handle(inbox, max_bytes))

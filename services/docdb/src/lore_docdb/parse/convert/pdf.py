@@ -1,5 +1,6 @@
 """PDF text with pypdfium2: pdfium's reading order, running headers, footers and page numbers dropped,
-words hyphenated at a line end joined again, pages separated by a form feed."""
+words hyphenated at a line end joined again, pages separated by a form feed. A page with no text layer
+but a picture on it (a scan) is rendered at 200 dpi and read by OCR (`ocr.py`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,16 @@ from collections import Counter
 from pathlib import Path
 
 from lore_docdb.parse.convert.common import PAGE_BREAK
+
+
+class NeedsOCR(Exception):
+    """A page is a scan and this process may not load the OCR engine (the extraction child that has
+    not loaded it asks the service for one that has)."""
+
+
+OCR_DPI = 200  # 150 loses the spaces between words of a bilevel 150 dpi scan
+MIN_TEXT_CHARS = 8  # a page with fewer characters in its text layer than this, and a picture, is a scan
+ocr_allowed = True  # whether a scanned page may load the OCR engine in this process
 
 EDGE_LINES = 2  # lines at the top and at the bottom of a page that may be a running header or footer
 _DIGITS = re.compile(r"\d+")
@@ -32,6 +43,24 @@ def _edges(lines: list[str]) -> list[int]:
     return sorted(set(filled[:EDGE_LINES] + filled[-EDGE_LINES:]))
 
 
+def _has_picture(page: object) -> bool:
+    import pypdfium2.raw as pdfium_c
+
+    return any(True for _ in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=2))  # type: ignore[attr-defined]
+
+
+def _ocr_page(page: object) -> str:
+    if not ocr_allowed:
+        raise NeedsOCR
+    from lore_docdb.parse.convert.ocr import ocr_image
+
+    bitmap = page.render(scale=OCR_DPI / 72, grayscale=True)  # type: ignore[attr-defined]
+    try:
+        return ocr_image(bitmap.to_pil())
+    finally:
+        bitmap.close()
+
+
 def pdf_pages(path: Path) -> list[str]:
     """Each page's body text, in pdfium's order, without the page furniture."""
     import pypdfium2 as pdfium
@@ -42,7 +71,10 @@ def pdf_pages(path: Path) -> list[str]:
         for page in document:
             textpage = page.get_textpage()
             try:
-                pages.append(_page_lines(textpage.get_text_range()))
+                if textpage.count_chars() < MIN_TEXT_CHARS and _has_picture(page):
+                    pages.append(_page_lines(_ocr_page(page)))
+                else:
+                    pages.append(_page_lines(textpage.get_text_range()))
             finally:
                 textpage.close()
                 page.close()
