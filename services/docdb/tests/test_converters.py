@@ -46,6 +46,21 @@ def test_pdf_keeps_body_text_in_order_and_drops_running_headers_and_page_numbers
     ]  # the page numbers at the foot of each page are gone
 
 
+def test_pdf_ruled_table_becomes_a_markdown_table_where_it_stood() -> None:
+    text = text_of("table.pdf")
+    assert in_order(
+        text,
+        "Ferry Timetable",
+        "Boats leave the north pier",
+        "The crossing takes an hour.",
+        "In winter the first boat",  # the right column after the left one
+        "| Route | Departs | Arrives |\n|---|---|---|\n| Oban to Mull | 07:30 | 08:20 |\n"
+        "| Mull to Iona | 09:15 | 09:25 |",
+        "Tickets are sold on board.",
+    )
+    assert "Route Departs" not in text  # the cells' words are not also left loose
+
+
 def test_docx_keeps_headings_lists_and_the_table_where_it_stood() -> None:
     text = text_of("sample.docx")
     assert in_order(

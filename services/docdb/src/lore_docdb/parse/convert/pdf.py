@@ -1,14 +1,17 @@
 """PDF text with pypdfium2: pdfium's reading order, running headers, footers and page numbers dropped,
-words hyphenated at a line end joined again, pages separated by a form feed. A page with no text layer
-but a picture on it (a scan) is rendered at 200 dpi and read by OCR (`ocr.py`)."""
+words hyphenated at a line end joined again, pages separated by a form feed. A page drawn with many
+lines and rectangles goes through pdfplumber's ruled-table finder, and each table it finds becomes a
+Markdown table where it stood on the page (plain pages never load pdfplumber, so they stay fast). A
+page with no text layer but a picture on it (a scan) is rendered at 200 dpi and read by OCR (`ocr.py`)."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
-from lore_docdb.parse.convert.common import PAGE_BREAK
+from lore_docdb.parse.convert.common import PAGE_BREAK, md_table
 
 
 class NeedsOCR(Exception):
@@ -19,10 +22,13 @@ class NeedsOCR(Exception):
 OCR_DPI = 200  # 150 loses the spaces between words of a bilevel 150 dpi scan
 MIN_TEXT_CHARS = 8  # a page with fewer characters in its text layer than this, and a picture, is a scan
 ocr_allowed = True  # whether a scanned page may load the OCR engine in this process
+MIN_RULES = 8  # path objects (lines, rectangles) on a page before its tables are looked for
+MAX_OBJECTS = 20_000  # a page drawn with more (a map, a chart) is not searched for tables
 
 EDGE_LINES = 2  # lines at the top and at the bottom of a page that may be a running header or footer
 _DIGITS = re.compile(r"\d+")
 _SPACES = re.compile(r"\s+")
+_CID = re.compile(r"\(cid:\d+\)")  # a glyph pdfminer could not map to a character (a bullet, mostly)
 _PAGE_NUMBER = re.compile(r"(page\s*)?#(\s*(of|/)\s*#)?|[-–—]\s*#\s*[-–—]|[ivx]{1,5}", re.IGNORECASE)
 
 
@@ -61,20 +67,94 @@ def _ocr_page(page: object) -> str:
         bitmap.close()
 
 
+def _ruled(page: Any) -> bool:
+    """Whether the page has enough path objects (table rules, cell borders) to hold a ruled table."""
+    import pypdfium2.raw as pdfium_c
+
+    count = pdfium_c.FPDFPage_CountObjects(page.raw)
+    if count < MIN_RULES or count > MAX_OBJECTS:
+        return False
+    paths = 0
+    for index in range(count):
+        if pdfium_c.FPDFPageObj_GetType(pdfium_c.FPDFPage_GetObject(page.raw, index)) == 2:  # PATH
+            paths += 1
+            if paths >= MIN_RULES:
+                return True
+    return False
+
+
+Box = tuple[float, float, float, float]  # left, top, right, bottom; from the page's top, in points
+
+
+def _tables(path: Path, indexes: list[int]) -> dict[int, list[tuple[Box, str]]]:
+    """The ruled tables (two rows and two columns at least) of these pages, with where they stand."""
+    import pdfplumber
+
+    found: dict[int, list[tuple[Box, str]]] = {}
+    with pdfplumber.open(str(path), pages=[i + 1 for i in indexes]) as document:
+        for index, page in zip(indexes, document.pages, strict=True):
+            tables: list[tuple[Box, str]] = []
+            for table in page.find_tables():
+                rows: list[list[object]] = [
+                    [_CID.sub("", cell) if cell else cell for cell in row] for row in table.extract()
+                ]
+                if len(rows) >= 2 and max(len(row) for row in rows) >= 2:
+                    markdown = md_table(rows)
+                    if markdown.count("\n") >= 2:
+                        left, top, right, bottom = (float(v) for v in table.bbox)
+                        tables.append(((left, top, right, bottom), markdown))
+            page.close()
+            if tables:
+                found[index] = sorted(tables, key=lambda t: (t[0][1], t[0][0]))
+    return found
+
+
+def _with_tables(page: Any, textpage: Any, tables: list[tuple[Box, str]]) -> str:
+    """The page's text with each table in place: the text above it, beside it and below it, bounded by
+    its box, and the table itself as Markdown instead of its cells' loose words."""
+    width, height = page.get_size()
+
+    def text(left: float, top: float, right: float, bottom: float) -> str:
+        if right - left < 1 or bottom - top < 1:
+            return ""
+        # pdfium counts from the page's bottom, pdfplumber from its top
+        return str(textpage.get_text_bounded(left, height - bottom, right, height - top)).strip("\r\n")
+
+    parts, above = [], 0.0
+    for (left, top, right, bottom), markdown in tables:
+        parts.append(text(0, above, width, top))
+        parts.append(text(0, top, left, bottom))
+        parts.append("\n" + markdown + "\n")  # a blank line before and after: a block of its own
+        parts.append(text(right, top, width, bottom))
+        above = max(above, bottom)
+    parts.append(text(0, above, width, height))
+    return "\n".join(p for p in parts if p.strip())
+
+
 def pdf_pages(path: Path) -> list[str]:
-    """Each page's body text, in pdfium's order, without the page furniture."""
+    """Each page's body text, in pdfium's order, tables in place, without the page furniture."""
     import pypdfium2 as pdfium
 
     document = pdfium.PdfDocument(str(path))
     try:
-        pages = []
-        for page in document:
+        pages, ruled = [], []
+        for index, page in enumerate(document):
             textpage = page.get_textpage()
             try:
                 if textpage.count_chars() < MIN_TEXT_CHARS and _has_picture(page):
                     pages.append(_page_lines(_ocr_page(page)))
                 else:
                     pages.append(_page_lines(textpage.get_text_range()))
+                    if _ruled(page):
+                        ruled.append(index)
+            finally:
+                textpage.close()
+                page.close()
+        for index, tables in (_tables(path, ruled) if ruled else {}).items():
+            page = document[index]
+            textpage = page.get_textpage()
+            try:
+                pages[index] = _page_lines(_with_tables(page, textpage, tables))
             finally:
                 textpage.close()
                 page.close()
