@@ -259,3 +259,49 @@ def test_a_service_monitor_scrapes_every_component_when_asked() -> None:
     assert all(s["spec"]["ports"][0]["name"] == "http" for s in services)
     with pytest.raises(Exception, match="interval"):
         render({"metrics": {"serviceMonitor": {"interval": "often"}}})
+
+
+def test_the_internal_credential_is_in_the_secret_and_network_policies_let_only_the_gateway_in() -> None:
+    manifests = render()
+    token = by_kind(manifests, "Secret")["lore"]["stringData"]["LORE__SECURITY__INTERNAL_TOKEN"]
+    assert len(token) >= 32
+    given = by_kind(render({"internalAuth": {"token": "new-token,old-token"}}), "Secret")["lore"]
+    assert given["stringData"]["LORE__SECURITY__INTERNAL_TOKEN"] == "new-token,old-token"
+    policies = by_kind(manifests, "NetworkPolicy")
+    assert set(policies) == {"lore-gateway", "lore-docdb", "lore-gen", "lore-mem"}
+
+    def callers(name: str) -> set[str]:
+        peers = policies[name]["spec"]["ingress"][0].get("from", [])
+        return {p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for p in peers}
+
+    assert "from" not in policies["lore-gateway"]["spec"]["ingress"][0]  # clients: anyone by default
+    assert callers("lore-docdb") == {"gateway", "gen"}
+    assert callers("lore-gen") == callers("lore-mem") == {"gateway"}
+    for name in ("lore-docdb", "lore-gen", "lore-mem"):
+        egress = policies[name]["spec"]["egress"]
+        outside = egress[-1]["to"][1]["ipBlock"]
+        assert outside["except"] == ["169.254.169.254/32"]
+        assert {p["port"] for p in egress[-1]["ports"]} >= {5432, 6379}
+    scraped = render(
+        {"networkPolicy": {"metricsFrom": [{"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}]}}
+    )
+    peers = by_kind(scraped, "NetworkPolicy")["lore-mem"]["spec"]["ingress"][0]["from"]
+    assert {"namespaceSelector": {"matchLabels": {"name": "monitoring"}}} in peers
+    assert not by_kind(render({"networkPolicy": {"enabled": False}}), "NetworkPolicy")
+
+
+def test_tls_between_components_serves_https_and_trusts_the_ca() -> None:
+    manifests = render({"tls": {"enabled": True, "secretName": "lore-internal-tls"}})
+    deployments = by_kind(manifests, "Deployment")
+    gateway = env_of(deployments["lore-gateway"])
+    assert gateway["LORE__GATEWAY__DOCDB_URL"] == "https://lore-docdb:8101"
+    assert gateway["LORE__SECURITY__TLS_CA"] == "/etc/lore-tls/ca.crt"
+    assert env_of(deployments["lore-gen"])["LORE__GEN__DOCDB_URL"] == "https://lore-docdb:8101"
+    for name in ("lore-docdb", "lore-gen", "lore-mem"):
+        env = env_of(deployments[name])
+        assert env["GRANIAN_SSL_CERTIFICATE"] == "/etc/lore-tls/tls.crt"
+        container = deployments[name]["spec"]["template"]["spec"]["containers"][0]
+        assert container["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    assert "GRANIAN_SSL_CERTIFICATE" not in gateway
+    with pytest.raises(helm.HelmError, match=r"tls\.secretName"):
+        render({"tls": {"enabled": True}})

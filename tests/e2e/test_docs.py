@@ -58,7 +58,7 @@ def test_every_configuration_block_of_the_docs_loads(tmp_path: Path) -> None:
     from lore_core.settings import load_settings
 
     blocks = []
-    for page in ("providers.md", "stores.md", "configuration.md", "deployment.md"):
+    for page in ("providers.md", "stores.md", "configuration.md", "deployment.md", "security.md"):
         text = (ROOT / "docs" / page).read_text()
         blocks += [(page, b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "helm" not in b]
     assert len(blocks) >= 5

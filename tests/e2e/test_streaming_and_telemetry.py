@@ -23,6 +23,7 @@ from lore_common.testing.processes import ServerProcess, free_port, start_fake_l
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN_MS = 20
+INTERNAL_TOKEN = "telemetry-internal-token"
 FACTS = (
     "Grace Hopper developed the first compiler, the A-0 system, in 1952. "
     "She later led the design of COBOL. The quince orchard behind the old mill grows forty trees."
@@ -101,6 +102,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory, collector: Collector) -> Ite
     env = {
         "LORE_CONFIG_DIR": str(ROOT / "config"),
         "LORE__GATEWAY__PORT": str(ports["gateway"]),
+        # Known here, so the second gateway below may call the same services.
+        "LORE__SECURITY__INTERNAL_TOKEN": INTERNAL_TOKEN,
         "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
         "OTEL_BSP_SCHEDULE_DELAY": "200",
     }
@@ -375,6 +378,7 @@ def keyed(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
         "LORE_CONFIG_DIR": str(ROOT / "config"),
         "LORE__GATEWAY__PORT": str(port),
         "LORE__GATEWAY__API_KEYS": json.dumps(keys),
+        "LORE__SECURITY__INTERNAL_TOKEN": INTERNAL_TOKEN,
         **{f"LORE__GATEWAY__{n.upper()}_URL": stack.services[n] for n in ("docdb", "gen", "mem")},
     }
     gateway = ServerProcess([sys.executable, "-m", "lore_gateway"], env=env, log_path=work / "gateway.log")

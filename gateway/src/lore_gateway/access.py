@@ -1,10 +1,11 @@
-"""Who may call what: API keys with scopes, module limits and rate limits.
+"""Who may call what: API keys with scopes, module limits, resource limits and rate limits.
 
 A key is known by its SHA-256 only (config or key file); a plain-string key in `gateway.api_keys` is the
 older form, hashed at start and given every right. Scopes nest: `admin` ⊃ `write` ⊃ `read`. A route
 needs `read` when it only reads (GET, and the POSTs that ask: chat, retrieve, memory search, kb query),
 `admin` for deletes and configuration reloads, `write` otherwise. Rate limits are a token bucket per key
-and per gateway replica.
+and per gateway replica. Resource limits (knowledge bases, datasets, memories) are `Limits`, applied by
+`lore_gateway.guard` on every route.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from pathlib import Path
 import msgspec
 import yaml
 
+from lore_core import audit
 from lore_core.settings import ApiKey, GatewayConfig
+from lore_gateway.guard import Limits
 
 SCOPES = ("read", "write", "admin")
 # POSTs that only read: a key with `read` may ask questions.
@@ -73,6 +76,8 @@ class Grant:
     scope: str
     modules: frozenset[str]  # empty: every module
     bucket: Bucket | None
+    limits: Limits = field(default_factory=lambda: Limits(""))
+    rate_per_second: float | None = None
 
     def allows(self, scope: str) -> bool:
         return SCOPES.index(self.scope) >= SCOPES.index(scope)
@@ -94,23 +99,55 @@ class Access:
         for number, entry in enumerate(entries, 1):
             if isinstance(entry, str):
                 if entry:
-                    self.grants[key_hash(entry)] = Grant(f"key {number}", "admin", frozenset(), None)
+                    name = f"key {number}"
+                    self.grants[key_hash(entry)] = Grant(name, "admin", frozenset(), None, Limits(name))
                 continue
             bucket = None
             if entry.rate_per_second:
                 burst = entry.burst or max(1, math.ceil(entry.rate_per_second))
                 bucket = Bucket(entry.rate_per_second, burst)
             scope = max(entry.scopes, key=SCOPES.index) if entry.scopes else "read"
-            self.grants[entry.key_sha256.lower()] = Grant(entry.name, scope, frozenset(entry.modules), bucket)
+            limits = Limits(entry.name, tuple(entry.knowledge_bases), tuple(entry.datasets), entry.memory)
+            self.grants[entry.key_sha256.lower()] = Grant(
+                entry.name, scope, frozenset(entry.modules), bucket, limits, entry.rate_per_second
+            )
+        if self.grants:
+            limited = sorted(g.name for g in self.grants.values() if g.limits.limited)
+            audit.record(
+                "keys_loaded", "ok", keys=sorted(g.name for g in self.grants.values()), limited=limited
+            )
 
     @property
     def enabled(self) -> bool:
         return bool(self.grants)
 
+    def grant(self, token: str) -> Grant | None:
+        """The grant of a key (None for an unknown key)."""
+        return self.grants.get(key_hash(token)) if token else None
+
     def admit(self, token: str, module: str | None, method: str, path: str) -> Refusal | None:
         """None when the request may go on; else why not. `module` None: a route that reaches every
         module (`/mcp`)."""
-        grant = self.grants.get(key_hash(token)) if token else None
+        return self.check(token, module, method, path)[1]
+
+    def check(
+        self, token: str, module: str | None, method: str, path: str
+    ) -> tuple[Grant | None, Refusal | None]:
+        """The key's grant, and why the request may not go on (None when it may); a refusal is audited."""
+        grant = self.grant(token)
+        refusal = self._admit(grant, module, method, path)
+        if refusal is not None:
+            audit.record(
+                "refused",
+                str(refusal.status),
+                key=grant.name if grant else None,
+                route=path,
+                method=method,
+                reason=refusal.detail,
+            )
+        return grant, refusal
+
+    def _admit(self, grant: Grant | None, module: str | None, method: str, path: str) -> Refusal | None:
         if grant is None:
             return Refusal(401, "missing or wrong API key: send `Authorization: Bearer <key>`")
         scope = "write" if module is None else needed_scope(method, path)

@@ -23,6 +23,7 @@ from typing_extensions import TypedDict  # pydantic reads TypedDicts from here o
 
 from lore_core import __version__
 from lore_core.logging import REQUEST_ID_HEADER
+from lore_gateway.guard import Denied, Guard, current_limits
 from lore_gateway.proxy import Proxy
 
 TABLE_WAIT_S = 300.0
@@ -36,8 +37,9 @@ class Message(TypedDict):
 class Services:
     """HTTP calls to the services, as the gateway proxies them."""
 
-    def __init__(self, proxy: Proxy) -> None:
+    def __init__(self, proxy: Proxy, guard: Guard) -> None:
         self.proxy = proxy
+        self.guard = guard
 
     async def call(
         self,
@@ -52,6 +54,20 @@ class Services:
         replica = self.proxy.downstreams[module].pick()
         assert replica is not None  # a module has at least one replica
         query = {k: str(v) for k, v in (params or {}).items() if v is not None}
+        request_id = f"mcp-{uuid.uuid4()}"
+        # The calling key's limits (knowledge bases, datasets, memories), as on the proxied routes.
+        limits = current_limits.get()
+        checked = None
+        if limits is not None and limits.limits_module(module):
+            try:
+                checked = await self.guard.prepare(
+                    limits, module, method, f"/api/v1/{module}{path}", query, request_id
+                )
+                query.update(checked.query)
+                if checked.body is not None:
+                    json = checked.body(json)
+            except Denied as denied:
+                raise ToolError(denied.message) from denied
         try:
             async with self.proxy.session.request(
                 method,
@@ -59,7 +75,7 @@ class Services:
                 json=json,
                 data=form,
                 params=query,
-                headers={REQUEST_ID_HEADER: f"mcp-{uuid.uuid4()}"},
+                headers={REQUEST_ID_HEADER: request_id},
                 timeout=aiohttp.ClientTimeout(total=600),
             ) as response:
                 body = await response.json(content_type=None)
@@ -69,6 +85,10 @@ class Services:
             raise ToolError(f"{module} answered {response.status}: {_message(body)}")
         if isinstance(body, dict) and body.get("success") is False:
             raise ToolError(f"{module}: {_message(body)}")
+        if limits is not None and checked is not None:
+            body = self.guard.checked_reply(limits, checked, body)
+            if body is None:
+                raise ToolError(f"{module} answered 404: not found")
         return body
 
 
@@ -262,8 +282,8 @@ class AgentTools:
     """The MCP server and its ASGI app, served at `path` (`mcp_endpoint` starts them on the first
     request there)."""
 
-    def __init__(self, proxy: Proxy, path: str) -> None:
-        self.server = build_server(Services(proxy))
+    def __init__(self, proxy: Proxy, path: str, guard: Guard) -> None:
+        self.server = build_server(Services(proxy, guard))
         self.app = self.server.streamable_http_app(
             streamable_http_path=path,
             stateless_http=True,

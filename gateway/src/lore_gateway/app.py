@@ -24,7 +24,7 @@ from litestar.datastructures import CacheControlHeader
 from litestar.middleware import DefineMiddleware
 from litestar.static_files import create_static_files_router
 
-from lore_core import __version__, metrics
+from lore_core import __version__, audit, metrics
 from lore_core.errors import error_body, exception_handlers
 from lore_core.heap import frozen_after_startup
 from lore_core.labels import TYPE_LABELS
@@ -32,9 +32,18 @@ from lore_core.logging import REQUEST_ID_HEADER, RequestIdMiddleware, request_id
 from lore_core.settings import DisplayConfig, GatewayConfig, Settings
 from lore_core.tasks import background
 from lore_core.web import build_from_environment, metrics_endpoint
-from lore_gateway.access import Access, Refusal
+from lore_gateway.access import Access, Grant, Refusal
+from lore_gateway.guard import Guard, current_limits
 from lore_gateway.mcp_endpoint import MCP_PATH, McpEndpoint
-from lore_gateway.models import ConsoleLabels, GatewayHealth, Liveness, OpenApiDocument, ServiceInfo
+from lore_gateway.models import (
+    ConsoleLabels,
+    GatewayHealth,
+    KeySelf,
+    Liveness,
+    MemoryScopeLimits,
+    OpenApiDocument,
+    ServiceInfo,
+)
 from lore_gateway.openai_api import OpenAiRoutes, openai_router
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
@@ -50,7 +59,8 @@ class Gateway:
         self.config = config
         self.display = display or DisplayConfig()
         self.proxy = Proxy(config.upstreams(), config.connect_timeout, config.replica_retry_after)
-        self.mcp = McpEndpoint(self.proxy)
+        self.guard = Guard(self.proxy)
+        self.mcp = McpEndpoint(self.proxy, self.guard)
         self.access = Access(config)
         self.openai = OpenAiRoutes(self.proxy, self.access)
         self.app = self._build_litestar()
@@ -75,13 +85,13 @@ class Gateway:
         await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    def _admit(self, scope: Scope, module: str | None) -> Refusal | None:
+    def _admit(self, scope: Scope, module: str | None) -> tuple[Grant | None, Refusal | None]:
         """Without keys everything passes; with them, `/api/v1/…` and `/mcp` need a Bearer key whose
         scopes, modules and rate allow the request. A browser cannot set headers on a WebSocket, so a
         WebSocket may offer the key as the `access_token` query parameter instead; it is removed
         before the request goes on."""
         if not self.access.enabled:
-            return None
+            return None, None
         token = ""
         for name, value in scope.get("headers", []):
             if name.lower() == b"authorization":
@@ -91,27 +101,44 @@ class Gateway:
         if not token and scope["type"] == "websocket":
             token = _take_query_token(scope)
         method = scope.get("method", "GET") if scope["type"] == "http" else "GET"
-        return self.access.admit(token, module, method, scope["path"])
+        return self.access.check(token, module, method, scope["path"])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"].rstrip("/") == MCP_PATH:
-            refusal = self._admit(scope, None)
+            grant, refusal = self._admit(scope, None)
             if refusal is not None:
                 await self._refuse(refusal, scope, receive, send)
                 return
             scope["path"] = MCP_PATH
-            await self._counted(MCP_PATH, self.mcp, scope, receive, send)
+            # The tools call the services themselves, within this key's limits (guard.current_limits).
+            limited = current_limits.set(grant.limits if grant is not None and grant.limits.limited else None)
+            try:
+                await self._counted(MCP_PATH, self.mcp, scope, receive, send)
+            finally:
+                current_limits.reset(limited)
             return
         if scope["type"] in ("http", "websocket"):
             module = self.proxy.module_of(scope["path"])
             if module is not None:
-                refusal = self._admit(scope, module)
+                grant, refusal = self._admit(scope, module)
                 if refusal is not None:
                     await self._refuse(refusal, scope, receive, send)
                     return
+                limits = grant.limits if grant is not None and grant.limits.limits_module(module) else None
                 if scope["type"] == "http":
+                    action = _admin_action(scope)
+                    if action is not None:
+                        send = _audited(send, action, grant, scope)
                     route = f"/api/v1/{module}"
-                    await self._counted(route, partial(self.proxy.http, module), scope, receive, send)
+                    forward = partial(self._counted, route, partial(self.proxy.http, module))
+                    if limits is not None:
+                        await self.guard.http(limits, module, scope, receive, send, forward)
+                    else:
+                        await forward(scope, receive, send)
+                elif limits is not None:
+                    await self.guard.websocket(
+                        limits, module, scope, receive, send, partial(self.proxy.websocket, module)
+                    )
                 else:
                     await self.proxy.websocket(module, scope, receive, send)
                 return
@@ -237,6 +264,48 @@ class Gateway:
             merged.info["x-missing-services"] = missing
         return merged
 
+    def key_self(self, request: Request[Any, Any, Any]) -> Response[KeySelf]:
+        """The calling key's limits; 401 (in the one error shape) for a missing or unknown key."""
+        if not self.access.enabled:
+            open_key = KeySelf(
+                auth=False,
+                name=None,
+                scope="admin",
+                modules=[],
+                knowledge_bases=[],
+                datasets=[],
+                memory=None,
+                rate_per_second=None,
+            )
+            return Response(open_key)
+        kind, _, offered = request.headers.get("authorization", "").partition(" ")
+        grant = self.access.grant(offered.strip() if kind.lower() == "bearer" else "")
+        if grant is None:
+            message = "missing or wrong API key: send `Authorization: Bearer <key>`"
+            audit.record("refused", "401", key=None, route=request.url.path, method="GET")
+            return Response(
+                error_body(401, message),  # type: ignore[arg-type]  # the one error body, not KeySelf
+                status_code=401,
+                headers={"www-authenticate": 'Bearer realm="lore"'},
+            )
+        memory = grant.limits.memory
+        return Response(
+            KeySelf(
+                auth=True,
+                name=grant.name,
+                scope=grant.scope,
+                modules=sorted(grant.modules),
+                knowledge_bases=list(grant.limits.knowledge_bases),
+                datasets=list(grant.limits.datasets),
+                memory=None
+                if memory is None
+                else MemoryScopeLimits(
+                    user_id=memory.user_id, agent_id=memory.agent_id, run_id=memory.run_id, kb=memory.kb
+                ),
+                rate_per_second=grant.rate_per_second,
+            )
+        )
+
     def replica_watch(self, _: Litestar) -> AbstractAsyncContextManager[None]:
         return background(self.watch_replicas(), "replica-watch")
 
@@ -261,6 +330,10 @@ class Gateway:
                 body.failing = failing
                 body.detail = f"downstream down: {', '.join(failing)}"
             return Response(body, status_code=503 if failing else 200, media_type=MediaType.JSON)
+
+        @get("/api/v1/keys/self", summary="The calling key's scopes and limits")
+        async def key_self(request: Request[Any, Any, Any]) -> Response[KeySelf]:
+            return gateway.key_self(request)
 
         @get("/livez", summary="Liveness: the process answers", include_in_schema=False)
         async def livez() -> Liveness:
@@ -297,6 +370,7 @@ class Gateway:
                 openapi,
                 metrics_endpoint,
                 console_labels,
+                key_self,
                 console,
                 openai_router(self.openai),
             ],
@@ -331,6 +405,34 @@ def render_reference(document: OpenApiDocument) -> str:
         "<table><tr><th>method</th><th>path</th><th>what it does</th></tr>" + "".join(rows) + "</table>"
         "</body></html>"
     )
+
+
+def _admin_action(scope: Scope) -> str | None:
+    """The audited admin action a proxied request is: a delete or a configuration reload."""
+    if scope["method"] == "DELETE":
+        return "delete"
+    if scope["path"].rstrip("/").endswith("/config/reload"):
+        return "config_reload"
+    return None
+
+
+def _audited(send: Send, action: str, grant: Grant | None, scope: Scope) -> Send:
+    """`send`, noting the answer's status in the audit trail."""
+
+    async def audited(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            status = int(message["status"])
+            audit.record(
+                action,
+                "ok" if status < 400 else str(status),
+                key=grant.name if grant is not None else None,
+                route=scope["path"],
+                method=scope["method"],
+                status=status,
+            )
+        await send(message)
+
+    return audited
 
 
 def _take_query_token(scope: Scope) -> str:

@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -141,6 +142,10 @@ def plan(settings: Settings, replicas: int) -> list[Child]:
     """The processes to run: `replicas` of each service on its shared stores, each with its own data
     dir where it can (`own_disk`), and the gateway, which balances across the replicas."""
     g = settings.gateway
+    if not settings.security.internal_tokens():
+        # Each start has its own internal credential, shared by these children only: a process on this
+        # machine that is not one of them cannot call a service past the gateway's keys.
+        os.environ["LORE__SECURITY__INTERNAL_TOKEN"] = secrets.token_urlsafe(32)
     children: list[Child] = []
     urls: dict[str, list[str]] = {}
     for name in ("docdb", "gen", "mem"):

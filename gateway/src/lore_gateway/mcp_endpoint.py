@@ -10,14 +10,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from lore_gateway.guard import Guard
 from lore_gateway.proxy import Proxy, Receive, Scope, Send
 
 MCP_PATH = "/mcp"
 
 
 class McpEndpoint:
-    def __init__(self, proxy: Proxy) -> None:
+    def __init__(self, proxy: Proxy, guard: Guard) -> None:
         self.proxy = proxy
+        self.guard = guard
         self._app: Any = None
         self._lock = asyncio.Lock()
         self._stop = asyncio.Event()
@@ -28,7 +30,7 @@ class McpEndpoint:
             if self._app is None:
                 from lore_gateway.agent_tools import AgentTools
 
-                tools = await asyncio.to_thread(AgentTools, self.proxy, MCP_PATH)
+                tools = await asyncio.to_thread(AgentTools, self.proxy, MCP_PATH, self.guard)
                 ready = asyncio.Event()
                 self._runner = asyncio.create_task(self._serve(tools, ready), name="mcp-sessions")
                 await ready.wait()

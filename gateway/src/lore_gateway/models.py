@@ -49,3 +49,29 @@ class OpenApiDocument(msgspec.Struct, kw_only=True):
     info: dict[str, Any]
     paths: dict[str, Any]
     components: dict[str, Any]
+
+
+class MemoryScopeLimits(msgspec.Struct, kw_only=True):
+    """The memories a key may touch: a pattern or fixed value per id (null: any), and whether it
+    reaches the shared knowledge-graph memory."""
+
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    kb: bool
+
+
+class KeySelf(msgspec.Struct, kw_only=True):
+    """`GET /api/v1/keys/self`: the calling key's name and limits (never the key). Without keys
+    configured, `auth` is false and everything is open. Empty `modules`, `knowledge_bases`, `datasets`
+    and a null `memory` mean no limit of that kind."""
+
+    success: bool = True
+    auth: bool
+    name: str | None
+    scope: str
+    modules: list[str]
+    knowledge_bases: list[str]
+    datasets: list[str]
+    memory: MemoryScopeLimits | None
+    rate_per_second: float | None

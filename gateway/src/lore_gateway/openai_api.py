@@ -22,9 +22,11 @@ from litestar.exceptions import ValidationException
 from litestar.response import Stream
 from msgspec import UNSET, UnsetType
 
+from lore_core import audit
 from lore_core.bounds import QUERY_CHARS
 from lore_core.logging import REQUEST_ID_HEADER, request_id_from
 from lore_gateway.access import Access, Refusal
+from lore_gateway.guard import Denied, Limits, plan
 from lore_gateway.proxy import Proxy
 
 MEM_MODEL = "mem:kb"
@@ -276,12 +278,16 @@ class OpenAiRoutes:
         self.proxy = proxy
         self.access = access
 
-    def admit(self, request: Request[Any, Any, Any], module: str) -> None:
+    def admit(self, request: Request[Any, Any, Any], module: str) -> Limits | None:
+        """Refuse a key that may not use `module`; return its resource limits there (None: none)."""
         if not self.access.enabled:
-            return
-        refusal = self.access.admit(_bearer(request), module, request.method, request.url.path)
+            return None
+        grant, refusal = self.access.check(_bearer(request), module, request.method, request.url.path)
         if refusal is not None:
             raise _refused(refusal)
+        if grant is None or not grant.limits.limits_module(module):
+            return None
+        return grant.limits
 
     def _url(self, module: str, path: str) -> str:
         replica = self.proxy.downstreams[module].pick()
@@ -311,17 +317,20 @@ class OpenAiRoutes:
         request_id = request_id_from(request.scope.get("headers", []))
         for module in ("docdb", "mem"):
             try:
-                self.admit(request, module)
+                limits = self.admit(request, module)
             except OpenAiError as exc:
                 refusals.append(exc)
                 continue
             if module == "mem":
-                cards.append(ModelCard(id=MEM_MODEL, created=0, owned_by="lore-mem"))
+                if limits is None or (limits.memory is not None and limits.memory.kb):
+                    cards.append(ModelCard(id=MEM_MODEL, created=0, owned_by="lore-mem"))
                 continue
             response = await self._call("docdb", "GET", "/api/v1/docdb/files/knowledge-bases", request_id)
             async with response:
                 listed = await response.json(content_type=None) if response.status == 200 else {}
             for kb in listed.get("data", []):
+                if limits is not None and not limits.kb_allowed(kb.get("name")):
+                    continue
                 cards.append(ModelCard(id=kb["name"], created=_epoch(kb.get("created_at")), owned_by="lore"))
         if len(refusals) == 2:
             raise refusals[0]
@@ -345,10 +354,19 @@ class OpenAiRoutes:
         self, request: Request[Any, Any, Any], ask: ChatCompletionRequest
     ) -> ChatCompletion | Stream:
         target = parse_model(ask.model, ask.query_mode)
-        self.admit(request, target.module)
+        limits = self.admit(request, target.module)
         query = question_with_history(ask.messages)
         request_id = request_id_from(request.scope.get("headers", []))
         path, body = self._upstream(target, ask, query)
+        if limits is not None:
+            try:  # the key's knowledge bases (or the memory graph), as on /api/v1/…
+                plan(limits, target.module, "POST", path, {}).body_checked(body)
+            except Denied as denied:
+                audit.record(
+                    "refused", str(denied.status), key=limits.key, route=request.url.path, method="POST"
+                )
+                code = "model_not_found" if denied.status == 404 else "insufficient_scope"
+                raise OpenAiError(denied.status, denied.message, "permission_error", code) from denied
         # Always streamed from the service: the streamed events are the only form in which both
         # modules send their citations, and a non-streamed answer is the same events gathered.
         response = await self._call(target.module, "POST", path, request_id, body)

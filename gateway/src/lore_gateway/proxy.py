@@ -25,7 +25,7 @@ import msgspec
 import structlog
 from yarl import URL
 
-from lore_core import metrics, tracing
+from lore_core import internal, metrics, tracing
 from lore_core.errors import error_body
 from lore_core.logging import REQUEST_ID_HEADER, request_id_from
 
@@ -61,6 +61,8 @@ WS_SKIP = HOP_BY_HOP | {
 }
 
 
+# A client's own internal-credential header is dropped: only the gateway's reaches a service.
+INTERNAL_HEADER = internal.HEADER.encode()
 EVENT_STREAM = "text/event-stream"
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 MAX_RETRY_AFTER_S = 30.0
@@ -143,13 +145,18 @@ class Proxy:
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, enable_cleanup_closed=True),
+                connector=aiohttp.TCPConnector(
+                    limit=0, ttl_dns_cache=300, enable_cleanup_closed=True, ssl=internal.client_ssl() or True
+                ),
                 timeout=aiohttp.ClientTimeout(
                     total=None, connect=self.connect_timeout, sock_connect=self.connect_timeout
                 ),
                 auto_decompress=False,
                 skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
                 cookie_jar=aiohttp.DummyCookieJar(),
+                # The internal credential (`security.internal_token`) on every call to a service: the
+                # proxied ones, MCP's tools, the OpenAI routes, health probes and the OpenAPI merge.
+                headers=internal.outgoing_headers(),
             )
         return self._session
 
@@ -185,7 +192,7 @@ class Proxy:
             name = key.lower()
             if name == b"host":
                 host = value.decode("latin-1")
-            if name in skip or name == REQUEST_ID_HEADER.encode():
+            if name in skip or name == REQUEST_ID_HEADER.encode() or name == INTERNAL_HEADER:
                 continue
             headers.append((key.decode("latin-1"), value.decode("latin-1")))
         headers.append((REQUEST_ID_HEADER, request_id))

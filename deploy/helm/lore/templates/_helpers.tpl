@@ -31,7 +31,12 @@ app.kubernetes.io/component: {{ .name }}
 {{- end -}}
 
 {{- define "lore.serviceUrl" -}}
-http://{{ include "lore.fullname" .root }}-{{ .name }}:{{ (index .root.Values .name).port }}
+{{ ternary "https" "http" .root.Values.tls.enabled }}://{{ include "lore.fullname" .root }}-{{ .name }}:{{ (index .root.Values .name).port }}
+{{- end -}}
+
+{{/* HTTPS where the component serves TLS (the services, with tls.enabled); the gateway stays HTTP. */}}
+{{- define "lore.probeScheme" -}}
+{{- if and .root.Values.tls.enabled (ne .name "gateway") -}}HTTPS{{- else -}}HTTP{{- end -}}
 {{- end -}}
 
 {{/* The variables each component reads besides the Secret: address, data dir, its neighbours. */}}
@@ -61,6 +66,16 @@ http://{{ include "lore.fullname" .root }}-{{ .name }}:{{ (index .root.Values .n
   value: {{ $c.port | quote }}
 - name: LORE__{{ upper $name }}__SERVER__DATA_DIR
   value: /data
+{{- end }}
+{{- if $root.Values.tls.enabled }}
+{{- if ne $name "gateway" }}
+- name: GRANIAN_SSL_CERTIFICATE
+  value: /etc/lore-tls/tls.crt
+- name: GRANIAN_SSL_KEYFILE
+  value: /etc/lore-tls/tls.key
+{{- end }}
+- name: LORE__SECURITY__TLS_CA
+  value: /etc/lore-tls/ca.crt
 {{- end }}
 {{- if eq $name "gen" }}
 - name: LORE__GEN__DOCDB_URL
@@ -136,6 +151,7 @@ spec:
             httpGet:
               path: /health
               port: http
+              scheme: {{ include "lore.probeScheme" . }}
             periodSeconds: 5
             timeoutSeconds: 5
             failureThreshold: 60
@@ -143,6 +159,7 @@ spec:
             httpGet:
               path: /health
               port: http
+              scheme: {{ include "lore.probeScheme" . }}
             periodSeconds: 10
             timeoutSeconds: 5
             failureThreshold: 3
@@ -150,6 +167,7 @@ spec:
             httpGet:
               path: /livez
               port: http
+              scheme: {{ include "lore.probeScheme" . }}
             periodSeconds: 20
             timeoutSeconds: 5
             failureThreshold: 3
@@ -161,6 +179,11 @@ spec:
               readOnly: true
             - name: data
               mountPath: /data
+            {{- if $root.Values.tls.enabled }}
+            - name: tls
+              mountPath: /etc/lore-tls
+              readOnly: true
+            {{- end }}
       volumes:
         - name: config
           configMap:
@@ -172,6 +195,11 @@ spec:
           {{- else }}
           emptyDir: {}
           {{- end }}
+        {{- if $root.Values.tls.enabled }}
+        - name: tls
+          secret:
+            secretName: {{ required "tls.secretName is required when tls.enabled (a Secret with tls.crt, tls.key and ca.crt)" $root.Values.tls.secretName }}
+        {{- end }}
       {{- with $c.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}

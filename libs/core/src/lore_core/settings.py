@@ -45,6 +45,19 @@ class LLMConfig(Section):
     retry_backoff: float = 1.0
     temperature: float = 0.0
     max_tokens: int = 2048
+    # How structured replies are asked for: `auto` sends a JSON schema (OpenAI-compatible servers:
+    # `response_format` json_schema, stepping down to json_object, then to the schema in the prompt, when
+    # the server rejects it; Anthropic: a forced tool); or name one: json_schema, json_object, tool, prompt.
+    structured_output: Literal["auto", "json_schema", "json_object", "tool", "prompt"] = "auto"
+    # Price per million input / output tokens (any currency), for the cost in task progress and /metrics.
+    price_input: float = 0.0
+    price_output: float = 0.0
+    # Tokens (input and output together) one task, and this process in one UTC day, may spend; 0: no limit.
+    task_token_budget: int = 0
+    daily_token_budget: int = 0
+    # A task whose chunks fail extraction (after repairs and retries) completes with them reported,
+    # unless more than this share of them failed.
+    max_failed_share: float = 0.2
 
 
 class VLMConfig(LLMConfig):

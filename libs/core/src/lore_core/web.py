@@ -22,7 +22,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Schema
 from litestar.types import ControllerRouterHandler
 
-from lore_core import __version__, metrics, tracing
+from lore_core import __version__, internal, metrics, tracing
 from lore_core.errors import error_body, exception_handlers
 from lore_core.heap import frozen_after_startup
 from lore_core.logging import RequestIdMiddleware, configure_logging
@@ -287,4 +287,9 @@ def build_from_environment(service: str, create_app: Callable[[Settings], App]) 
     configure_logging(settings.logging, service=service)
     metrics.configure(settings.telemetry.metrics)
     tracing.configure(settings.telemetry, service)
-    return cast(App, tracing.wrap_asgi(create_app(settings)))
+    internal.configure(settings.security)
+    app = create_app(settings)
+    # The services answer only callers holding the internal credential; the gateway answers clients.
+    if service != "gateway":
+        app = internal.guarded(app, settings.security, service)
+    return cast(App, tracing.wrap_asgi(app))

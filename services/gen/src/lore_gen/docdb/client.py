@@ -12,6 +12,7 @@ from urllib.parse import quote
 import httpx
 import structlog
 
+from lore_core import internal
 from lore_core.errors import LoreError, NotFound
 from lore_core.logging import REQUEST_ID_HEADER
 from lore_gen.docdb.models import DocdbUnavailable, Passage
@@ -28,6 +29,7 @@ class DocdbClient:
             base_url=self.base_url,
             timeout=timeout,
             transport=transport,
+            verify=internal.client_ssl() or True,
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
         )
 
@@ -36,7 +38,8 @@ class DocdbClient:
 
     def _headers(self) -> dict[str, str]:
         request_id = structlog.contextvars.get_contextvars().get("request_id")
-        return {REQUEST_ID_HEADER: str(request_id)} if request_id else {}
+        headers = internal.outgoing_headers()  # docdb answers only Lore's own processes
+        return headers | {REQUEST_ID_HEADER: str(request_id)} if request_id else headers
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
