@@ -171,7 +171,7 @@ async def test_structured_output_retries_a_malformed_reply_then_decodes() -> Non
     result = await complete_structured(model, REQUEST, Capital)
     assert result == Capital(country="France", capital="Paris")
     retry_body = json.loads(route.calls[1].request.content)
-    assert retry_body["response_format"] == {"type": "json_object"}
+    assert retry_body["response_format"]["type"] == "json_schema"
     assert "was not valid" in retry_body["messages"][-1]["content"]
 
 

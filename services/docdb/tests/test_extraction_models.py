@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 import respx
 
+from lore_common.providers.chat import schema_of
+from lore_common.providers.extraction import Extraction
 from lore_common.testing.replies import chat_completion as completion
 
 DS = "/api/v1/docdb/files/raw-files/datasets"
@@ -106,7 +108,10 @@ async def test_schema_is_injected_and_the_model_reply_builds_the_graph(docdb_fac
             system = sent["messages"][0]["content"]
             assert "客观实体 / 人物: 出生年份" in system and "客观实体 / 机器" in system
             assert sent["messages"][1]["content"] == TEXT
-            assert sent["response_format"] == {"type": "json_object"}
+            # The reply's schema travels as the response format (validated by the same Struct).
+            assert sent["response_format"]["type"] == "json_schema"
+            assert sent["response_format"]["json_schema"]["name"] == "Extraction"
+            assert sent["response_format"]["json_schema"]["schema"] == schema_of(Extraction)
             graph = client.app.state.graph
             top = {e["name"]: e for e in await graph.top_entities("computing", 10)}
             assert set(top) == {"Ada Lovelace", "Charles Babbage", "Analytical Engine"}
@@ -149,3 +154,83 @@ async def test_malformed_then_valid_reply_completes(docdb_factory: Any) -> None:
         async with docdb_factory(**MODEL_ENV) as client:
             task = await wait_done(client, await start_parse(client))
             assert task["status"] == "completed", task
+
+
+def extraction_or_garbage(request: httpx.Request) -> httpx.Response:
+    """A model that cannot read one of the files: every reply about it is prose."""
+    user = json.loads(request.content)["messages"][1]["content"]  # the chunk (re-asks come after it)
+    if "cuneiform" in user:
+        return httpx.Response(200, json=completion("I am sorry, I cannot read this."))
+    name = user.split(" ", 1)[0]
+    return httpx.Response(200, json=completion(json.dumps({"entities": [{"name": name}]})))
+
+
+async def upload_parse(client: Any, texts: dict[str, str]) -> str:
+    await client.post(DS, json={"name": "notes"})
+    files = [("files", (name, text.encode())) for name, text in texts.items()]
+    await client.post(f"{DS}/notes/files", files=files)
+    await client.post(KB, json={"name": "notes"})
+    r = await client.post(f"{KB}/notes/parse", json={"datasets": ["notes"]})
+    return str(r.json()["data"]["tasks"][0]["task_id"])
+
+
+NOTES = {f"n{i}.txt": f"Person{i} met somebody in town number {i}." for i in range(6)}
+
+
+async def test_a_chunk_that_fails_is_reported_in_the_task_and_a_reparse_asks_only_for_it(
+    docdb_factory: Any,
+) -> None:
+    texts = {**NOTES, "tablet.txt": "Marks in cuneiform nobody reads."}
+    with respx.mock(assert_all_called=False, using="httpx") as mock:
+        mock.route(host="docdb.test").pass_through()
+        route = mock.post(f"{LLM}/chat/completions").mock(side_effect=extraction_or_garbage)
+        async with docdb_factory(**MODEL_ENV) as client:
+            task = await wait_done(client, await upload_parse(client, texts))
+            assert task["status"] == "completed", task
+            usage = task["metadata"]["usage"]
+            assert usage["failed_chunks"] == 1
+            [example] = usage["failed_examples"]
+            assert example["chunk"].endswith(":6") and "malformed Extraction" in example["reason"]
+            # six chunks in one call each, the unreadable one asked three times
+            assert route.call_count == 9 and usage["model_calls"] == 9
+            assert usage["input_tokens"] == 9 * 310 and usage["output_tokens"] == 9 * 120
+            names = {e["name"] for e in await client.app.state.graph.top_entities("notes", 20)}
+            assert names == {f"Person{i}" for i in range(6)}
+
+            # The same files again: what was extracted comes from the cache; only the failure is asked.
+            r = await client.post(f"{KB}/notes/parse", json={"datasets": ["notes"], "force": True})
+            again = await wait_done(client, str(r.json()["data"]["tasks"][0]["task_id"]))
+            assert again["status"] == "completed", again
+            assert route.call_count == 12
+            assert again["metadata"]["usage"]["cache_hits"] == 6
+
+
+async def test_more_failures_than_the_configured_share_fail_the_parse(docdb_factory: Any) -> None:
+    texts = {"a.txt": "Person1 wrote in cuneiform.", "b.txt": "Person2 wrote plainly."}
+    with respx.mock(assert_all_called=False, using="httpx") as mock:
+        mock.route(host="docdb.test").pass_through()
+        mock.post(f"{LLM}/chat/completions").mock(side_effect=extraction_or_garbage)
+        async with docdb_factory(**MODEL_ENV, LORE__DOCDB__LLM__MAX_FAILED_SHARE="0.4") as client:
+            task = await wait_done(client, await upload_parse(client, texts))
+            assert task["status"] == "failed"
+            assert "1 of 2 chunks failed extraction" in task["error"]
+            assert "llm.max_failed_share (40%)" in task["error"]
+            assert task["metadata"]["usage"]["failed_chunks"] == 1
+
+
+async def test_a_token_budget_smaller_than_the_parse_stops_it_naming_the_budget(docdb_factory: Any) -> None:
+    with respx.mock(assert_all_called=False, using="httpx") as mock:
+        mock.route(host="docdb.test").pass_through()
+        route = mock.post(f"{LLM}/chat/completions").mock(side_effect=extraction_or_garbage)
+        env = {
+            **MODEL_ENV,
+            "LORE__DOCDB__LLM__TASK_TOKEN_BUDGET": "1000",  # each call costs 430
+            "LORE__PARAMETER__GRAPH_CONFIG__MAX_WORKERS": "1",
+        }
+        async with docdb_factory(**env) as client:
+            task = await wait_done(client, await upload_parse(client, NOTES))
+            assert task["status"] == "failed"
+            assert "token budget of 1000 (llm.task_token_budget)" in task["error"]
+            assert route.call_count == 3
+            assert task["metadata"]["usage"]["input_tokens"] == 3 * 310
+            assert await client.app.state.kb_store.count_chunks("notes") == 0  # rolled back

@@ -393,6 +393,8 @@ class InsertJob(Model):
     chunks: int | None = None
     entities: int | None = None
     relations: int | None = None
+    # once done: model_calls, input_tokens, output_tokens, cost, cache_hits, failed_chunks, failed_examples
+    usage: dict[str, Any] | None = None
     created_at: str = ""
     updated_at: str = ""
 

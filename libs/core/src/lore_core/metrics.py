@@ -61,6 +61,12 @@ MODEL_TOKENS = Counter(
     "Tokens the provider reported, direction in or out",
     ["provider", "model", "direction"],
 )
+MODEL_COST = Counter(
+    "lore_model_cost", "Cost of model calls by the configured price table", ["provider", "model"]
+)
+MODEL_CACHE_HITS = Counter(
+    "lore_model_cache_hits", "Structured model replies served from the extraction cache", ["model"]
+)
 MODEL_RETRIES = Counter(
     "lore_model_retries", "Model calls retried after a 429, 5xx or time-out", ["provider", "model"]
 )
@@ -193,6 +199,16 @@ class ModelCall:
         if ENABLED:
             MODEL_CALLS.labels(self.provider, self.model, "error").inc()
             MODEL_SECONDS.labels(self.provider, self.model).observe(time.perf_counter() - self.started)
+
+
+def model_cost(provider: str, model: str, cost: float) -> None:
+    if ENABLED:
+        MODEL_COST.labels(provider, model).inc(cost)
+
+
+def model_cache_hit(model: str) -> None:
+    if ENABLED:
+        MODEL_CACHE_HITS.labels(model).inc()
 
 
 def observe_embedding(model: str, batch: int, seconds: float) -> None:

@@ -18,6 +18,7 @@ from lore_common.providers.container import Providers, open_providers
 from lore_common.stores import open_stores
 from lore_common.stores.container import Stores
 from lore_common.stores.objects import ObjectStore
+from lore_common.providers.cache import ModelCache
 from lore_common.stores.sql import Leadership
 from lore_core.settings import DocdbConfig, QueryDefaults, Settings
 from lore_core.tasks import periodic
@@ -28,7 +29,7 @@ from lore_docdb.chat.routes import ChatController
 from lore_docdb.chat.service import ChatService
 from lore_docdb.config.routes import ConfigController
 from lore_docdb.config.service import ConfigService
-from lore_docdb.database import create_tables
+from lore_docdb.database import MODEL_CACHE, create_tables
 from lore_docdb.datasets.disk import DiskRawStore, RawFiles
 from lore_docdb.datasets.objects import ObjectRawStore
 from lore_docdb.datasets.raw import RawStore
@@ -167,6 +168,8 @@ async def wire(settings: Settings, config: ConfigService, stores: Stores, provid
         embedders=embedders,
         llm=providers.llm,
         vision=vision,
+        # A remote model's extraction results are kept (the offline model is cheaper than the lookup).
+        cache=ModelCache(sql, MODEL_CACHE) if cfg.llm.provider != "offline" else None,
     )
     parse = ParseService(
         store=task_store,

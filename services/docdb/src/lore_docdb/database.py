@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import SQLModel
 
 from lore_common.jobs import job_table
+from lore_common.providers.cache import model_cache_table
 from lore_common.stores.migrate import Schema, upgrade
 from lore_docdb.datasets.models import RawDatasetRow, RawFileRow
 from lore_docdb.knowledge_bases.models import ChunkRow, KbDatasetRow, KbVersionRow, KnowledgeBaseRow
@@ -16,7 +17,8 @@ from lore_docdb.parse.store import TABLE as JOBS
 from lore_docdb.schemas.models import SchemaRow
 from lore_docdb.uploads.models import UploadChunkRow, UploadSessionRow
 
-TABLES: list[Any] = [job_table(JOBS)] + [
+MODEL_CACHE = "lore_docdb_model_cache"
+TABLES: list[Any] = [job_table(JOBS), model_cache_table(MODEL_CACHE)] + [
     SQLModel.metadata.tables[str(model.__tablename__)]
     for model in (
         SchemaRow,

@@ -16,6 +16,7 @@ import structlog
 from litestar import Litestar
 
 from lore_common.jobs import replica_id
+from lore_common.providers.cache import ModelCache
 from lore_common.providers.chat import ChatModel, create_chat_model
 from lore_common.stores import open_stores
 from lore_common.stores.migrate import upgrade
@@ -23,7 +24,7 @@ from lore_common.stores.sql import Leadership
 from lore_core.settings import Settings
 from lore_core.tasks import background
 from lore_core.web import build_from_environment, create_service_app
-from lore_gen.database import SCHEMA
+from lore_gen.database import MODEL_CACHE, SCHEMA
 from lore_gen.docdb.client import DocdbClient
 from lore_gen.tables.offline import OFFLINE_SKILLS as TABLE_OFFLINE_SKILLS
 from lore_gen.tables.routes import TableController, pipeline_stream
@@ -75,7 +76,14 @@ def create_app(settings: Settings) -> Litestar:
             leadership = Leadership(stores.sql, "lore-gen-sweeps")
             app.state.stores = stores
             app.state.providers = GenModels(llm, config.docdb_url)
-            app.state.tables = TableService(llm=llm, docdb=docdb, tables=tables, tasks=tasks, config=config)
+            app.state.tables = TableService(
+                llm=llm,
+                docdb=docdb,
+                tables=tables,
+                tasks=tasks,
+                config=config,
+                cache=ModelCache(stores.sql, MODEL_CACHE) if config.llm.provider != "offline" else None,
+            )
             app.state.tag_trees = TagTreeService(llm=llm, docdb=docdb, tasks=tasks)
             try:
                 maintenance = tasks.maintain(

@@ -6,7 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from lore_common.jobs import job_table
+from lore_common.providers.cache import model_cache_table
 from lore_common.stores.migrate import Schema
 from lore_gen.tasks.store import TABLE
 
-SCHEMA = Schema("gen", Path(__file__).resolve().parent / "migrations", [job_table(TABLE)])
+MODEL_CACHE = "lore_gen_model_cache"
+SCHEMA = Schema(
+    "gen", Path(__file__).resolve().parent / "migrations", [job_table(TABLE), model_cache_table(MODEL_CACHE)]
+)

@@ -11,6 +11,7 @@ import msgspec
 from litestar import Litestar
 
 from lore_common.jobs import JobRunner, JobStore, Lifecycle, replica_id
+from lore_common.providers.cache import ModelCache
 from lore_common.providers.chat import create_chat_model
 from lore_common.providers.container import open_providers
 from lore_common.providers.embedders import Embedder, create_embedder
@@ -21,7 +22,7 @@ from lore_common.stores.sql import Leadership
 from lore_core.settings import EmbeddingConfig, GraphStoreConfig, Settings
 from lore_core.tasks import background
 from lore_core.web import build_from_environment, create_service_app
-from lore_mem.database import KB_JOBS_TABLE, SCHEMA
+from lore_mem.database import KB_JOBS_TABLE, MODEL_CACHE, SCHEMA
 from lore_mem.kb.media import Captioner
 from lore_mem.kb.models import INTERRUPTED, STALE, InsertJob
 from lore_mem.kb.offline import OFFLINE_SKILLS as KB_OFFLINE_SKILLS
@@ -80,6 +81,7 @@ async def open_kb_service(
         config=config,
         chunking=settings.parameter.chunk_config,
         leads=leadership.is_leader,
+        cache=ModelCache(stores.sql, MODEL_CACHE) if config.llm.provider != "offline" else None,
     )
     try:
         await memory.start(data_dir / "kb")

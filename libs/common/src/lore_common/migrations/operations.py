@@ -29,3 +29,14 @@ def create_job_table_v1(name: str) -> None:
     )
     for column in ("kind", "owner", "status"):
         op.create_index(f"ix_{name}_{column}", name, [column])
+
+
+def create_model_cache_table_v1(name: str) -> None:
+    """The extraction cache's table (`lore_common.providers.cache.model_cache_table`), first version."""
+    op.create_table(
+        name,
+        sa.Column("key", sa.String(length=512), nullable=False),
+        sa.Column("value", sa.Text(), nullable=False),
+        sa.Column("created_at", sa.String(length=40), nullable=False),
+        sa.PrimaryKeyConstraint("key"),
+    )

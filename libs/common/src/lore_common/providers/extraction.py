@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import msgspec
 
+# Part of the extraction cache's key (see providers.cache): raise it when the reading of a reply changes
+# in a way the prompt's text does not show (the prompt's text and the schema are in the key already).
+EXTRACTION_PROMPT_VERSION = "1"
+
 
 class ExtractedEntity(msgspec.Struct):
     name: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from lore_common.jobs import Lifecycle
+from lore_common.providers.usage import UsageReport
 from lore_core.clock import utc_iso
 from lore_docdb.envelope import Success
 
@@ -34,6 +35,7 @@ class Task(msgspec.Struct, kw_only=True):
     # The schema's entity definitions as they were when the parse started (a later delete can't hurt it).
     schema_entities: str | None = None
     skipped_files: str | None = None  # JSON list of files that were not parsed, with the reason
+    usage: str | None = None  # JSON UsageReport: model calls, tokens, cost, cache hits, failed chunks
     # At the clock's one precision (microseconds): tasks submitted in one request are claimed in the
     # order they were created, and the job store's later `updated_at` never sorts before it.
     created_at: str = msgspec.field(default_factory=utc_iso)
@@ -53,6 +55,9 @@ class TaskMetadata(msgspec.Struct, kw_only=True, omit_defaults=True):
     mode: int
     schema_name: str | None
     skipped_files: list[SkippedFile] | msgspec.UnsetType = msgspec.UNSET  # only when some were
+    # Model calls, tokens and cost so far, extraction cache hits, and chunks whose extraction failed
+    # (count and examples); only once the task has used a model.
+    usage: UsageReport | msgspec.UnsetType = msgspec.UNSET
 
 
 class TaskObject(msgspec.Struct, kw_only=True):
@@ -84,6 +89,7 @@ class TaskObject(msgspec.Struct, kw_only=True):
                 mode=task.mode,
                 schema_name=task.schema_name,
                 skipped_files=skipped,
+                usage=msgspec.json.decode(task.usage, type=UsageReport) if task.usage else msgspec.UNSET,
             ),
             stage=task.stage,
             created_at=task.created_at,

@@ -23,9 +23,11 @@ from lore_common.providers.chat import (
     ChatRequest,
     ModelError,
     Picture,
+    StructuredCache,
     complete_structured,
 )
-from lore_common.providers.extraction import Extraction
+from lore_common.providers.extraction import EXTRACTION_PROMPT_VERSION, Extraction
+from lore_common.providers.usage import check_failed_share, record_failure
 from lore_core.settings import Settings
 from lore_docdb.index.graph import entity_id
 from lore_docdb.index.indexes import SearchIndexes
@@ -87,6 +89,7 @@ class ParsePipeline:
         embedders: KbEmbedders,
         llm: ChatModel,
         vision: ChatModel | None = None,
+        cache: StructuredCache | None = None,
     ) -> None:
         self.settings = settings
         self.kbs = kbs  # the KB's chunk rows
@@ -97,6 +100,8 @@ class ParsePipeline:
         self.llm = llm
         # With `docdb.vlm` configured, pictures inside PDF and DOCX files are captioned into the text.
         self.vision = vision
+        # Extraction results by (prompt version, model, chunk, schema), shared by replicas: providers.cache.
+        self.cache = cache
 
     async def run(self, ctx: ParseContext) -> list[dict[str, str]]:
         """Parse; returns the files that were skipped, with the reason."""
@@ -270,10 +275,21 @@ class ParsePipeline:
                     task="extract_entities",
                     inputs={"text": chunk.text, "entity_types": allowed},
                 )
-                result = await complete_structured(self.llm, request, Extraction)
+                try:
+                    result = await complete_structured(
+                        self.llm,
+                        request,
+                        Extraction,
+                        cache=self.cache,
+                        prompt_version=EXTRACTION_PROMPT_VERSION,
+                    )
+                except ModelError as exc:  # reported in the task, never dropped (providers.usage)
+                    record_failure(chunk.chunk_id, exc)
+                    return
             self._collect(batch, result, chunk, task.dataset, source, allowed)
 
         await asyncio.gather(*(one(c) for c in chunks))
+        check_failed_share(len(chunks), self.settings.docdb.llm.max_failed_share)
         return batch
 
     @staticmethod

@@ -23,6 +23,7 @@ import msgspec
 import structlog
 
 from lore_common.jobs import JobQueue
+from lore_common.providers.usage import begin_usage
 from lore_core import metrics, tracing
 from lore_core.clock import utcnow
 from lore_core.errors import BadRequest, NotFound, store_outage
@@ -254,6 +255,7 @@ class ParseService:
         last_stage = ""
         stage_started = time.perf_counter()
         stage_span: Any = None  # the current stage's span, once a stage has begun
+        usage = begin_usage(self.settings.docdb.llm)  # model calls, tokens, cost, failed chunks
 
         async def check(stage: str) -> None:
             nonlocal last_stage, stage_started, stage_span
@@ -272,6 +274,10 @@ class ParseService:
                     live = msgspec.structs.replace(self.queue.live.get(task_id, task), stage=stage)
                     self.queue.live[task_id] = live
                     await self.store.beat([live], self.queue.owner)
+            if usage.model_calls or usage.cache_hits or usage.failed:  # written with each heartbeat
+                held = self.queue.live.get(task_id)
+                if held is not None:
+                    self.queue.live[task_id] = msgspec.structs.replace(held, usage=usage.json())
             if task_id in self.cancel_requested:
                 raise Cancelled(stage)
 
@@ -285,7 +291,7 @@ class ParseService:
                 "completed",
                 when=["running"],
                 change=lambda t: msgspec.structs.replace(
-                    t, stage="done", skipped_files=skipped_json(skipped)
+                    t, stage="done", skipped_files=skipped_json(skipped), usage=usage.json()
                 ),
             )
             if done is None:
@@ -311,7 +317,10 @@ class ParseService:
                 return outage[1]
             log.warning("parse_failed", error=message)
             await self.store.transition(
-                task_id, "failed", when=["running", "cancelling"], change=_failed(message)
+                task_id,
+                "failed",
+                when=["running", "cancelling"],
+                change=lambda t: msgspec.structs.replace(_failed(message)(t), usage=usage.json()),
             )
         finally:
             if last_stage:

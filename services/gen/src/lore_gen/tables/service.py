@@ -19,7 +19,15 @@ from typing import Any
 import msgspec
 import structlog
 
-from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
+from lore_common.providers.chat import (
+    ChatMessage,
+    ChatModel,
+    ChatRequest,
+    StructuredCache,
+    complete_or_record,
+    complete_structured,
+)
+from lore_common.providers.usage import begin_usage, check_failed_share, current_usage
 from lore_core.errors import BadRequest
 from lore_core.naming import check_name
 from lore_core.settings import GenConfig
@@ -80,8 +88,16 @@ class TableService:
     """Validates a submit, resolves the grounding KB and runs the pipeline as a persisted task."""
 
     def __init__(
-        self, *, llm: ChatModel, docdb: DocdbClient, tables: TableStore, tasks: TaskService, config: GenConfig
+        self,
+        *,
+        llm: ChatModel,
+        docdb: DocdbClient,
+        tables: TableStore,
+        tasks: TaskService,
+        config: GenConfig,
+        cache: StructuredCache | None = None,
     ) -> None:
+        self.cache = cache  # filled rows by (prompt, model, evidence, schema), shared by replicas
         self.llm = llm
         self.docdb = docdb
         self.tables = tables
@@ -117,6 +133,7 @@ class TableService:
         self.tasks.detach(task_id, listener)
 
     async def run(self, request: SubmitRequest, kb_name: str | None, report: Report) -> dict[str, Any]:
+        usage = begin_usage(self.config.llm)  # model calls, tokens, cost, rows that failed
         await report(STEP_SCHEMA, "schema")
         known = await self.kb_entities(kb_name)
         schema = await self.design(request, kb_name, known)
@@ -124,6 +141,7 @@ class TableService:
         total = len(schema.entities)
         await report(STEP_ROWS, "rows", done=0, total=total)
         rows = await self.fill_rows(request, kb_name, schema, report, known)
+        check_failed_share(total, self.config.llm.max_failed_share)
 
         await report(STEP_TABLE, "table")
         table_name = _table_name(schema.title)
@@ -140,6 +158,7 @@ class TableService:
             "sql": sql,
             "query_results": results,
             "kb_name": kb_name,
+            "usage": usage.as_dict(),
         }
 
     async def kb_entities(self, kb_name: str | None) -> dict[str, str]:
@@ -211,7 +230,9 @@ class TableService:
                 row = await self.fill_row(request, kb_name, schema, entity, known.get(entity, ""))
             row[key] = row.get(key) or entity
             done += 1
-            await report(STEP_ROWS, "rows", done=done, total=len(schema.entities))
+            tally = current_usage()
+            extra = {"usage": tally.as_dict()} if tally is not None else {}
+            await report(STEP_ROWS, "rows", done=done, total=len(schema.entities), **extra)
             return row
 
         return list(await asyncio.gather(*(fill(entity) for entity in schema.entities)))
@@ -229,7 +250,8 @@ class TableService:
                 passages.append(Passage(content=described, score=0.0, source="knowledge graph"))
             if not passages:
                 return empty  # grounded and no evidence: nothing to fill, nothing to invent
-        reply = await complete_structured(
+        reply = await complete_or_record(
+            entity,
             self.llm,
             ChatRequest(
                 messages=[
@@ -248,7 +270,10 @@ class TableService:
                 },
             ),
             RowReply,
+            cache=self.cache,
         )
+        if reply is None:  # failed for good: the row stays empty, reported in the task's usage
+            return empty
         # The model may echo a column under its original spelling ("Population" for `population`).
         normalised = {identifier(str(k), set()): v for k, v in reply.row.items()}
         for column in schema.columns:

@@ -9,6 +9,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from lore_common.jobs import JobFailure
+from lore_common.providers.usage import UsageReport
 from lore_core.clock import utc_iso
 
 Status = Literal["pending", "running", "completed", "failed"]
@@ -58,6 +59,8 @@ class TaskProgress(msgspec.Struct, kw_only=True, omit_defaults=True):
     done: int | UnsetType = UNSET
     total: int | UnsetType = UNSET
     waiting_for: str | UnsetType = UNSET
+    # Model calls, tokens, cost, cache hits and rows whose model call failed for good (with why).
+    usage: UsageReport | UnsetType = UNSET
 
 
 class TaskAccepted(msgspec.Struct, kw_only=True):

@@ -9,6 +9,7 @@ import msgspec
 from sqlalchemy import JSON, Column, Float, Text
 from sqlmodel import Field, SQLModel
 
+from lore_common.providers.usage import UsageReport
 from lore_core.bounds import QueryText
 from lore_core.clock import utc_iso
 
@@ -39,6 +40,8 @@ class InsertJob(msgspec.Struct, kw_only=True):
     chunks: int = 0
     entities: int = 0
     relations: int = 0
+    # Model calls, tokens, cost, cache hits and chunks whose extraction failed (count and examples).
+    usage: UsageReport | None = None
     created_at: str = msgspec.field(default_factory=now)
     updated_at: str = msgspec.field(default_factory=now)
 
@@ -68,6 +71,7 @@ class InsertJob(msgspec.Struct, kw_only=True):
             chunks=self.chunks,
             entities=self.entities,
             relations=self.relations,
+            usage=self.usage,
             created_at=self.created_at,
             updated_at=self.updated_at,
         )
@@ -97,6 +101,8 @@ class InsertStatus(msgspec.Struct, kw_only=True):
     chunks: int
     entities: int
     relations: int
+    # Once done: model calls, tokens, cost, cache hits, and chunks whose extraction failed (with why).
+    usage: UsageReport | None = None
     created_at: str
     updated_at: str
 

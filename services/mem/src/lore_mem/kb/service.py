@@ -40,9 +40,17 @@ from lore_common.answers import (
 from lore_common.chunking import chunk_text
 from lore_common.entities import type_label
 from lore_common.jobs import JobRunner
-from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, complete_structured
+from lore_common.providers.chat import (
+    ChatMessage,
+    ChatModel,
+    ChatRequest,
+    StructuredCache,
+    complete_or_record,
+    complete_structured,
+)
 from lore_common.providers.embedders import Embedder
-from lore_common.providers.extraction import Extraction
+from lore_common.providers.extraction import EXTRACTION_PROMPT_VERSION, Extraction
+from lore_common.providers.usage import begin_usage, check_failed_share
 from lore_common.stores.sql import advisory_lock
 from lore_core.bounds import QUERY_CHARS
 from lore_core.errors import BadRequest, LoreError, NotFound, store_outage
@@ -127,8 +135,10 @@ class KbService:
         config: MemoryKbConfig,
         chunking: ChunkConfig,
         leads: Callable[[], Awaitable[bool]],
+        cache: StructuredCache | None = None,
     ) -> None:
         self.store = store
+        self.cache = cache  # extraction results, shared by replicas (providers.cache)
         self.runner = runner
         # Uploaded media wait here (on the replica that took the insert) until their job ends.
         self.media_dir = media_dir
@@ -191,6 +201,7 @@ class KbService:
 
     async def _process(self, job: InsertJob) -> InsertJob:
         async with self._slots:
+            usage = begin_usage(self.config.llm)  # model calls, tokens, cost, failed chunks
             text = await self._caption(job)
             segment = Segment(seq=0, job_id=job.id, **await self._extract(job.id, text))
             await self.store.commit(segment)
@@ -199,6 +210,7 @@ class KbService:
                 chunks=len(segment.chunks),
                 entities=len(segment.entities),
                 relations=len(segment.relations),
+                usage=usage.report(),
             )
 
     async def _caption(self, job: InsertJob) -> str:
@@ -231,7 +243,8 @@ class KbService:
         ]
         replies = await asyncio.gather(
             *(
-                complete_structured(
+                complete_or_record(
+                    chunk.id,
                     self.llm,
                     ChatRequest(
                         messages=[ChatMessage("system", EXTRACT_SYSTEM), ChatMessage("user", chunk.text)],
@@ -239,13 +252,18 @@ class KbService:
                         inputs={"text": chunk.text},
                     ),
                     Extraction,
+                    cache=self.cache,
+                    prompt_version=EXTRACTION_PROMPT_VERSION,
                 )
                 for chunk in chunks
             )
         )
+        check_failed_share(len(chunks), self.config.llm.max_failed_share)
         entities: dict[str, EntityRecord] = {}
         relations: dict[tuple[str, str], RelationRecord] = {}
         for chunk, reply in zip(chunks, replies, strict=True):
+            if reply is None:  # failed for good: counted in the job's usage, with the reason
+                continue
             for item in reply.entities:
                 key = entity_key(item.name)
                 if not key:
