@@ -122,11 +122,16 @@ async def test_offline_naive_answer_cites_the_right_file(docdb_factory: Any) -> 
         numbers = {int(n) for n in re.findall(r"\[(\d+)\]", answer["response"])}
         assert numbers and numbers == {c["index"] for c in answer["citations"]}
         first = next(c for c in answer["citations"] if c["index"] == min(numbers))
+        cited = next(item for item in answer["data"] if item["source_id"] == [first["chunk_id"]])
         assert first == {
             "index": first["index"],
             "source_file": "curie.txt",
             "dataset": "papers",
             "file_url": None,
+            "chunk_id": cited["source_id"][0],  # the cited passage itself
+            "heading_path": [],
+            "page": None,
+            "page_end": None,
         }
         assert answer["total_count"] == len(answer["data"]) > 0
         item = answer["data"][0]

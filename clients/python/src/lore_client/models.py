@@ -225,13 +225,20 @@ class Passage(Model):
     kb_name: str = ""  # the file the passage comes from
     dataset: str = ""
     source_id: list[str] = []
+    heading_path: list[str] = []  # the titles of the sections it sits in, outermost first
+    page: int | None = None  # its first page in a paged file (PDF), 1-based
+    page_end: int | None = None  # its last page
 
 
 class Citation(Model):
     index: int
     source_file: str
     dataset: str = ""
-    file_url: str | None = None
+    file_url: str | None = None  # for a PDF, opens at `page`
+    chunk_id: str | None = None  # the cited passage: the `source_id` of its item in `data`
+    heading_path: list[str] = []
+    page: int | None = None
+    page_end: int | None = None
 
 
 class ChatResult(Model):

@@ -57,13 +57,25 @@ class DataItem(msgspec.Struct):
     content: str
     source_id: list[str]
     dataset: str = ""
+    # Where the passage sits in its file: the titles of its sections, outermost first ([] when it sits
+    # under no heading), and for a paged file (PDF) its first and last page, 1-based (else null).
+    heading_path: list[str] = msgspec.field(default_factory=list)
+    page: int | None = None
+    page_end: int | None = None
 
 
 class Citation(msgspec.Struct):
     index: int
     source_file: str
     dataset: str
+    # A link to the file where object storage presigns one; for a PDF it opens at `page` (`#page=N`).
     file_url: str | None
+    # The cited passage: its chunk (`source_id` of its item in `data`), its sections' titles, and for a
+    # paged file (PDF) its first and last page, 1-based (null for a file without pages).
+    chunk_id: str | None = None
+    heading_path: list[str] = msgspec.field(default_factory=list)
+    page: int | None = None
+    page_end: int | None = None
 
 
 class QueryInfo(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lore_common.bm25 import rrf
 from lore_common.providers.embedders import Embedder, EmbedderSet
@@ -15,7 +15,7 @@ from lore_core.settings import QueryDefaults, SearchParams
 from lore_docdb.index.bm25 import Bm25Cache
 from lore_docdb.index.graph import GraphIndex
 from lore_docdb.index.vectors import VectorIndex
-from lore_docdb.knowledge_bases.models import KnowledgeBaseRow
+from lore_docdb.knowledge_bases.models import KnowledgeBaseRow, heading_path
 from lore_docdb.knowledge_bases.store import KnowledgeBaseStore
 
 
@@ -59,6 +59,18 @@ class Hit:
     text: str = ""
     dataset: str = ""
     file: str = ""
+    # Where the chunk sits: the titles of its sections, its first and last page (a paged file only).
+    heading_path: tuple[str, ...] = ()
+    page_start: int | None = None
+    page_end: int | None = None
+
+    def scored(self, score: float) -> Hit:
+        """This hit with another score."""
+        return replace(self, score=score)
+
+
+def _page(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
@@ -124,6 +136,9 @@ class Retriever:
                 text=str(p.payload.get("text", "")),
                 dataset=str(p.payload.get("dataset", "")),
                 file=str(p.payload.get("file", "")),
+                heading_path=tuple(str(t) for t in p.payload.get("heading_path") or ()),
+                page_start=_page(p.payload.get("page_start")),
+                page_end=_page(p.payload.get("page_end")),
             )
             for p in points
             if p.payload
@@ -145,7 +160,10 @@ class Retriever:
         started = time.perf_counter()
         index = await self.bm25.get(kb)
         # Scoring is one sparse column sum (~0.1 ms at 10k chunks): cheaper inline than a thread hop.
-        hits = [Hit(c[0], score, c[1], c[2], c[3]) for c, score in index.search(query, k)]
+        hits = [
+            Hit(c.chunk_id, score, c.text, c.dataset, c.file, c.heading_path, c.page_start, c.page_end)
+            for c, score in index.search(query, k)
+        ]
         trace.candidates["bm25"] = trace.candidates.get("bm25", 0) + len(hits)
         trace.time("bm25_ms", started)
         return hits
@@ -156,6 +174,8 @@ class Retriever:
         for row in await self.kb_store.get_chunks(missing):
             hit = hits[row.chunk_id]
             hit.text, hit.dataset, hit.file = row.text, row.dataset, row.file
+            hit.heading_path = heading_path(row.heading_path)
+            hit.page_start, hit.page_end = row.page_start, row.page_end
 
     async def naive(self, kb: KbTarget, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
         """Vector and graph in parallel; score = similarity_weight·cosine + occur_weight·occurrence share."""
@@ -164,9 +184,7 @@ class Retriever:
         )
         merged: dict[str, Hit] = {}
         for hit in vector_hits:
-            merged[hit.chunk_id] = Hit(
-                hit.chunk_id, self.defaults().similarity_weight * hit.score, hit.text, hit.dataset, hit.file
-            )
+            merged[hit.chunk_id] = hit.scored(self.defaults().similarity_weight * hit.score)
         top_occurrence = max((score for _, score in graph_hits), default=0.0) or 1.0
         for chunk_id, occurrence in graph_hits:
             bonus = self.defaults().occur_weight * occurrence / top_occurrence
@@ -205,7 +223,7 @@ class Retriever:
                 k=fusion.k,
                 weights=[1.0, fusion.bm25_weight],
             )
-        ordered = [Hit(cid, score, hits[cid].text, hits[cid].dataset, hits[cid].file) for cid, score in fused]
+        ordered = [hits[cid].scored(score) for cid, score in fused]
         return [h for h in ordered if h.text]
 
     async def rerank(self, kb: KbTarget, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
@@ -245,6 +263,5 @@ def dedupe(ranked_lists: Sequence[Sequence[Hit]]) -> list[Hit]:
     fused = rrf([[h.chunk_id for h in hits] for hits in ranked_lists])
     result = []
     for chunk_id, score in fused:
-        hit = by_id[chunk_id]
-        result.append(Hit(hit.chunk_id, score, hit.text, hit.dataset, hit.file))
+        result.append(by_id[chunk_id].scored(score))
     return result

@@ -234,7 +234,8 @@ class ChatService:
     @staticmethod
     def _answer_request(query: str, hits: list[Hit]) -> ChatRequest:
         passages = [h.text for h in hits[:ANSWER_PASSAGES]]
-        shown = numbered(passages, separator=PARAGRAPH)
+        # The model sees where each passage sits (file, sections, pages) above its text.
+        shown = numbered([f"({place(h)})\n{h.text}" for h in hits[:ANSWER_PASSAGES]], separator=PARAGRAPH)
         return ChatRequest(
             messages=[
                 ChatMessage("system", ANSWER_SYSTEM),
@@ -251,17 +252,31 @@ class ChatService:
         citations = []
         for number in numbers:
             hit = shown[number - 1]
-            citations.append(Citation(number, hit.file, hit.dataset, await self._file_url(hit)))
+            citations.append(
+                Citation(
+                    number,
+                    hit.file,
+                    hit.dataset,
+                    await self._file_url(hit),
+                    chunk_id=hit.chunk_id,
+                    heading_path=list(hit.heading_path),
+                    page=hit.page_start,
+                    page_end=hit.page_end,
+                )
+            )
         return citations
 
     async def _file_url(self, hit: Hit) -> str | None:
         if self.objects is None or not hit.file:
             return None
         try:
-            return await self.objects.presigned_get(f"{hit.dataset}/{hit.file}")
+            url = await self.objects.presigned_get(f"{hit.dataset}/{hit.file}")
         except Exception as exc:  # a citation without a link beats a failed answer
             log.warning("presign_failed", file=hit.file, error=str(exc))
             return None
+        if url and hit.page_start is not None and hit.file.lower().endswith(".pdf"):
+            url += f"#page={hit.page_start}"  # PDF viewers open the file at that page
+        return url
 
     @staticmethod
     def item(kb: str, hit: Hit) -> DataItem:
@@ -272,6 +287,9 @@ class ChatService:
             content=hit.text,
             source_id=[hit.chunk_id],
             dataset=hit.dataset,
+            heading_path=list(hit.heading_path),
+            page=hit.page_start,
+            page_end=hit.page_end,
         )
 
     # ------------------------------------------------------------ retrieval API
@@ -360,6 +378,17 @@ class ChatAnswer(CitedAnswer[Passages, Citation, ChatResponse]):
             candidates=finished.candidates,
             model_calls=finished.model_calls,
         )
+
+
+def place(hit: Hit) -> str:
+    """Where a passage sits, as the model is shown it: `guide.pdf, p. 3, Guide > Install`."""
+    parts = [hit.file or hit.dataset]
+    if hit.page_start is not None:
+        last = hit.page_end if hit.page_end is not None else hit.page_start
+        parts.append(f"p. {hit.page_start}" if last == hit.page_start else f"pp. {hit.page_start}-{last}")
+    if hit.heading_path:
+        parts.append(" > ".join(hit.heading_path))
+    return ", ".join(p for p in parts if p)
 
 
 def info_of(trace: Trace, started: float) -> QueryInfo:

@@ -10,14 +10,25 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from lore_common.bm25 import new_index, tokenize
 from lore_common.matrix import top_rows
+from lore_common.structured_chunks import indexed_text
 
-ChunkSource = tuple[str, str, str, str]  # chunk_id, text, dataset, file
+
+class ChunkSource(NamedTuple):
+    """A chunk as BM25 indexes and returns it (a plain 4-tuple reads as one with no place)."""
+
+    chunk_id: str
+    text: str
+    dataset: str
+    file: str
+    heading_path: tuple[str, ...] = ()
+    page_start: int | None = None
+    page_end: int | None = None
 
 
 @dataclass
@@ -29,8 +40,8 @@ class Bm25Index:
 
     @classmethod
     def build(cls, chunks: Sequence[ChunkSource]) -> Bm25Index:
-        index = cls(chunks=list(chunks))
-        texts = [c[1] for c in index.chunks]
+        index = cls(chunks=[c if isinstance(c, ChunkSource) else ChunkSource(*c) for c in chunks])
+        texts = [indexed_text(c.text, c.heading_path) for c in index.chunks]
         if texts:
             retriever = new_index()
             retriever.index([tokenize(t) or ["\u0000"] for t in texts], show_progress=False)

@@ -215,6 +215,17 @@ class KbDatasetRow(SQLModel, table=True):
     task_id: str | None = Field(default=None, max_length=36)
 
 
+def heading_path(stored: str | None) -> tuple[str, ...]:
+    """A chunk row's heading path (a JSON array of titles; None for none)."""
+    if not stored:
+        return ()
+    try:
+        titles = msgspec.json.decode(stored, type=list[str])
+    except msgspec.DecodeError:
+        return ()
+    return tuple(titles)
+
+
 class ChunkRow(SQLModel, table=True):
     __tablename__ = "chunks"
 
@@ -225,3 +236,8 @@ class ChunkRow(SQLModel, table=True):
     file: str = Field(max_length=255)
     position: int = 0
     text: str
+    # The titles of the sections the chunk sits in, outermost first, as a JSON array (None: no heading).
+    heading_path: str | None = None
+    # The first and last page it draws from, 1-based, for a paged file (PDF); None otherwise.
+    page_start: int | None = None
+    page_end: int | None = None

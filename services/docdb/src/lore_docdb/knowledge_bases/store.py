@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import delete, func
+from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import col, select
@@ -15,7 +16,14 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from lore_common.stores.sql import increment
 from lore_core.tasks import FreshReads
-from lore_docdb.knowledge_bases.models import ChunkRow, KbDatasetRow, KbVersionRow, KnowledgeBaseRow
+from lore_docdb.index.bm25 import ChunkSource
+from lore_docdb.knowledge_bases.models import (
+    ChunkRow,
+    KbDatasetRow,
+    KbVersionRow,
+    KnowledgeBaseRow,
+    heading_path,
+)
 
 
 class KbExists(Exception):
@@ -238,6 +246,21 @@ class KnowledgeBaseStore:
                 )
             )
             return [(r[0], r[1], r[2], r[3]) for r in rows.all()]
+
+    async def passages_of_kb(self, kb: str) -> list[ChunkSource]:
+        """Every chunk of the KB with its source and place (heading path, pages), for BM25."""
+        query = sa_select(
+            col(ChunkRow.chunk_id),
+            col(ChunkRow.text),
+            col(ChunkRow.dataset),
+            col(ChunkRow.file),
+            col(ChunkRow.heading_path),
+            col(ChunkRow.page_start),
+            col(ChunkRow.page_end),
+        ).where(col(ChunkRow.kb_name) == kb)
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(query)
+            return [ChunkSource(r[0], r[1], r[2], r[3], heading_path(r[4]), r[5], r[6]) for r in rows.all()]
 
     async def get_chunks(self, chunk_ids: Sequence[str]) -> list[ChunkRow]:
         if not chunk_ids:

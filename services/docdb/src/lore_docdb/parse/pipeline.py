@@ -16,7 +16,6 @@ from typing import Any
 import msgspec
 import structlog
 
-from lore_common.chunking import chunk_sentences, chunk_text
 from lore_common.providers.chat import (
     ChatMessage,
     ChatModel,
@@ -28,6 +27,7 @@ from lore_common.providers.chat import (
 )
 from lore_common.providers.extraction import EXTRACTION_PROMPT_VERSION, Extraction
 from lore_common.providers.usage import check_failed_share, record_failure
+from lore_common.structured_chunks import chunk_structured, indexed_text
 from lore_core.settings import Settings
 from lore_docdb.index.graph import entity_id
 from lore_docdb.index.indexes import SearchIndexes
@@ -52,6 +52,7 @@ CAPTION_PROMPT = (
     "what it shows (for a chart or table: its subject and main figures)."
 )
 STAGES = ("extract", "chunk", "embed", "index", "graph", "merge")
+PAGED_SUFFIXES = frozenset({".pdf"})  # converters that split pages by form feeds
 
 
 class Cancelled(Exception):
@@ -64,6 +65,14 @@ class Chunk:
     file: str
     position: int
     text: str
+    heading_path: list[str] = field(default_factory=list)
+    page_start: int | None = None
+    page_end: int | None = None
+
+    @property
+    def indexed(self) -> str:
+        """What the vectors embed: the text, with its heading path where that helps retrieval."""
+        return indexed_text(self.text, self.heading_path)
 
 
 @dataclass
@@ -120,11 +129,11 @@ class ParsePipeline:
         chunks = await asyncio.to_thread(self._chunk_all, task.task_id, texts)
 
         await ctx.check("embed")
-        embedder = await self.embedders.for_parse(task.kb_name, [c.text for c in chunks[:1000]])
+        embedder = await self.embedders.for_parse(task.kb_name, [c.indexed for c in chunks[:1000]])
         batch = max(1, self.settings.parameter.vector_config.batch_size)
         vectors = []
         for start in range(0, len(chunks), batch):
-            vectors.append(await embedder.embed([c.text for c in chunks[start : start + batch]]))
+            vectors.append(await embedder.embed([c.indexed for c in chunks[start : start + batch]]))
             await ctx.check("embed")
 
         await ctx.check("index")
@@ -138,6 +147,9 @@ class ParsePipeline:
                     "chunk_id": c.chunk_id,
                     "task_id": task.task_id,
                     "text": c.text,
+                    "heading_path": c.heading_path,
+                    "page_start": c.page_start,
+                    "page_end": c.page_end,
                 }
                 for c in window
             ]
@@ -152,6 +164,9 @@ class ParsePipeline:
                     file=c.file,
                     position=c.position,
                     text=c.text,
+                    heading_path=json.dumps(c.heading_path, ensure_ascii=False) if c.heading_path else None,
+                    page_start=c.page_start,
+                    page_end=c.page_end,
                 )
                 for c in chunks
             ]
@@ -247,13 +262,25 @@ class ParsePipeline:
         return text + ("\n\n" + "\n".join(lines) if lines else "")
 
     def _chunk_all(self, task_id: str, texts: list[tuple[str, str]]) -> list[Chunk]:
+        """Each file's chunks, cut where its structure allows (`lore_common.structured_chunks`); the
+        pages of a PDF are counted by the form feeds its converter writes between them."""
         config = self.settings.parameter.chunk_config
-        splitter = chunk_sentences if self.settings.docdb.sentence_mode else chunk_text
         chunks: list[Chunk] = []
         for file, text in texts:
-            for position, piece in enumerate(splitter(text, config.chunk_size, config.overlap)):
+            paged = Path(file).suffix.lower() in PAGED_SUFFIXES
+            for position, piece in enumerate(
+                chunk_structured(text, config.chunk_size, config.overlap, paged=paged)
+            ):
                 chunks.append(
-                    Chunk(chunk_id=f"{task_id}:{len(chunks)}", file=file, position=position, text=piece)
+                    Chunk(
+                        chunk_id=f"{task_id}:{len(chunks)}",
+                        file=file,
+                        position=position,
+                        text=piece.text,
+                        heading_path=piece.heading_path,
+                        page_start=piece.page_start,
+                        page_end=piece.page_end,
+                    )
                 )
         return chunks
 
