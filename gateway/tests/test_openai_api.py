@@ -10,8 +10,10 @@ from lore_gateway.openai_api import (
     ChatMessage,
     OpenAiError,
     Target,
+    docdb_sources,
     parse_model,
     question_with_history,
+    sources_text,
 )
 
 
@@ -58,3 +60,29 @@ def test_the_model_name_picks_the_knowledge_base_and_its_mode() -> None:
     assert parse_model("mem:kb:local", None) == Target("mem", "", "local")
     with pytest.raises(OpenAiError, match="not one of naive, rerank"):
         parse_model("facts:sideways", None)
+
+
+def test_docdb_sources_name_the_cited_page_and_sections() -> None:
+    sources = docdb_sources(
+        [
+            {
+                "index": 1,
+                "source_file": "guide.pdf",
+                "dataset": "docs",
+                "file_url": None,
+                "page": 4,
+                "page_end": 5,
+                "heading_path": ["Guide", "Install"],
+            },
+            {
+                "index": 2,
+                "source_file": "notes.md",
+                "dataset": "docs",
+                "file_url": None,
+                "page": None,
+                "heading_path": [],
+            },
+        ]
+    )
+    assert (sources[0].page, sources[0].page_end, sources[0].heading_path) == (4, 5, ["Guide", "Install"])
+    assert sources_text(sources) == "\n\nSources:\n[1] guide.pdf (docs), pp. 4-5\n[2] notes.md (docs)"

@@ -132,6 +132,8 @@ def test_ingest_a_folder_and_watch_the_parse_complete(tab: Tab, stack: Stack, tm
     row = section.locator("tr", has=tab.page.get_by_role("cell", name=name, exact=True)).first
     row.locator("td.status", has_text="completed").wait_for(timeout=60_000)
     assert row.get_attribute("data-status") == "completed"
+    row.get_by_text("1 file(s) skipped").click()  # the file no converter reads, and why
+    assert "scan.bin: unsupported type .bin" in row.inner_text()
     with Lore(stack.url) as lore:
         assert lore.get_knowledge_base(name).datasets[0].parsed
 
@@ -149,6 +151,7 @@ def test_chat_and_open_a_citation(tab: Tab, stack: Stack) -> None:
     passage = section.get_by_role("region", name="Cited passage")
     passage.wait_for()
     assert "hopper.md" in passage.inner_text() and "first compiler" in passage.inner_text()
+    assert passage.locator("small").inner_text() == "Grace Hopper"  # the cited passage's heading path
     assert "[1] hopper.md" in section.locator(".sources").inner_text()
 
 

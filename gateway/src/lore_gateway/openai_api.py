@@ -84,6 +84,10 @@ class Source(msgspec.Struct, kw_only=True, omit_defaults=True):
     dataset: str | UnsetType = UNSET
     url: str | UnsetType | None = UNSET
     passage: str | UnsetType = UNSET
+    # docdb: the cited passage's first and last page (a PDF) and the titles of its sections.
+    page: int | UnsetType = UNSET
+    page_end: int | UnsetType = UNSET
+    heading_path: list[str] | UnsetType = UNSET
 
 
 class AssistantMessage(msgspec.Struct, kw_only=True):
@@ -229,6 +233,9 @@ def sources_text(sources: list[Source]) -> str:
     lines = []
     for source in sources:
         where = f" ({source.dataset})" if source.dataset else ""
+        if isinstance(source.page, int):
+            last = source.page_end if isinstance(source.page_end, int) else source.page
+            where += f", p. {source.page}" if last == source.page else f", pp. {source.page}-{last}"
         lines.append(f"[{source.index}] {source.title}{where}")
     return SOURCES_HEADING + "\n".join(lines)
 
@@ -240,6 +247,9 @@ def docdb_sources(citations: list[dict[str, Any]] | None) -> list[Source]:
             title=str(c.get("source_file") or ""),
             dataset=str(c.get("dataset") or ""),
             url=c.get("file_url"),
+            page=c["page"] if isinstance(c.get("page"), int) else UNSET,
+            page_end=c["page_end"] if isinstance(c.get("page_end"), int) else UNSET,
+            heading_path=[str(t) for t in c["heading_path"]] if c.get("heading_path") else UNSET,
         )
         for c in citations or []
     ]

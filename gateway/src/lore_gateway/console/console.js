@@ -277,13 +277,21 @@ document.addEventListener("alpine:init", () => {
         this.answer = reply;
       }).finally(() => { this.busy = false; });
     },
-    // The passage behind [n]: the first retrieved passage from the cited file.
+    // Where a passage or citation sits: its pages (a PDF) and the titles of its sections.
+    place(p) {
+      if (!p) return "";
+      const pages = p.page == null ? "" : (p.page_end && p.page_end !== p.page ? `pp. ${p.page}-${p.page_end}` : `p. ${p.page}`);
+      return [pages, (p.heading_path || []).join(" › ")].filter(Boolean).join(", ");
+    },
+    // The passage behind [n]: the cited chunk itself (an older server names none: the file's first).
     openCitation(index) {
       const citation = (this.answer.citations || []).find((c) => c.index === index);
       if (!citation) return;
-      const found = this.answer.data.find((p) => p.kb_name === citation.source_file && p.dataset === citation.dataset)
+      const found = (citation.chunk_id && this.answer.data.find((p) => (p.source_id || []).includes(citation.chunk_id)))
+        || this.answer.data.find((p) => p.kb_name === citation.source_file && p.dataset === citation.dataset)
         || this.answer.data.find((p) => p.kb_name === citation.source_file);
-      this.passage = { file: citation.source_file, dataset: citation.dataset, content: found ? found.content : "(the passage was not returned)" };
+      this.passage = { index, file: citation.source_file, dataset: citation.dataset, place: this.place(citation), url: citation.file_url,
+        content: found ? found.content : "(the passage was not returned)" };
     },
   }));
 
