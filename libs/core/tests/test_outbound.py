@@ -27,7 +27,8 @@ class _Site(BaseHTTPRequestHandler):
             return
         if self.path == "/hop-local":
             self.send_response(302)
-            self.send_header("Location", f"http://127.0.0.1:{self.server.server_address[1]}/secret")
+            port = self.server.server_address[1]  # type: ignore[index]  # an (host, port) tuple for AF_INET
+            self.send_header("Location", f"http://127.0.0.1:{port}/secret")
             self.end_headers()
             return
         body = b"loopback-secret-7f3a"
