@@ -22,8 +22,9 @@ class NeedsOCR(Exception):
 OCR_DPI = 200  # 150 loses the spaces between words of a bilevel 150 dpi scan
 MIN_TEXT_CHARS = 8  # a page with fewer characters in its text layer than this, and a picture, is a scan
 ocr_allowed = True  # whether a scanned page may load the OCR engine in this process
-MIN_RULES = 8  # path objects (lines, rectangles) on a page before its tables are looked for
+MIN_RULES = 2  # objects on a page before its rules are counted
 MAX_OBJECTS = 20_000  # a page drawn with more (a map, a chart) is not searched for tables
+MAX_SEGMENTS = 400  # a path of more pieces is a drawing, not a table's rules
 
 EDGE_LINES = 2  # lines at the top and at the bottom of a page that may be a running header or footer
 _DIGITS = re.compile(r"\d+")
@@ -68,18 +69,50 @@ def _ocr_page(page: object) -> str:
 
 
 def _ruled(page: Any) -> bool:
-    """Whether the page has enough path objects (table rules, cell borders) to hold a ruled table."""
+    """Whether the page draws a grid: straight horizontal rules at 3 heights and vertical ones at 3
+    places at least (cell borders, as `re` rectangles or single lines). Curves (charts, logos), a rule
+    under a heading or a box around a note do not count, so pdfplumber (about 0.2 CPU-s a page) runs
+    only where a ruled table may be. Positions are the path's own (before its matrix): enough to tell
+    one place from another."""
+    import ctypes
+
     import pypdfium2.raw as pdfium_c
 
     count = pdfium_c.FPDFPage_CountObjects(page.raw)
     if count < MIN_RULES or count > MAX_OBJECTS:
         return False
-    paths = 0
+    x, y = ctypes.c_float(), ctypes.c_float()
+    heights: set[int] = set()
+    places: set[int] = set()
     for index in range(count):
-        if pdfium_c.FPDFPageObj_GetType(pdfium_c.FPDFPage_GetObject(page.raw, index)) == 2:  # PATH
-            paths += 1
-            if paths >= MIN_RULES:
-                return True
+        obj = pdfium_c.FPDFPage_GetObject(page.raw, index)
+        if pdfium_c.FPDFPageObj_GetType(obj) != pdfium_c.FPDF_PAGEOBJ_PATH:
+            continue
+        segments = pdfium_c.FPDFPath_CountSegments(obj)
+        if segments > MAX_SEGMENTS:
+            continue
+        start = previous = None
+        for number in range(segments):
+            segment = pdfium_c.FPDFPath_GetPathSegment(obj, number)
+            kind = pdfium_c.FPDFPathSegment_GetType(segment)
+            if kind == pdfium_c.FPDF_SEGMENT_BEZIERTO:
+                break
+            pdfium_c.FPDFPathSegment_GetPoint(segment, x, y)
+            point = (x.value, y.value)
+            ends = [(previous, point)] if kind == pdfium_c.FPDF_SEGMENT_LINETO and previous else []
+            if kind == pdfium_c.FPDF_SEGMENT_MOVETO:
+                start = point
+            if pdfium_c.FPDFPathSegment_GetClose(segment) and start is not None:
+                ends.append((point, start))
+            for a, b in ends:
+                dx, dy = abs(a[0] - b[0]), abs(a[1] - b[1])
+                if dy < 1 < dx:
+                    heights.add(round(a[1]))
+                elif dx < 1 < dy:
+                    places.add(round(a[0]))
+            previous = point
+        if len(heights) >= 3 and len(places) >= 3:
+            return True
     return False
 
 
