@@ -23,6 +23,7 @@ NO_BODY = {
     ("post", "/api/v1/docdb/config/reload"),
     ("post", "/api/v1/docdb/files/raw-files/datasets/{dataset}/upload/{upload_id}/complete"),
     ("post", "/api/v1/docdb/files/processing/tasks/{task_id}/cancel"),
+    ("post", "/api/v1/docdb/files/raw-files/datasets/{dataset}/sync"),
 }
 
 # Fields that hold the user's own JSON, free-form by design: memory metadata, the filters a search

@@ -25,7 +25,9 @@ class Stack:
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     data = tmp_path_factory.mktemp("client-stack")
-    running = start_lore_up(data, ROOT / "config")
+    # Folder sources (`lore source add --folder`) may read folders under data/sources.
+    roots = {"LORE__DOCDB__SOURCES__FOLDER_ROOTS": str([str(data / "sources")])}
+    running = start_lore_up(data, ROOT / "config", roots)
     try:
         yield Stack(running.url, data, running.env)
     finally:

@@ -155,6 +155,30 @@ def test_ingest_syncs_by_path_and_content(run: Any, stack: Stack, tmp_path: Path
     assert pruned["task"]["status"] == "completed" and pruned["chunk_count"] == 2
 
 
+def test_source_add_sync_and_ls(run: Any, stack: Stack) -> None:
+    dataset = unique("handbook")
+    folder = stack.data / "sources" / dataset
+    (folder / "guide").mkdir(parents=True)
+    (folder / "intro.md").write_text("Welcome to the handbook.")
+    (folder / "guide" / "setup.md").write_text("Install it first.")
+    outside = run("source", "add", dataset, "--folder", str(stack.data), code=1)
+    assert "folder_roots" in outside.stderr
+    assert "name one source" in run("source", "add", dataset, code=2).stderr
+    added = as_json(run("source", "add", dataset, "--folder", str(folder), "--interval", "3600", "--json"))
+    assert added["source"] == {"kind": "folder", "interval": 3600, "auto_parse": True, "path": str(folder)}
+    first = as_json(run("source", "sync", dataset, "--json"))
+    assert first["status"] == "completed" and first["report"]["added"] == ["guide/setup.md", "intro.md"]
+    (folder / "intro.md").write_text("Welcome to the handbook!")
+    (folder / "guide" / "setup.md").unlink()
+    printed = run("source", "sync", dataset).stdout
+    assert "added 0, changed 1, deleted 1, unchanged 0, failed 0" in printed
+    listed = {s["dataset"]: s for s in as_json(run("source", "ls", "--json"))}
+    assert listed[dataset]["last_sync"]["report"]["changed"] == ["intro.md"]
+    assert dataset in run("source", "ls").stdout
+    run("source", "rm", dataset)
+    assert "has no source" in run("source", "sync", dataset, code=1).stderr
+
+
 def test_failures_exit_non_zero_with_the_servers_message(run: Any, tmp_path: Path) -> None:
     missing = run("kb", "show", unique("nokb"), code=1)
     assert "does not exist" in missing.stderr and "404" in missing.stderr

@@ -27,6 +27,12 @@ TASKS = f"{D}/files/processing/tasks"
 MIRRORS: list[tuple[type[m.Model], str, str, str, str]] = [
     (m.FileInfo, "docdb", "get", f"{DS}/{{dataset}}/files", "files[]"),
     (m.PutFileResult, "docdb", "put", f"{DS}/{{dataset}}/files", "data"),
+    (m.SourceInfo, "docdb", "put", f"{DS}/{{dataset}}/source", ""),
+    (m.SourceInfo, "docdb", "get", f"{DS}/{{dataset}}/source", ""),
+    (m.SourceInfo, "docdb", "get", f"{D}/files/raw-files/sources", "data[]"),
+    (m.SyncTask, "docdb", "post", f"{DS}/{{dataset}}/sync", "data"),
+    (m.SyncTask, "docdb", "get", f"{DS}/{{dataset}}/syncs/{{task_id}}", "data"),
+    (m.SyncTask, "docdb", "get", f"{DS}/{{dataset}}/syncs", "data[]"),
     (m.UploadedFile, "docdb", "post", f"{DS}/{{dataset}}/files", "files[]"),
     (m.UploadedFile, "docdb", "post", f"{DS}/{{dataset}}/upload/{{upload_id}}/complete", "data"),
     (m.UploadSession, "docdb", "post", f"{DS}/{{dataset}}/upload/init", "data"),

@@ -27,6 +27,8 @@ from lore_client.models import (
     RetrieveResult,
     Schema,
     SchemaSummary,
+    SourceInfo,
+    SyncTask,
     Task,
     UploadedFile,
     UploadProgress,
@@ -110,6 +112,45 @@ class Docdb(Core):
     async def delete_file(self, dataset: str, filename: str) -> None:
         """Delete a file by its listed `name`."""
         await self._send("DELETE", f"{DATASETS}/{dataset}/files/{quote(filename, safe='')}")
+
+    # ------------------------------------------------------------ sources and syncs
+
+    async def set_source(self, dataset: str, source: dict[str, Any]) -> SourceInfo:
+        """Give the dataset a source: `{"kind": "folder", "path": …}`, `{"kind": "s3", "bucket": …,
+        "prefix": …}`, `{"kind": "git", "url": …, "branch": …}` or `{"kind": "web", "urls": […]}`
+        (or `"sitemap"`), with an optional `interval` (seconds) and `auto_parse` (default true)."""
+        return await self._send_json("PUT", f"{DATASETS}/{dataset}/source", SourceInfo, source)
+
+    async def get_source(self, dataset: str) -> SourceInfo:
+        return await self._get(f"{DATASETS}/{dataset}/source", SourceInfo)
+
+    async def delete_source(self, dataset: str) -> None:
+        """Remove the dataset's source (its files stay)."""
+        await self._send("DELETE", f"{DATASETS}/{dataset}/source")
+
+    async def list_sources(self) -> list[SourceInfo]:
+        return (await self._get("docdb/files/raw-files/sources", Data[list[SourceInfo]])).data
+
+    async def sync(self, dataset: str) -> SyncTask:
+        """Start a sync of the dataset from its source; `wait_sync()` for its report."""
+        return (await self._post(f"{DATASETS}/{dataset}/sync", Data[SyncTask])).data
+
+    async def get_sync(self, dataset: str, task_id: str) -> SyncTask:
+        return (await self._get(f"{DATASETS}/{dataset}/syncs/{task_id}", Data[SyncTask])).data
+
+    async def list_syncs(self, dataset: str, limit: int = 20) -> list[SyncTask]:
+        return (await self._get(f"{DATASETS}/{dataset}/syncs", Data[list[SyncTask]], limit=limit)).data
+
+    async def wait_sync(self, dataset: str, task_id: str, poll: float = 0.5) -> SyncTask:
+        """Poll a sync until it completes or fails (a failed sync is returned, its `error` says why)."""
+        while True:
+            task = await self.get_sync(dataset, task_id)
+            if task.status in ("completed", "failed"):
+                return task
+            await asyncio.sleep(poll)
+
+    async def _send_json(self, method: str, path: str, kind: type[T], body: Any) -> T:
+        return decode(await self._send(method, path, json_body=body), kind)
 
     # ------------------------------------------------------------ chunked upload
 

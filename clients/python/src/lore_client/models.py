@@ -51,6 +51,46 @@ class PutFileResult(Model):
     status: str
 
 
+class SyncFailure(Model):
+    path: str
+    reason: str
+
+
+class SyncReport(Model):
+    """What a sync did: paths added, changed, deleted; how many unchanged; files it could not fetch."""
+
+    added: list[str] = []
+    changed: list[str] = []
+    deleted: list[str] = []
+    unchanged: int = 0
+    failed: list[SyncFailure] = []
+
+
+class SyncTask(Model):
+    """A dataset's sync from its source: `pending`, `running`, `completed` or `failed` (with `error`;
+    the dataset is then as it was)."""
+
+    task_id: str
+    dataset: str
+    kind: str
+    trigger: str  # manual or schedule
+    status: str
+    created_at: str = ""
+    updated_at: str = ""
+    error: str | None = None
+    report: SyncReport | None = None
+    parse_tasks: list[str] = []  # parses queued after it (auto_parse)
+
+
+class SourceInfo(Model):
+    """A dataset's source (`kind` folder, s3, git or web, with its fields; secrets shown as ***)."""
+
+    dataset: str
+    source: dict[str, Any]
+    next_sync_at: str | None = None
+    last_sync: SyncTask | None = None
+
+
 class UploadedFile(Model):
     filename: str
     size: int

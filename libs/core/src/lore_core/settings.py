@@ -207,6 +207,18 @@ class GatewayConfig(Section):
     api_keys_file: str | None = None
 
 
+class SourcesConfig(Section):
+    """Datasets that sync from where documents live (docs/sources.md). A folder source (or a git
+    repository given as a local path) must lie under one of `folder_roots`: none, no such source. The
+    leader checks which scheduled syncs are due every `schedule_check` seconds; a source's files larger
+    than `max_file_size` bytes are reported as failed and left out."""
+
+    folder_roots: list[str] = msgspec.field(default_factory=list)
+    schedule_check: float = 15.0
+    max_file_size: int = 256 * 1024 * 1024
+    fetch_timeout: float = 30.0
+
+
 class DocdbConfig(Section):
     server: ServerConfig = msgspec.field(
         default_factory=lambda: ServerConfig(port=8101, data_dir="data/docdb")
@@ -238,6 +250,7 @@ class DocdbConfig(Section):
     # A parse stopped by a store outage waits and starts again (backoff 1 s doubling to 30 s) for this
     # long (seconds) before it fails.
     task_store_retry_for: float = 600.0
+    sources: SourcesConfig = msgspec.field(default_factory=SourcesConfig)
 
     @property
     def sentence_mode(self) -> bool:

@@ -13,12 +13,12 @@ from litestar import Litestar, Router
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from lore_common.jobs import replica_id
+from lore_common.providers.cache import ModelCache
 from lore_common.providers.chat import ChatModel, create_chat_model
 from lore_common.providers.container import Providers, open_providers
 from lore_common.stores import open_stores
 from lore_common.stores.container import Stores
 from lore_common.stores.objects import ObjectStore
-from lore_common.providers.cache import ModelCache
 from lore_common.stores.sql import Leadership
 from lore_core.settings import DocdbConfig, QueryDefaults, Settings
 from lore_core.tasks import periodic
@@ -50,6 +50,10 @@ from lore_docdb.parse.store import TaskStore
 from lore_docdb.schemas.routes import SchemaController
 from lore_docdb.schemas.service import SchemaService
 from lore_docdb.schemas.store import SchemaStore
+from lore_docdb.sources.fetch import Fetcher
+from lore_docdb.sources.routes import SourceController, SourceListController
+from lore_docdb.sources.service import SourceService, SyncStore, reparse_in
+from lore_docdb.sources.store import SourceStore
 from lore_docdb.uploads.disk import DiskUploads
 from lore_docdb.uploads.objects import ObjectUploads
 from lore_docdb.uploads.routes import UploadController
@@ -111,6 +115,7 @@ class Domains:
     knowledge_bases: KnowledgeBaseService
     parse: ParseService
     chat: ChatService
+    sources: SourceService
     # Below the services, kept for the start-up and shutdown steps (and for tests to look into).
     raw: RawStore
     kb_store: KnowledgeBaseStore
@@ -126,6 +131,7 @@ class Domains:
             "knowledge_bases": self.knowledge_bases,
             "parse": self.parse,
             "chat": self.chat,
+            "sources": self.sources,
             "kb_store": self.kb_store,
             "vectors": self.indexes.vectors,
             "graph": self.indexes.graph,
@@ -209,6 +215,16 @@ async def wire(settings: Settings, config: ConfigService, stores: Stores, provid
         objects=stores.objects,
         defaults=query_defaults,
     )
+    sources = SourceService(
+        store=SourceStore(sql),
+        syncs=SyncStore(sql),
+        datasets=datasets,
+        raw=raw,
+        fetcher=Fetcher(cfg.sources, settings.network.allow_ranges),
+        config=cfg.sources,
+        owner=replica_id(cfg.server.port),
+        reparse=reparse_in(knowledge_bases),
+    )
     return Domains(
         datasets=datasets,
         uploads=uploads,
@@ -216,6 +232,7 @@ async def wire(settings: Settings, config: ConfigService, stores: Stores, provid
         knowledge_bases=knowledge_bases,
         parse=parse,
         chat=chat,
+        sources=sources,
         raw=raw,
         kb_store=kb_store,
         indexes=indexes,
@@ -233,15 +250,25 @@ async def running(domains: Domains, sql: AsyncEngine, cfg: DocdbConfig) -> Async
     await domains.parse.recover(shared=sql.dialect.name != "sqlite")
     await domains.knowledge_bases.resume_deletions()
     await domains.parse.start()
+    await domains.sources.recover(shared=sql.dialect.name != "sqlite")
     try:
-        async with periodic(
-            cfg.upload_sweep_interval,
-            lambda: sweep_uploads(domains.uploads, domains.raw, cfg.upload_session_ttl),
-            name="upload_sweep",
-            when=leadership.is_leader,
+        async with (
+            periodic(
+                cfg.upload_sweep_interval,
+                lambda: sweep_uploads(domains.uploads, domains.raw, cfg.upload_session_ttl),
+                name="upload_sweep",
+                when=leadership.is_leader,
+            ),
+            periodic(
+                cfg.sources.schedule_check,
+                domains.sources.run_due,
+                name="scheduled_syncs",
+                when=leadership.is_leader,
+            ),
         ):
             yield
     finally:
+        await domains.sources.shutdown()
         await domains.knowledge_bases.stop_deletions()
         await domains.parse.stop()
         await leadership.release()
@@ -285,6 +312,8 @@ def create_app(settings: Settings, config_dir: Path | None = None) -> Litestar:
             # Simple uploads are capped per request (plus room for multipart framing); chunks are not.
             Router("/", route_handlers=[DatasetController], request_max_body_size=max_body),
             UploadController,
+            SourceController,
+            SourceListController,
             SchemaController,
             KnowledgeBaseController,
             ParseController,

@@ -15,10 +15,11 @@ from lore_docdb.datasets.models import RawDatasetRow, RawFileRow
 from lore_docdb.knowledge_bases.models import ChunkRow, KbDatasetRow, KbVersionRow, KnowledgeBaseRow
 from lore_docdb.parse.store import TABLE as JOBS
 from lore_docdb.schemas.models import SchemaRow
+from lore_docdb.sources.models import SYNC_TABLE, SourceRow
 from lore_docdb.uploads.models import UploadChunkRow, UploadSessionRow
 
 MODEL_CACHE = "lore_docdb_model_cache"
-TABLES: list[Any] = [job_table(JOBS), model_cache_table(MODEL_CACHE)] + [
+TABLES: list[Any] = [job_table(JOBS), model_cache_table(MODEL_CACHE), job_table(SYNC_TABLE)] + [
     SQLModel.metadata.tables[str(model.__tablename__)]
     for model in (
         SchemaRow,
@@ -30,6 +31,7 @@ TABLES: list[Any] = [job_table(JOBS), model_cache_table(MODEL_CACHE)] + [
         RawFileRow,
         UploadSessionRow,
         UploadChunkRow,
+        SourceRow,
     )
 ]
 

@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from lore_client.cli import gen, knowledge, mem
+from lore_client.cli import gen, knowledge, mem, sources
 from lore_client.cli.labels import Shown
 from lore_client.cli.output import JsonFlag, Settings, client, console, emit, fit_output, handled
 
@@ -60,6 +60,7 @@ app.command()(gen.table)
 app.add_typer(knowledge.kb_app, name="kb")
 app.add_typer(gen.tree_app, name="tree")
 app.add_typer(mem.mem_app, name="mem")
+app.add_typer(sources.source_app, name="source")
 
 
 def main() -> None:
