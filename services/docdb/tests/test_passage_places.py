@@ -143,3 +143,20 @@ def test_the_model_is_shown_where_each_passage_sits() -> None:
     shown = request.messages[-1].content
     assert "[1] (guide.pdf, pp. 2-3, Guide > Lamps)\nKeepers trimmed the wicks." in shown
     assert "[2] (notes.txt)\nTea is served at four." in shown
+
+
+def test_retrieval_indexes_the_heading_path_but_returns_the_text_alone() -> None:
+    from lore_docdb.index.bm25 import Bm25Index, ChunkSource
+    from lore_docdb.parse.pipeline import Chunk
+
+    chunk = Chunk("t:0", "guide.md", 0, "Run the two commands.", ["Guide", "Install"])
+    assert chunk.indexed == "Guide > Install\n\nRun the two commands."  # what the vectors embed
+    index = Bm25Index.build(
+        [
+            ChunkSource("a", "Run the two commands.", "docs", "guide.md", ("Guide", "Install")),
+            ("b", "Lamps are trimmed at midnight.", "docs", "notes.md"),  # a source with no place
+        ]
+    )
+    [(found, _)] = index.search("install", 5)
+    assert found.chunk_id == "a" and found.text == "Run the two commands."
+    assert index.search("midnight", 5)[0][0].heading_path == ()

@@ -308,7 +308,7 @@ def chunk_structured(
 
 # Whether the vectors and BM25 index a chunk with its heading path before its text (the text shown and
 # cited stays the chunk's own): measured with bench/retrieval.py, see docs/docdb.md (*Chunks*).
-HEADINGS_INDEXED = False
+HEADINGS_INDEXED = True
 
 
 def indexed_text(text: str, heading_path: list[str] | tuple[str, ...]) -> str:
