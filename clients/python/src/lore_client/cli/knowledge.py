@@ -334,6 +334,8 @@ def _print_sources(citations: list[dict[str, Any]]) -> None:
     if citations:
         console.print("\n[bold]Sources[/bold]")
     for c in citations:
+        page, last = c.get("page"), c.get("page_end")
+        pages = "" if page is None else f", p. {page}" if last in (None, page) else f", pp. {page}-{last}"
         console.print(
-            f"  [{c['index']}] {escape(c['source_file'])} (dataset {escape(c.get('dataset') or '')})"
+            f"  [{c['index']}] {escape(c['source_file'])}{pages} (dataset {escape(c.get('dataset') or '')})"
         )
