@@ -148,6 +148,16 @@ def test_epub_follows_the_spine_not_the_manifest() -> None:
     )
 
 
+def test_xhtml_with_its_xml_declaration_reads_as_html() -> None:
+    from lore_docdb.parse.convert.markup import html_markdown
+
+    xhtml = (
+        '<?xml version="1.0" encoding="utf-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml">'
+        "<body><h2>The Grave</h2><p>The cold storms of winter</p></body></html>"
+    )
+    assert html_markdown(xhtml) == "## The Grave\n\nThe cold storms of winter"
+
+
 def test_html_keeps_structure_and_drops_scripts() -> None:
     text = text_of("sample.html")
     assert in_order(

@@ -18,6 +18,7 @@ _BLOCKS = {
     "figure", "footer", "form", "header", "html", "li", "main", "nav", "ol", "p", "pre", "section",
     "summary", "table", "td", "th", "ul",
 }  # fmt: skip
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 _DROPPED = "//script|//style|//noscript|//template|//head"
 
 
@@ -108,6 +109,7 @@ def html_markdown(html: str | bytes) -> str:
 
     if isinstance(html, bytes):
         html = decode(html)
+    html = _XML_DECLARATION.sub("", html, count=1)  # lxml refuses a str that still names its encoding
     if not html.strip():
         return ""
     root = lxml.html.document_fromstring(html)
