@@ -36,6 +36,7 @@ class Stack:
     url: str
     env: dict[str, str]
     kb: str = "people"
+    sources: Path = Path()  # folder sources may lie under it
 
 
 @dataclass
@@ -58,14 +59,16 @@ def unique(prefix: str) -> str:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    running = start_lore_up(tmp_path_factory.mktemp("console-stack"), ROOT / "config")
+    data = tmp_path_factory.mktemp("console-stack")
+    roots = {"LORE__DOCDB__SOURCES__FOLDER_ROOTS": str([str(data / "sources")])}
+    running = start_lore_up(data, ROOT / "config", roots)
     try:
         with Lore(running.url) as lore:  # a parsed KB for the chat, graph and table tests
             lore.create_dataset("people")
             lore.upload("people", [PEOPLE])
             lore.create_knowledge_base("people")
             lore.wait(lore.parse("people", ["people"]).tasks[0], timeout=60)
-        yield Stack(running.url, running.env)
+        yield Stack(running.url, running.env, sources=data / "sources")
     finally:
         running.process.stop()
 
@@ -136,6 +139,25 @@ def test_ingest_a_folder_and_watch_the_parse_complete(tab: Tab, stack: Stack, tm
     assert "scan.bin: unsupported type .bin" in row.inner_text()
     with Lore(stack.url) as lore:
         assert lore.get_knowledge_base(name).datasets[0].parsed
+
+
+def test_a_datasets_source_shows_its_last_sync_and_syncs_now(tab: Tab, stack: Stack) -> None:
+    name = unique("synced")
+    folder = stack.sources / name
+    folder.mkdir(parents=True)
+    (folder / "intro.md").write_text("Welcome.")
+    with Lore(stack.url) as lore:
+        lore.create_dataset(name)
+        lore.set_source(name, {"kind": "folder", "path": str(folder)})
+        assert lore.wait_sync(name, lore.sync(name).task_id).status == "completed"
+    section = tab.open("knowledge")
+    section.get_by_role("button", name=name, exact=True).click()
+    source = section.locator(".source")
+    source.get_by_text(f"folder {folder}").wait_for()
+    source.locator(".sync-report", has_text="1 added, 0 changed, 0 deleted").wait_for()
+    (folder / "intro.md").write_text("Welcome!")
+    source.get_by_role("button", name="Sync now").click()
+    source.locator(".sync-report", has_text="0 added, 1 changed, 0 deleted").wait_for(timeout=30_000)
 
 
 def test_chat_and_open_a_citation(tab: Tab, stack: Stack) -> None:

@@ -122,6 +122,11 @@ async def test_a_folder_source_syncs_exactly_and_a_failing_source_changes_nothin
 
         assert (await client.delete(f"{DS}/book/source")).status_code == 200
         assert (await client.post(f"{DS}/book/sync")).status_code == 404
+        # A deleted dataset takes its source with it: a new dataset of that name starts without one.
+        await source(client, "book", {"kind": "folder", "path": str(shared)})
+        assert (await client.delete(f"{DS}/book")).status_code == 200
+        await client.post(DS, json={"name": "book"})
+        assert (await client.get(f"{DS}/book/source")).status_code == 404
 
 
 # ------------------------------------------------------------ S3

@@ -174,7 +174,40 @@ document.addEventListener("alpine:init", () => {
     },
     openDataset(name) {
       this.dataset = name;
+      this.loadSource(name);
       return attempt(async () => { this.files = (await api("GET", `/docdb/files/raw-files/datasets/${encodeURIComponent(name)}/files`)).files; });
+    },
+    // The dataset's source (docs/sources.md) with its last sync and report; none: null.
+    source: null,
+    async loadSource(name) {
+      try { // the list answers 200 whether or not this dataset has a source (its own route: 404)
+        const all = (await api("GET", "/docdb/files/raw-files/sources")).data;
+        this.source = all.find((s) => s.dataset === name) || null;
+      } catch (e) { this.source = null; }
+    },
+    sourceText(s) {
+      const src = s.source;
+      const where = { folder: src.path, s3: `s3://${src.bucket}/${src.prefix || ""}`, git: `${src.url}${src.branch ? " (" + src.branch + ")" : ""}`,
+        web: src.sitemap || (src.urls || []).join(", ") }[src.kind];
+      return `${src.kind} ${where}` + (src.interval ? `, every ${src.interval} s` : "");
+    },
+    reportText(task) {
+      const r = task && task.report;
+      if (!r) return task ? task.status + (task.error ? ": " + task.error : "") : "never synced";
+      return `${task.status} ${task.updated_at}: ${r.added.length} added, ${r.changed.length} changed, ` +
+        `${r.deleted.length} deleted, ${r.unchanged} unchanged, ${r.failed.length} failed`;
+    },
+    syncNow() {
+      const name = this.dataset;
+      return attempt(async () => {
+        const task = (await api("POST", `/docdb/files/raw-files/datasets/${encodeURIComponent(name)}/sync`)).data;
+        while (this.dataset === name) {
+          const now = (await api("GET", `/docdb/files/raw-files/datasets/${encodeURIComponent(name)}/syncs/${task.task_id}`)).data;
+          if (now.status === "completed" || now.status === "failed") break;
+          await new Promise((done) => setTimeout(done, 500));
+        }
+        await this.openDataset(name);
+      });
     },
     deleteFile(name) {
       return attempt(async () => {

@@ -21,7 +21,7 @@ from lore_common.stores.container import Stores
 from lore_common.stores.objects import ObjectStore
 from lore_common.stores.sql import Leadership
 from lore_core.settings import DocdbConfig, QueryDefaults, Settings
-from lore_core.tasks import periodic
+from lore_core.tasks import background, periodic
 from lore_core.web import PlannedRoute, build_from_environment, create_service_app
 from lore_docdb.chat.offline import OFFLINE_SKILLS as CHAT_OFFLINE_SKILLS
 from lore_docdb.chat.retrieval import Retriever
@@ -225,6 +225,7 @@ async def wire(settings: Settings, config: ConfigService, stores: Stores, provid
         owner=replica_id(cfg.server.port),
         reparse=reparse_in(knowledge_bases),
     )
+    datasets.on_deleted.append(sources.forget)
     return Domains(
         datasets=datasets,
         uploads=uploads,
@@ -264,6 +265,12 @@ async def running(domains: Domains, sql: AsyncEngine, cfg: DocdbConfig) -> Async
                 domains.sources.run_due,
                 name="scheduled_syncs",
                 when=leadership.is_leader,
+            ),
+            background(
+                domains.sources.maintain(
+                    cfg.task_heartbeat_interval, cfg.task_stale_after, leadership.is_leader
+                ),
+                "sync_maintenance",
             ),
         ):
             yield

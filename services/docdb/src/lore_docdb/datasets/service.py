@@ -28,6 +28,9 @@ class DatasetService:
         # The ids of the parse tasks still reading a dataset: it cannot be deleted under them.
         self.active_parses = active_parses
         self.max_upload_size = max_upload_size
+        # Called with a dataset's name once it is deleted (domains above this one forget what they keep
+        # about it: its source), wired in app.py.
+        self.on_deleted: list[Callable[[str], Awaitable[None]]] = []
 
     async def require(self, dataset: str) -> str:
         check_name("dataset", dataset)
@@ -53,6 +56,8 @@ class DatasetService:
                 detail={"active_tasks": active},
             )
         await self.raw.delete(dataset)
+        for forget in self.on_deleted:
+            await forget(dataset)
 
     async def list_files(self, dataset: str) -> list[FileEntry]:
         await self.require(dataset)

@@ -233,9 +233,22 @@ class SourceService:
             try:
                 await self.sync(row.dataset, trigger="schedule")
                 started += 1
-            except (Conflict, NotFound) as exc:
+            except Conflict as exc:
                 log.info("scheduled_sync_skipped", dataset=row.dataset, reason=str(exc))
+            except NotFound:  # the dataset is gone: so is its source
+                await self.store.delete(row.dataset)
         return started
+
+    async def forget(self, dataset: str) -> None:
+        """The dataset was deleted: so is its source (a new dataset of that name starts without one)."""
+        await self.store.delete(dataset)
+
+    async def maintain(
+        self, interval: float, stale_after: float, leads: Callable[[], Awaitable[bool]]
+    ) -> None:
+        """Heartbeats for the syncs running here; on the leader, fail those of a replica gone silent (so
+        their datasets can be synced again)."""
+        await self.jobs.maintain(interval, stale_after, leads, INTERRUPTED)
 
     async def recover(self, shared: bool) -> None:
         await self.jobs.recover(shared)
