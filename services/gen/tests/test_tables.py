@@ -461,3 +461,30 @@ async def test_offline_model_says_it_found_nothing_rather_than_boilerplate_rows(
         )
         done = await wait_done(client, f"{STATUS}/{response.json()['task_id']}")
         assert done["status"] == "failed" and "found no entities" in done["error"]
+
+
+class OneRowUnreadable(ScriptedModel):
+    """Answers Grace Hopper's row with prose every time."""
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        system, _ = prompt_of(request)
+        if system.startswith("You fill") and "Entity: Grace Hopper" in request.content.decode():
+            return reply("Grace Hopper? I'd rather not say.")  # and again when asked again
+        return super().__call__(request)
+
+
+async def test_a_row_whose_model_call_keeps_failing_stays_empty_and_is_reported(gen_factory: Any) -> None:
+    async with gen_factory(llm=OneRowUnreadable(), LORE__GEN__LLM__MAX_FAILED_SHARE="0.5") as client:
+        done = await run_table(client)
+        assert done["status"] == "completed", done
+        rows = {row["name"]: row for row in done["result"]["csv_data"]}
+        assert rows["Grace Hopper"] == {"name": "Grace Hopper", "birth_year": None, "birthplace": None}
+        assert rows["Marie Curie"]["birth_year"] == 1867
+        usage = done["result"]["usage"]
+        assert usage["failed_chunks"] == 1 and usage["failed_examples"][0]["chunk"] == "Grace Hopper"
+        # the design, Marie Curie's row, Grace Hopper's three attempts and the query
+        assert usage["model_calls"] == 6 and usage["input_tokens"] == 6 * 310
+    async with gen_factory(llm=OneRowUnreadable()) as client:  # 1 of 3 rows is more than 20 %
+        done = await run_table(client)
+        assert done["status"] == "failed"
+        assert "1 of 3 chunks failed extraction" in done["error"]

@@ -16,7 +16,7 @@ hashing vectors of `--embedding-dim`, or the request's `dimensions`), `GET /v1/m
   (JSON of the wrong shape), `429` (with `Retry-After`), `500`, `stall` (the answer comes after
   `stall_s`, past a client's time-out). Content faults hit only requests that ask for JSON. `GET
   /_faults` is the fault log: counts by fault, and each chat call's chunk key (a hash of its first user
-  message) with the fault it got.
+  message), whether it asked for JSON (`kind` json or text) and the fault it got.
 
 A responder is `def respond(body: dict) -> str` (the assistant text) imported from `--responder`; the
 default one answers deterministically from the last user message (JSON `{}` when JSON was asked for).
@@ -262,8 +262,10 @@ def create_fake_llm_app(
         stats.enter()
         try:
             current = chaos["faults"]
-            fault = current.draw(_wants_json(body)) if not body.get("stream") else None
-            current.log.append({"key": chunk_key(body), "fault": fault or "none"})
+            wants_json = _wants_json(body)
+            fault = current.draw(wants_json) if not body.get("stream") else None
+            kind = "json" if wants_json else "text"
+            current.log.append({"key": chunk_key(body), "fault": fault or "none", "kind": kind})
             if fault == "stall":
                 await asyncio.sleep(current.stall_s)
             if latency["s"]:
