@@ -265,6 +265,13 @@ def test_the_internal_credential_is_in_the_secret_and_network_policies_let_only_
     manifests = render()
     token = by_kind(manifests, "Secret")["lore"]["stringData"]["LORE__SECURITY__INTERNAL_TOKEN"]
     assert len(token) >= 32
+    # Each component reads it from the mounted Secret, again when it changes (no restart to rotate).
+    for deployment in by_kind(manifests, "Deployment").values():
+        assert env_of(deployment)["LORE__SECURITY__INTERNAL_TOKEN_FILE"] == "/etc/lore-internal/token"
+        volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+        assert volumes["internal-token"]["secret"]["items"] == [
+            {"key": "LORE__SECURITY__INTERNAL_TOKEN", "path": "token"}
+        ]
     given = by_kind(render({"internalAuth": {"token": "new-token,old-token"}}), "Secret")["lore"]
     assert given["stringData"]["LORE__SECURITY__INTERNAL_TOKEN"] == "new-token,old-token"
     policies = by_kind(manifests, "NetworkPolicy")

@@ -34,6 +34,10 @@ def test_lists_are_filtered_not_refused() -> None:
     assert listed.reply is not None
     reply = listed.reply({"success": True, "data": [{"name": "team-a-kb"}, {"name": "team-b-kb"}]})
     assert [kb["name"] for kb in reply["data"]] == ["team-a-kb"]
+    sources = plan(TEAM, "docdb", "GET", "/api/v1/docdb/files/raw-files/sources", {})
+    assert sources.reply is not None
+    shown = sources.reply({"success": True, "data": [{"dataset": "team-a-docs"}, {"dataset": "team-b-docs"}]})
+    assert shown["data"] == [{"dataset": "team-a-docs"}]
     tasks = plan(TEAM, "docdb", "GET", "/api/v1/docdb/files/processing/tasks", {})
     assert tasks.reply is not None
     mine = {"metadata": {"kb_name": "team-a-kb", "dataset": "team-a-docs"}}

@@ -242,6 +242,13 @@ REQUESTS: dict[tuple[str, str], list[Callable[[Tenant], dict[str, Any]]]] = {
         lambda o: {"params": {"path": "notes.md"}, "content": b"overwritten by the other key"}
     ],
     ("GET", DS + "/{dataset}/upload/{upload_id}"): [_none],
+    ("PUT", DS + "/{dataset}/source"): [_json(lambda o: {"kind": "folder", "path": "/etc"})],
+    ("GET", DS + "/{dataset}/source"): [_none],
+    ("DELETE", DS + "/{dataset}/source"): [_none],
+    ("POST", DS + "/{dataset}/sync"): [_none],
+    ("GET", DS + "/{dataset}/syncs"): [_none],
+    ("GET", DS + "/{dataset}/syncs/{task_id}"): [_none],
+    ("GET", "/api/v1/docdb/files/raw-files/sources"): [_none],
     ("DELETE", DS + "/{dataset}/upload/{upload_id}"): [_none],
     ("POST", DS + "/{dataset}/upload/{upload_id}/chunk"): [
         lambda o: {"params": {"chunk_index": 0}, "content": b"12345"}

@@ -224,6 +224,8 @@ def _docdb(limits: Limits, method: str, parts: list[str], query: dict[str, str])
             return Plan(body=name)
         limits.check_dataset(rest[1])
         return Plan()
+    if area == "raw-files" and rest == ["sources"] and method == "GET":
+        return Plan(reply=_filter_data(limits, lambda item: limits.dataset_allowed(_dataset(item))))
     if area == "knowledge-bases":
         if not rest:
             if method == "GET":
@@ -264,6 +266,10 @@ def _docdb(limits: Limits, method: str, parts: list[str], query: dict[str, str])
                 return Plan(reply=lambda reply: reply if limits.task_visible(reply) else None)
             return Plan(first=task, first_ok=limits.task_visible)
     raise Denied(403, "this route is not open to keys limited to knowledge bases")
+
+
+def _dataset(item: Any) -> Any:
+    return item.get("dataset") if isinstance(item, dict) else None
 
 
 def _name(item: Any) -> Any:

@@ -143,6 +143,12 @@ class Proxy:
 
     @property
     def session(self) -> aiohttp.ClientSession:
+        if self._session is not None and not self._session.closed:
+            # The internal credential may change while the gateway runs (security.internal_token_file).
+            headers = self._session.headers
+            for name, value in internal.outgoing_headers().items():
+                if headers.get(name) != value:
+                    headers[name] = value
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(

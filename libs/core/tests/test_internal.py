@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 from litestar import get
@@ -57,3 +59,30 @@ def test_the_sender_sends_the_first_token() -> None:
     finally:
         internal.configure(SecurityConfig())
     assert internal.outgoing_headers() == {}
+
+
+async def test_a_token_file_is_read_again_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(internal, "RELOAD_EVERY_S", 0.0)
+    tokens = tmp_path / "token"
+    tokens.write_text("old-token\n")
+    app = create_service_app(service="probe", route_handlers=[items])
+    guarded = internal.guarded(app, SecurityConfig(internal_token_file=str(tokens)), "probe")
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=guarded), base_url="http://probe"
+    ) as client:
+
+        async def status(token: str) -> int:
+            return (await client.get("/api/v1/probe/items", headers={internal.HEADER: token})).status_code
+
+        assert (await status("old-token"), await status("new-token")) == (200, 401)
+        tokens.write_text("old-token,new-token\n")
+        assert (await status("old-token"), await status("new-token")) == (200, 200)
+        tokens.write_text("new-token\n")
+        assert (await status("old-token"), await status("new-token")) == (401, 200)
+    internal.configure(SecurityConfig(internal_token_file=str(tokens)))
+    try:
+        assert internal.outgoing_headers() == {internal.HEADER: "new-token"}
+    finally:
+        internal.configure(SecurityConfig())

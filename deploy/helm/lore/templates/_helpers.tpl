@@ -67,6 +67,9 @@ app.kubernetes.io/component: {{ .name }}
 - name: LORE__{{ upper $name }}__SERVER__DATA_DIR
   value: /data
 {{- end }}
+# The internal credential as a file, read again when the Secret changes: a rotation needs no restart.
+- name: LORE__SECURITY__INTERNAL_TOKEN_FILE
+  value: /etc/lore-internal/token
 {{- if $root.Values.tls.enabled }}
 {{- if ne $name "gateway" }}
 - name: GRANIAN_SSL_CERTIFICATE
@@ -179,6 +182,9 @@ spec:
               readOnly: true
             - name: data
               mountPath: /data
+            - name: internal-token
+              mountPath: /etc/lore-internal
+              readOnly: true
             {{- if $root.Values.tls.enabled }}
             - name: tls
               mountPath: /etc/lore-tls
@@ -195,6 +201,12 @@ spec:
           {{- else }}
           emptyDir: {}
           {{- end }}
+        - name: internal-token
+          secret:
+            secretName: {{ include "lore.secretName" $root }}
+            items:
+              - key: LORE__SECURITY__INTERNAL_TOKEN
+                path: token
         {{- if $root.Values.tls.enabled }}
         - name: tls
           secret:

@@ -9,15 +9,20 @@ every caller, as on a laptop; `lore-up` generates a token at start and hands it 
 
 Rotation without a failed request: (1) every process gets `new,old` except the senders, which keep
 `old,new` (each accepts both, the senders still send old); (2) the senders get `new,old` (they send
-new, which every service accepts); (3) every process gets `new`.
+new, which every service accepts); (3) every process gets `new`. With `security.internal_token_file`
+(the chart mounts its Secret there) each process re-reads the file within a second of a change, so the
+three steps need no restart at all.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import os
 import ssl
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from lore_core import audit
@@ -31,20 +36,58 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-# The token this process sends on its calls to other Lore processes (the first configured one).
-_sending: str | None = None
+RELOAD_EVERY_S = 1.0
 
 
+class Tokens:
+    """The accepted tokens, the first of which is sent: fixed, or read from a file and read again
+    (at most once a second) when the file changes."""
+
+    def __init__(self, fixed: Sequence[str] = (), path: str | None = None) -> None:
+        self.fixed = list(fixed)
+        self.path = path
+        self._read: list[str] = []
+        self._stamp: tuple[float, int] | None = None
+        self._checked = 0.0
+        self.current()
+
+    @classmethod
+    def of(cls, security: SecurityConfig) -> Tokens:
+        return cls(security.internal_tokens(), security.internal_token_file)
+
+    def current(self) -> list[str]:
+        if self.path is None:
+            return self.fixed
+        now = time.monotonic()
+        if now - self._checked >= RELOAD_EVERY_S or self._stamp is None:
+            self._checked = now
+            try:
+                status = os.stat(self.path)
+                stamp = (status.st_mtime, status.st_size)
+                if stamp != self._stamp:
+                    text = Path(self.path).read_text(encoding="utf-8")
+                    self._read = [t.strip() for t in text.replace("\n", ",").split(",") if t.strip()]
+                    self._stamp = stamp
+            except OSError:
+                pass  # a file being replaced: keep the tokens read last
+        return self._read or self.fixed
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.fixed or self.path)
+
+
+# The tokens of this process: it sends the first on its calls to other Lore processes.
+_tokens = Tokens()
 # The TLS context of calls to other Lore services when they serve certificates of a private CA.
 _client_ssl: ssl.SSLContext | None = None
 
 
 def configure(security: SecurityConfig) -> None:
-    """Remember the token this process sends (`outgoing_headers`) and the CA it trusts (`client_ssl`);
+    """Remember the tokens this process sends (`outgoing_headers`) and the CA it trusts (`client_ssl`);
     called once at start."""
-    global _sending, _client_ssl
-    tokens = security.internal_tokens()
-    _sending = tokens[0] if tokens else None
+    global _tokens, _client_ssl
+    _tokens = Tokens.of(security)
     _client_ssl = ssl.create_default_context(cafile=security.tls_ca) if security.tls_ca else None
 
 
@@ -56,7 +99,8 @@ def client_ssl() -> ssl.SSLContext | None:
 def outgoing_headers() -> dict[str, str]:
     """The header a call to another Lore service carries: `{x-lore-internal-token: …}`, or {} when none
     is configured."""
-    return {HEADER: _sending} if _sending else {}
+    tokens = _tokens.current()
+    return {HEADER: tokens[0]} if tokens else {}
 
 
 def accepted(offered: str | None, tokens: Sequence[str]) -> bool:
@@ -81,18 +125,17 @@ class InternalAuth:
     """ASGI wrapper of a service: requests without an accepted internal token are answered 401 (a
     WebSocket is closed with 1008) before they reach the app."""
 
-    def __init__(self, app: ASGIApp, tokens: Sequence[str], service: str) -> None:
+    def __init__(self, app: ASGIApp, tokens: Tokens, service: str) -> None:
         self.app = app
-        self.tokens = list(tokens)
+        self.tokens = tokens
         self.service = service
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if (
             kind not in ("http", "websocket")
-            or not self.tokens
             or scope["path"].rstrip("/") in OPEN_PATHS
-            or accepted(_offered(scope.get("headers", [])), self.tokens)
+            or accepted(_offered(scope.get("headers", [])), self.tokens.current())
         ):
             await self.app(scope, receive, send)
             return
@@ -129,5 +172,5 @@ class InternalAuth:
 
 def guarded(app: Any, security: SecurityConfig, service: str) -> Any:
     """`app` behind `InternalAuth` when tokens are configured, else `app` itself."""
-    tokens = security.internal_tokens()
-    return InternalAuth(app, tokens, service) if tokens else app
+    tokens = Tokens.of(security)
+    return InternalAuth(app, tokens, service) if tokens.configured else app

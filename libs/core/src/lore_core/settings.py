@@ -161,9 +161,23 @@ class ServerConfig(Section):
     data_dir: str = "data"
 
 
+class MemoryLimits(msgspec.Struct, forbid_unknown_fields=True):
+    """The memories a key may touch. Each of `user_id`, `agent_id`, `run_id` is a pattern (`team-a-*`,
+    `?` and `[…]` too) the request's value must match, or a plain value the gateway also puts on every
+    request that leaves it out; unset: any. The knowledge-graph memory (`/mem/kb`) is one graph, not
+    split by these ids: a key with memory limits reaches it only with `kb: true`."""
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    kb: bool = False
+
+
 class ApiKey(msgspec.Struct, forbid_unknown_fields=True):
     """A gateway key stored as its SHA-256 (`python -m lore_gateway.access <key>` prints it). Scopes
-    nest (admin ⊃ write ⊃ read); `modules` empty means all; no `rate_per_second`, no rate limit."""
+    nest (admin ⊃ write ⊃ read); `modules` empty means all; no `rate_per_second`, no rate limit.
+    `knowledge_bases` and `datasets` (patterns such as `team-a-*`) limit the docdb and gen resources it
+    may touch, `memory` the memories; empty or unset: all."""
 
     name: str
     key_sha256: Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{64}$")]
@@ -171,6 +185,9 @@ class ApiKey(msgspec.Struct, forbid_unknown_fields=True):
     modules: list[Literal["docdb", "gen", "mem"]] = msgspec.field(default_factory=list)
     rate_per_second: Annotated[float, msgspec.Meta(gt=0)] | None = None
     burst: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    knowledge_bases: list[str] = msgspec.field(default_factory=list)
+    datasets: list[str] = msgspec.field(default_factory=list)
+    memory: MemoryLimits | None = None
 
 
 class GatewayConfig(Section):
@@ -378,6 +395,12 @@ class SecurityConfig(Section):
     let a rotation go without a failed request. Unset: services accept every caller (a laptop)."""
 
     internal_token: str | None = None
+    # A file holding the tokens (comma- or line-separated), read again within a second when it changes:
+    # a rotation needs no restart (the chart mounts its Secret here). Wins over `internal_token`.
+    internal_token_file: str | None = None
+    # A CA bundle (PEM file) the gateway and gen trust for `https://` service URLs, when the services
+    # serve TLS with certificates of a private CA (the chart's `tls` option).
+    tls_ca: str | None = None
 
     def internal_tokens(self) -> list[str]:
         return [t.strip() for t in (self.internal_token or "").split(",") if t.strip()]
