@@ -11,8 +11,10 @@ read back through the public API, per format:
   returned passage of its file, queried with the row's words;
 - heading recall: a ground-truth heading comes back as a heading (`#` line or heading path) of a
   passage of its file, queried with its words;
-- then the converters alone, in the extraction child the service runs (`parse/sandbox.py`): pages per
-  second of the text-layer PDFs, the child's peak resident memory per format, and the character error
+- then the converters alone, in the extraction child the service runs (`parse/sandbox.py`): the same
+  three shares in the converter's text (a paragraph within one block, a row within one line, a heading
+  as a `#` line: what chunking and retrieval start from), pages per second of the PDFs, the child's
+  peak resident memory per format, and the character error
   rate of OCR on the scans that have a known text (docling's `ocr_test.pdf`; the English and Chinese
   scans committed under services/docdb/tests/data);
 - and the PDF libraries compared on the same text PDFs (pages per CPU-second, peak memory).
@@ -258,14 +260,32 @@ async def converters(found: dict[str, list[Path]]) -> dict[str, Any]:
     for name, files in found.items():
         sandbox = Sandbox(timeout=600, memory_mb=2048, max_file_mb=256)
         seconds, pages, peak = 0.0, 0, 0.0
+        shares: dict[str, list[float]] = {"paragraphs": [], "rows": [], "headings": []}
         try:
             for path in files:
                 started = time.perf_counter()
                 try:
-                    await sandbox.extract(path)
+                    text = await sandbox.extract(path)
                 except ExtractionError:
                     continue
                 seconds += time.perf_counter() - started
+                gt = truth_file(path.parent.parent, path)
+                if gt is not None:
+                    expected = truth(gt.read_text(encoding="utf-8", errors="replace"))
+                    parts = [words(b) for b in blocks(text)]
+                    lines = [words(line) for line in text.splitlines()]
+                    heads = [words(line) for line in text.splitlines() if line.lstrip().startswith("#")]
+                    for paragraph in expected["paragraphs"]:
+                        wanted = words(paragraph)
+                        shares["paragraphs"].append(float(any(contains(b, wanted, 0.9) for b in parts)))
+                    for row in expected["rows"]:
+                        cells = [words(c) for c in row]
+                        shares["rows"].append(
+                            float(any(all(contains(line, c, 1.0) for c in cells) for line in lines))
+                        )
+                    for heading in expected["headings"]:
+                        if words(heading):
+                            shares["headings"].append(float(words(heading) in heads))
                 if path.suffix.lower() == ".pdf":
                     pages += pdf_page_count(path)
                 worker = sandbox._worker
@@ -274,6 +294,8 @@ async def converters(found: dict[str, list[Path]]) -> dict[str, Any]:
         finally:
             await sandbox.close()
         entry: dict[str, Any] = {"seconds": round(seconds, 2), "child_peak_mb": round(peak)}
+        for key, values in shares.items():  # in the converter's text, before chunking and retrieval
+            entry[f"text_{key}"] = round(statistics.fmean(values), 3) if values else None
         if pages:
             entry["pages"] = pages
             entry["pages_per_s"] = round(pages / seconds, 1)

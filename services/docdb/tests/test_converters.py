@@ -50,7 +50,7 @@ def test_pdf_ruled_table_becomes_a_markdown_table_where_it_stood() -> None:
     text = text_of("table.pdf")
     assert in_order(
         text,
-        "Ferry Timetable",
+        "# Ferry Timetable",  # in larger type than the body: a heading
         "Boats leave the north pier",
         "The crossing takes an hour.",
         "In winter the first boat",  # the right column after the left one

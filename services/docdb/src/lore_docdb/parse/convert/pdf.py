@@ -1,6 +1,6 @@
-"""PDF text with pypdfium2: pdfium's reading order, running headers, footers and page numbers dropped,
-words hyphenated at a line end joined again, pages separated by a form feed. A page drawn with many
-lines and rectangles goes through pdfplumber's ruled-table finder, and each table it finds becomes a
+"""PDF text with pypdfium2: pdfium's reading order, lines in larger or bold type as `#` headings,
+running headers, footers and page numbers dropped, words hyphenated at a line end joined again, pages
+separated by a form feed. A page that draws a grid of straight rules goes through pdfplumber's ruled-table finder, and each table it finds becomes a
 Markdown table where it stood on the page (plain pages never load pdfplumber, so they stay fast). A
 page with no text layer but a picture on it (a scan) is rendered at 200 dpi and read by OCR (`ocr.py`)."""
 
@@ -66,6 +66,110 @@ def _ocr_page(page: object) -> str:
         return ocr_image(bitmap.to_pil())
     finally:
         bitmap.close()
+
+
+_Style = tuple[int, float, bool]  # a line of a page: its length, type size and whether it is bold
+_NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
+_SENTENCE_END = (".", ",", ";", ":", "\ufffe")
+
+
+def _styles(textpage: Any, raw: str) -> list[_Style]:
+    """Each line's size (the height of its first characters' font boxes) and boldness (its first and
+    last characters' weight), one pdfium call a character for a few characters a line."""
+    import pypdfium2.raw as pdfium_c
+
+    if len(raw) != textpage.count_chars():
+        return []  # characters pdfium counts apart from the text: no styles rather than wrong ones
+    box = pdfium_c.FS_RECTF()
+    styles: list[_Style] = []
+    start = 0
+    for line in raw.split("\r\n"):
+        first = start + len(line) - len(line.lstrip())
+        last = start + len(line.rstrip()) - 1
+        sizes = []
+        for at in range(first, min(first + 4, last + 1)):
+            if pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, at, box):
+                sizes.append(box.top - box.bottom)
+        size = sorted(sizes)[len(sizes) // 2] if sizes else 0.0
+        bold = last >= first and all(
+            pdfium_c.FPDFText_GetFontWeight(textpage.raw, at) >= 600 for at in (first, last)
+        )
+        styles.append((len(line.strip()), round(size * 2) / 2, bold))
+        start += len(line) + 2
+    return styles
+
+
+def _heading_marks(pages: list[list[_Style]]) -> list[dict[int, int]]:
+    """Per page, the lines that are headings and their level: a line in type 1.15 times the body's or
+    larger (levels by size, largest first), or a bold line in body type; short, not ending a sentence."""
+    weights: Counter[float] = Counter()
+    for styles in pages:
+        for length, size, _bold in styles:
+            weights[size] += length
+    if not weights:
+        return [{} for _ in pages]
+    body = weights.most_common(1)[0][0]
+    larger = sorted({size for styles in pages for _, size, _ in styles if size >= 1.15 * body}, reverse=True)
+    levels = {size: min(level, 3) for level, size in enumerate(larger, start=1)}
+    return [
+        {
+            i: levels.get(size, len(levels) + 1)
+            for i, (length, size, bold) in enumerate(styles)
+            if length and (size in levels or (bold and size >= 0.95 * body))
+        }
+        for styles in pages
+    ]
+
+
+def _marked(raw: str, marks: dict[int, int]) -> str:
+    """The page's text with its heading lines as `#` lines in blocks of their own."""
+    if not marks:
+        return raw
+    lines = raw.split("\r\n")
+    out: list[str] = []
+    merged: set[int] = set()  # lines joined to the heading line before them (two lines at most)
+    for index, line in enumerate(lines):
+        level = marks.get(index)
+        text = line.strip()
+        if (
+            level is None
+            or len(text.split()) > 20
+            or text.endswith(_SENTENCE_END)
+            or not any(c.isalpha() for c in text)
+        ):
+            out.append(line)
+            continue
+        numbered = _NUMBERED.match(text)
+        if numbered:
+            level = min(6, max(level, numbered.group(1).count(".") + 1))
+        joined = len(out) > 1 and out[-2].startswith("#") and marks.get(index - 1) == marks.get(index)
+        if (
+            joined
+            and out[-1] == ""
+            and index - 1 not in merged
+            and len(out[-2].split()) + len(text.split()) <= 12
+        ):
+            merged.add(index)
+            out[-2] += " " + text  # a heading set on two lines
+            continue
+        out.extend(["", "#" * min(level, 6) + " " + text, ""])
+    return "\r\n".join(out)
+
+
+def _headings_again(text: str, marked: str) -> str:
+    """The headings found in the page's whole text, marked again in its text rebuilt around tables."""
+    headings: dict[str, str] = {}
+    for line in marked.split("\r\n"):
+        if line.startswith("#"):
+            title = line.lstrip("#").strip()
+            headings[title] = line
+    if not headings:
+        return text
+    out = []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        heading = headings.get(line.strip())
+        out.extend(["", heading, ""] if heading else [line])
+    return "\n".join(out)
 
 
 def _ruled(page: Any) -> bool:
@@ -170,24 +274,35 @@ def pdf_pages(path: Path) -> list[str]:
 
     document = pdfium.PdfDocument(str(path))
     try:
-        pages, ruled = [], []
+        pages: list[list[str]] = []
+        ruled: list[int] = []
+        styles: list[list[_Style]] = []
+        raws: dict[int, str] = {}
         for index, page in enumerate(document):
             textpage = page.get_textpage()
             try:
                 if textpage.count_chars() < MIN_TEXT_CHARS and _has_picture(page):
                     pages.append(_page_lines(_ocr_page(page)))
+                    styles.append([])
                 else:
-                    pages.append(_page_lines(textpage.get_text_range()))
+                    raw = textpage.get_text_range()
+                    styles.append(_styles(textpage, raw))
+                    pages.append([])
+                    raws[index] = raw
                     if _ruled(page):
                         ruled.append(index)
             finally:
                 textpage.close()
                 page.close()
+        marks = _heading_marks(styles)
+        for index, raw in raws.items():
+            pages[index] = _page_lines(_marked(raw, marks[index]))
         for index, tables in (_tables(path, ruled) if ruled else {}).items():
             page = document[index]
             textpage = page.get_textpage()
             try:
-                pages[index] = _page_lines(_with_tables(page, textpage, tables))
+                text = _with_tables(page, textpage, tables)
+                pages[index] = _page_lines(_headings_again(text, _marked(raws[index], marks[index])))
             finally:
                 textpage.close()
                 page.close()
