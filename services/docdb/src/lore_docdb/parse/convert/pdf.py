@@ -1,8 +1,9 @@
 """PDF text with pypdfium2: pdfium's reading order, lines in larger or bold type as `#` headings,
 running headers, footers and page numbers dropped, words hyphenated at a line end joined again, pages
-separated by a form feed. A page that draws a grid of straight rules goes through pdfplumber's ruled-table finder, and each table it finds becomes a
-Markdown table where it stood on the page (plain pages never load pdfplumber, so they stay fast). A
-page with no text layer but a picture on it (a scan) is rendered at 200 dpi and read by OCR (`ocr.py`)."""
+separated by a form feed. A page that draws a grid of straight rules goes through pdfplumber's
+ruled-table finder, and each table it finds becomes a Markdown table where it stood on the page (plain
+pages never load pdfplumber, so they stay fast). A page with no text layer but a picture on it (a
+scan) is rendered at 200 dpi and read by OCR (`ocr.py`)."""
 
 from __future__ import annotations
 
