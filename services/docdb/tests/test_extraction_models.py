@@ -234,3 +234,25 @@ async def test_a_token_budget_smaller_than_the_parse_stops_it_naming_the_budget(
             assert route.call_count == 3
             assert task["metadata"]["usage"]["input_tokens"] == 3 * 310
             assert await client.app.state.kb_store.count_chunks("notes") == 0  # rolled back
+
+
+async def test_a_parse_stopped_mid_way_then_run_again_pays_for_no_chunk_twice(docdb_factory: Any) -> None:
+    asked: list[str] = []
+
+    def model(request: httpx.Request) -> httpx.Response:
+        asked.append(json.loads(request.content)["messages"][1]["content"])
+        return extraction_or_garbage(request)
+
+    with respx.mock(assert_all_called=False, using="httpx") as mock:
+        mock.route(host="docdb.test").pass_through()
+        mock.post(f"{LLM}/chat/completions").mock(side_effect=model)
+        stopped = {**MODEL_ENV, "LORE__DOCDB__LLM__TASK_TOKEN_BUDGET": "1000"}
+        async with docdb_factory(**stopped, LORE__PARAMETER__GRAPH_CONFIG__MAX_WORKERS="1") as client:
+            task = await wait_done(client, await upload_parse(client, NOTES))
+            assert task["status"] == "failed" and len(asked) == 3
+        async with docdb_factory(**MODEL_ENV) as client:  # a restart, without the budget
+            r = await client.post(f"{KB}/notes/parse", json={"datasets": ["notes"]})
+            task = await wait_done(client, str(r.json()["data"]["tasks"][0]["task_id"]))
+            assert task["status"] == "completed", task
+            assert task["metadata"]["usage"]["cache_hits"] == 3
+            assert len(asked) == 6 and len(set(asked)) == 6  # each chunk's extraction paid for once
