@@ -317,9 +317,10 @@ async def ocr_figures() -> dict[str, Any]:
         ("zh", TESTS_DATA / "scan-zh.png", plain(make_scans.CHINESE)),
         ("en_bilevel_pdf", TESTS_DATA / "scan.pdf", plain(make_scans.SCANNED_PDF)),
     ]
-    docling_scan = CORPUS / "ocr" / "sources" / "ocr_test.pdf"
-    if docling_scan.exists():
-        cases.append(("docling_ocr_test", docling_scan, OCR_REFERENCE))
+    for variant in ("", "_rotated_90", "_rotated_180", "_rotated_270"):
+        docling_scan = CORPUS / "ocr" / "sources" / f"ocr_test{variant}.pdf"
+        if docling_scan.exists():
+            cases.append((f"docling_ocr_test{variant}", docling_scan, OCR_REFERENCE))
     sandbox = Sandbox(timeout=600, memory_mb=2048, max_file_mb=256)
     figures: dict[str, Any] = {}
     try:

@@ -253,6 +253,16 @@ def test_a_scanned_pdf_page_is_read_by_ocr(scans: dict[str, str]) -> None:
     )
 
 
+def test_a_page_scanned_on_its_side_is_turned_upright() -> None:
+    from PIL import Image
+
+    from lore_docdb.parse.convert.ocr import ocr_image
+
+    with Image.open(DATA / "scan-en.png") as image:
+        top = image.crop((0, 0, image.width, 150)).rotate(90, expand=True)  # the first heading only
+    assert ocr_image(top) == "Harbour Report"
+
+
 def test_a_pdf_with_a_text_layer_is_not_ocred(monkeypatch: pytest.MonkeyPatch) -> None:
     from lore_docdb.parse.convert import pdf
 

@@ -144,20 +144,40 @@ def layout(boxes: list[_Box]) -> str:
 
 
 def ocr_image(image: Any) -> str:
-    """The text of one picture (a PIL image), laid out as paragraphs."""
+    """The text of one picture (a PIL image), laid out as paragraphs; turned a quarter at a time when
+    nothing is found upright (the engine's angle classifier only tells upright from upside down, and
+    reads worse: it is off)."""
     picture = image.convert("RGB")
     if max(picture.size) > MAX_SIDE:
         scale = MAX_SIDE / max(picture.size)
         picture = picture.resize(
             (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
         )
+    boxes = _read(picture)
+    if not _upright(boxes):  # nothing, or lines running down the page: a page scanned on its side
+        for angle in (90, 270, 180):
+            turned = _read(picture.rotate(angle, expand=True))
+            if _upright(turned):
+                boxes = turned
+                break
+    return layout(boxes)
+
+
+def _upright(boxes: list[_Box]) -> bool:
+    """Text found, most of it in lines wider than tall."""
+    letters = sum(len(b.text) for b in boxes)
+    tall = sum(len(b.text) for b in boxes if b.height > 1.5 * (b.right - b.left) and len(b.text) > 2)
+    return letters > 0 and tall < 0.5 * letters
+
+
+def _read(picture: Any) -> list[_Box]:
     result, _ = engine()(picture)
     boxes = []
     for points, text, _score in result or []:
         xs = [float(p[0]) for p in points]
         ys = [float(p[1]) for p in points]
         boxes.append(_Box(str(text), min(xs), max(xs), min(ys), max(ys)))
-    return layout(boxes)
+    return boxes
 
 
 def image_text(path: Path) -> str:
