@@ -256,3 +256,37 @@ async def test_a_parse_stopped_mid_way_then_run_again_pays_for_no_chunk_twice(do
             assert task["status"] == "completed", task
             assert task["metadata"]["usage"]["cache_hits"] == 3
             assert len(asked) == 6 and len(set(asked)) == 6  # each chunk's extraction paid for once
+
+
+async def test_a_parse_interrupted_by_the_process_ending_resumes_at_restart_without_paying_twice(
+    docdb_factory: Any,
+) -> None:
+    asked: list[str] = []
+    hang = asyncio.Event()
+
+    async def model(request: httpx.Request) -> httpx.Response:
+        chunk = json.loads(request.content)["messages"][1]["content"]
+        asked.append(chunk)
+        if len(asked) > 3:  # the process "dies" while the fourth chunk is with the model
+            await hang.wait()
+        return extraction_or_garbage(request)
+
+    env = {**MODEL_ENV, "LORE__DOCDB__RESUME_INTERRUPTED": "true"}
+    with respx.mock(assert_all_called=False, using="httpx") as mock:
+        mock.route(host="docdb.test").pass_through()
+        mock.post(f"{LLM}/chat/completions").mock(side_effect=model)
+        async with docdb_factory(**env, LORE__PARAMETER__GRAPH_CONFIG__MAX_WORKERS="1") as client:
+            task_id = await upload_parse(client, NOTES)
+            deadline = time.monotonic() + 20
+            while len(asked) < 4 and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert len(asked) == 4
+        hang.set()
+        async with docdb_factory(**env) as client:  # the restart: the task runs again
+            task = await wait_done(client, task_id)
+            assert task["status"] == "completed", task
+            assert task["metadata"]["usage"]["cache_hits"] == 3
+            names = {e["name"] for e in await client.app.state.graph.top_entities("notes", 20)}
+            assert names == {f"Person{i}" for i in range(6)}
+    # each chunk stored before the end was not asked again; the one in flight was
+    assert len(asked) == 7 and len(set(asked)) == 6

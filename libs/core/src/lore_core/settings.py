@@ -264,6 +264,9 @@ class DocdbConfig(Section):
     # Running parse tasks beat every interval; one silent for `task_stale_after` seconds is interrupted.
     task_heartbeat_interval: float = 5.0
     task_stale_after: float = 60.0
+    # An interrupted parse (its process died) is rolled back and queued again rather than failed; its
+    # chunks already extracted come from the extraction cache, so no paid model call is repeated.
+    resume_interrupted: bool = False
     # A parse stopped by a store outage waits and starts again (backoff 1 s doubling to 30 s) for this
     # long (seconds) before it fails.
     task_store_retry_for: float = 600.0

@@ -360,12 +360,20 @@ class ParseService:
             await self._close([t for t in silent if t.task_id not in self.running])
 
     async def _close(self, tasks: list[Task]) -> int:
-        """Roll back tasks whose process died, then mark them failed (or cancelled, if asked)."""
+        """Roll back tasks whose process died, then mark them failed (or cancelled, if asked; or pending
+        again with `docdb.resume_interrupted`)."""
         closed = 0
         for task in tasks:
             await self._roll_back(task)
             if task.status == "cancelling":
                 done = await self.store.transition(task.task_id, "cancelled", when=["cancelling"])
+            elif self.settings.docdb.resume_interrupted:  # again; the extraction cache keeps what was paid
+                done = await self.store.transition(
+                    task.task_id,
+                    "pending",
+                    when=["running"],
+                    change=lambda t: msgspec.structs.replace(t, stage=None, error=None),
+                )
             else:
                 done = await self.store.transition(
                     task.task_id, "failed", when=["running"], change=_failed(INTERRUPTED)
