@@ -11,6 +11,7 @@ import httpx
 import msgspec
 import pytest
 import respx
+from prometheus_client import generate_latest
 
 from lore_common.providers.chat import (
     AnthropicChat,
@@ -207,6 +208,8 @@ async def test_usage_and_cost_are_tallied_and_a_task_budget_stops_the_next_call(
             await model.complete(REQUEST)
     assert route.call_count == 2
     assert usage.report().input_tokens == 620
+    scraped = generate_latest().decode()
+    assert 'lore_model_cost_total{model="gpt-4o-mini",provider="openai"}' in scraped
 
 
 class MemoryCache:
