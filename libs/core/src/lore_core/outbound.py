@@ -64,6 +64,8 @@ def _shown(url: str) -> str:
     except ValueError:
         return "an unreadable URL"
     host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     return parts._replace(netloc=host).geturl()
@@ -75,8 +77,9 @@ def parse_ranges(ranges: Iterable[str]) -> tuple[Network, ...]:
 
 
 def _embedded(address: IPAddress) -> list[IPAddress]:
-    """The address and any IPv4 address it carries (mapped, 6to4, Teredo, NAT64)."""
-    found: list[IPAddress] = [address]
+    """Any IPv4 address `address` carries (mapped, 6to4, Teredo, NAT64), then the address itself: the
+    carried one names the refusal (a mapped 169.254.169.254 is the metadata address, not just private)."""
+    found: list[IPAddress] = []
     if isinstance(address, ipaddress.IPv6Address):
         if address.ipv4_mapped is not None:
             found.append(address.ipv4_mapped)
@@ -86,6 +89,7 @@ def _embedded(address: IPAddress) -> list[IPAddress]:
             found.extend(address.teredo)
         if address in _NAT64:
             found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    found.append(address)
     return found
 
 
