@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
 GEN = "/api/v1/gen/pipeline"
+INTERNAL = {"x-lore-internal-token": "replicas-internal-token"}
 
 pytestmark = pytest.mark.postgres
 
@@ -65,6 +66,8 @@ def cluster(
     work = tmp_path_factory.mktemp("replicas")
     prefix = f"lore_rep_{uuid.uuid4().hex[:8]}"
     env = {
+        # Known here: the tests call replicas straight, past the gateway, with the internal credential.
+        "LORE__SECURITY__INTERNAL_TOKEN": INTERNAL["x-lore-internal-token"],
         "LORE__GATEWAY__HEALTH_INTERVAL": "0.5",
         "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
         "LORE__DOCDB__EMBEDDING_API__DIM": "64",
@@ -98,7 +101,7 @@ def test_the_gateway_sees_two_replicas_of_each_service(cluster: Cluster) -> None
 
 
 def test_a_kb_insert_on_one_mem_replica_is_queried_on_the_other(cluster: Cluster) -> None:
-    a, b = (httpx.Client(base_url=u, timeout=60) for u in cluster.mem)
+    a, b = (httpx.Client(base_url=u, timeout=60, headers=INTERNAL) for u in cluster.mem)
     fact = "The Kestrel ferry to Skye leaves pier 7 at 06:40 every Tuesday."
     job = a.post("/api/v1/mem/kb/insert", files={"query": (None, fact)}).json()
     deadline = time.monotonic() + 60
@@ -119,7 +122,7 @@ def test_twenty_concurrent_vg_adds_over_both_mem_replicas_store_each_fact_once(c
     facts = [f"My storage unit number is {n}" for n in range(4)]
 
     async def add_all() -> list[int]:
-        async with httpx.AsyncClient(timeout=60) as client:
+        async with httpx.AsyncClient(timeout=60, headers=INTERNAL) as client:
             replies = await asyncio.gather(
                 *(
                     client.post(
@@ -137,14 +140,16 @@ def test_twenty_concurrent_vg_adds_over_both_mem_replicas_store_each_fact_once(c
 
     assert asyncio.run(add_all()) == [200] * 20
     for url in cluster.mem:
-        stored = httpx.get(f"{url}/api/v1/mem/vg", params={"user_id": "replicated"}, timeout=30).json()
+        stored = httpx.get(
+            f"{url}/api/v1/mem/vg", params={"user_id": "replicated"}, timeout=30, headers=INTERNAL
+        ).json()
         assert sorted(m["memory"] for m in stored["results"]) == sorted(facts)
 
 
 def test_a_chunked_upload_spread_over_both_replicas_then_parse_on_one_and_chat_on_both(
     cluster: Cluster,
 ) -> None:
-    a, b = (httpx.Client(base_url=u, timeout=60) for u in cluster.docdb)
+    a, b = (httpx.Client(base_url=u, timeout=60, headers=INTERNAL) for u in cluster.docdb)
     body = f"{CURIE}\n\n{HOPPER}\n".encode()
     assert a.post(DS, json={"name": "people"}).status_code == 200
     size = -(-len(body) // 3)
@@ -192,7 +197,7 @@ def test_a_chunked_upload_spread_over_both_replicas_then_parse_on_one_and_chat_o
 
 
 async def _complete_on_both(replicas: list[str], path: str) -> list[int]:
-    async with httpx.AsyncClient(timeout=60) as client:
+    async with httpx.AsyncClient(timeout=60, headers=INTERNAL) as client:
         replies = await asyncio.gather(*(client.post(f"{url}{path}") for url in replicas))
     return [r.status_code for r in replies]
 
@@ -202,13 +207,14 @@ def test_a_gen_task_submitted_on_one_replica_is_read_on_the_other(cluster: Clust
         f"{cluster.gen[0]}{GEN}/submit",
         json={"question": "What do we know about Marie Curie and Grace Hopper?", "kb_name": "people"},
         timeout=30,
+        headers=INTERNAL,
     )
     assert submitted.status_code == 200, submitted.text
     task_id = submitted.json()["task_id"]
     deadline = time.monotonic() + 120
-    while (status := httpx.get(f"{cluster.gen[1]}{GEN}/status/{task_id}", timeout=10).json())[
-        "status"
-    ] not in (
+    while (
+        status := httpx.get(f"{cluster.gen[1]}{GEN}/status/{task_id}", timeout=10, headers=INTERNAL).json()
+    )["status"] not in (
         "completed",
         "failed",
     ):
