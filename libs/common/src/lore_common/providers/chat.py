@@ -559,11 +559,18 @@ def create_chat_model(
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.S)
 
 
+def _any_value(kind: type) -> dict[str, Any]:
+    """`object` (a field that takes any JSON value) has no schema of its own in msgspec."""
+    if kind is object:
+        return {"type": ["object", "array", "string", "number", "boolean", "null"]}
+    raise NotImplementedError
+
+
 @lru_cache(maxsize=256)
 def schema_of(into: Any) -> dict[str, Any]:
     """The JSON schema of a msgspec type, with its `$defs` written in place (some servers and
     Anthropic's tools do not follow `$ref`): the same type then validates the reply."""
-    schema = msgspec.json.schema(into)
+    schema = msgspec.json.schema(into, schema_hook=_any_value)
     defs = schema.pop("$defs", {})
 
     def inline(node: Any, seen: tuple[str, ...] = ()) -> Any:
