@@ -195,6 +195,8 @@ def start_lore_up(
         "LORE_CONFIG_DIR": str(config_dir),
         "LORE__LOGGING__LEVEL": "WARNING",
         "LORE__GATEWAY__PORT": str(port),
+        # Known (in `.env`), so a test may start a second gateway in front of the same services.
+        "LORE__SECURITY__INTERNAL_TOKEN": TEST_INTERNAL_TOKEN,
         **HASHING_EMBEDDERS,
     }
     for name in ("docdb", "gen", "mem"):
@@ -216,6 +218,9 @@ def start_lore_up(
         raise
     return LoreUp(process, url, full)
 
+
+# The internal credential of the stacks these helpers start (lore-up would make a random one).
+TEST_INTERNAL_TOKEN = "lore-test-internal-token"  # noqa: S105 - a test stack on loopback
 
 REPLICA_PORT_STEP = 100  # lore-up puts replica n of a service on its port + 100 × n
 
