@@ -27,6 +27,7 @@ MIN_RULES = 2  # objects on a page before its rules are counted
 MAX_OBJECTS = 20_000  # a page drawn with more (a map, a chart) is not searched for tables
 MAX_SEGMENTS = 400  # a path of more pieces is a drawing, not a table's rules
 
+MAX_FURNITURE_WORDS = 12  # a running header or footer is short; a repeated paragraph is content
 EDGE_LINES = 2  # lines at the top and at the bottom of a page that may be a running header or footer
 _DIGITS = re.compile(r"\d+")
 _SPACES = re.compile(r"\s+")
@@ -319,10 +320,16 @@ def pdf_pages(path: Path) -> list[str]:
         drop = {
             i
             for i in _edges(lines)
-            if (len(pages) > 1 and repeats[_shape(lines[i])] >= threshold)
+            if (
+                len(pages) > 1
+                and repeats[_shape(lines[i])] >= threshold
+                and len(lines[i].split()) <= MAX_FURNITURE_WORDS
+            )
             or _PAGE_NUMBER.fullmatch(_shape(lines[i]))
         }
         kept = [line for i, line in enumerate(lines) if i not in drop]
+        if not any(line.strip() for line in kept):
+            kept = lines  # pages that are all alike (a form, a repeated notice): not furniture
         result.append(re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip())
     return result
 
