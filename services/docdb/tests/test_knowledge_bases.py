@@ -46,19 +46,21 @@ async def test_parse_mode_0_builds_vectors_chunks_and_graph(docdb_factory: Any) 
         await upload(
             client,
             "papers",
-            {"curie.txt": CURIE.encode(), "luxun.md": LU_XUN.encode(), "image.png": b"\x89PNG"},
+            {"curie.txt": CURIE.encode(), "luxun.md": LU_XUN.encode(), "setup.exe": b"MZ"},
         )
         await client.post(KB, json={"name": "science"})
         [task_id] = await parse(client, "science", ["papers"])
         task = await wait_task(client, task_id)
         assert task["status"] == "completed", task
+        usage = task["metadata"].pop("usage")
         assert task["metadata"] == {
             "kb_name": "science",
             "dataset": "papers",
             "mode": 0,
             "schema_name": None,
-            "skipped_files": [{"file": "image.png", "reason": "unsupported type .png"}],
+            "skipped_files": [{"file": "setup.exe", "reason": "unsupported type .exe"}],
         }
+        assert usage["failed_chunks"] == 0 and usage["extracted"] >= 2  # the offline model read every chunk
         state = client.app.state
         assert await state.vectors.count("science") == await state.kb_store.count_chunks("science") >= 2
         nodes, edges = await state.graph.counts("science")

@@ -74,11 +74,15 @@ def test_every_supported_type_yields_its_text(tmp_path: Path) -> None:
 
 
 def test_unsupported_and_broken_files_raise_naming_the_file(tmp_path: Path) -> None:
-    (tmp_path / "x.png").write_bytes(b"\x89PNG")
+    (tmp_path / "x.exe").write_bytes(b"MZ")
+    (tmp_path / "w.png").write_bytes(b"\x89PNG")
     (tmp_path / "y.pdf").write_bytes(b"not a pdf at all")
     (tmp_path / "z.json").write_text("{broken")
-    with pytest.raises(ExtractionError, match=r"x\.png: unsupported file type \.png"):
-        extract_text(tmp_path / "x.png")
+    with pytest.raises(ExtractionError, match=r"x\.exe: unsupported file type \.exe"):
+        extract_text(tmp_path / "x.exe")
+    with pytest.raises(ExtractionError, match=r"w\.png: could not be read as \.png") as broken:
+        extract_text(tmp_path / "w.png")
+    assert str(tmp_path) not in str(broken.value)  # the reason names the file, not the server's folders
     with pytest.raises(ExtractionError, match=r"y\.pdf"):
         extract_text(tmp_path / "y.pdf")
     with pytest.raises(ExtractionError, match=r"z\.json: not valid JSON"):

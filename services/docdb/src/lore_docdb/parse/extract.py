@@ -134,8 +134,9 @@ def extract_text(path: Path) -> str:
     except (ExtractionError, NeedsOCR):
         raise
     except Exception as exc:
+        why = str(exc).replace(str(path), path.name)  # a library's message names the server's path
         raise ExtractionError(
-            f"{path.name}: could not be read as {path.suffix}: {type(exc).__name__}: {exc}"
+            f"{path.name}: could not be read as {path.suffix}: {type(exc).__name__}: {why}"
         ) from exc
 
 
