@@ -98,7 +98,7 @@ def needs_ocr(path: Path) -> bool:
 
 def preload_converters(office: bool, ocr: bool = False) -> None:
     """Load the converters' native libraries now (the extraction child does, before its memory cap);
-    docling-rs only when `office`, the OCR engine (onnxruntime, about 0.8 s and 200 MiB) only when
+    docling-rs only when `office`, the OCR engine (onnxruntime, 0.7 CPU-s and about 110 MB) only when
     `ocr`. Without it, a scanned PDF page raises `NeedsOCR` instead of loading the engine."""
     import lxml.html
     import pypdfium2

@@ -26,7 +26,7 @@ _CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-
 
 @cache
 def engine() -> Any:
-    """The OCR engine, loaded once per extraction child (about 0.8 s and 200 MiB resident). One thread:
+    """The OCR engine, loaded once per extraction child (0.7 CPU-s, about 110 MB resident). One thread:
     the child is one of the service's workers, and more threads only fight for the same cores."""
     from rapidocr_onnxruntime import RapidOCR
 
