@@ -148,6 +148,24 @@ def test_epub_follows_the_spine_not_the_manifest() -> None:
     )
 
 
+def test_html_table_cells_spanning_rows_or_columns_are_repeated_in_each_row() -> None:
+    from lore_docdb.parse.convert.markup import html_markdown
+
+    html = (
+        "<table><tr><th>Year</th><th>Month</th><th>Sales</th></tr>"
+        '<tr><td rowspan="2">2025</td><td>January</td><td>$134</td></tr>'
+        "<tr><td>February</td><td>$150</td></tr>"
+        '<tr><td colspan="2">Total</td><td>$284</td></tr></table>'
+    )
+    assert html_markdown(html).splitlines() == [
+        "| Year | Month | Sales |",
+        "|---|---|---|",
+        "| 2025 | January | $134 |",
+        "| 2025 | February | $150 |",
+        "| Total | Total | $284 |",
+    ]
+
+
 def test_xhtml_with_its_xml_declaration_reads_as_html() -> None:
     from lore_docdb.parse.convert.markup import html_markdown
 

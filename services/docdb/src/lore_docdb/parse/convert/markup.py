@@ -48,11 +48,13 @@ class _Walker:
                 self.out.append("#" * int(tag[1]) + " " + text)
             return
         if tag == "table":
-            rows: list[list[object]] = [
-                [_text(cell) for cell in row if _tag(cell) in ("td", "th")]
-                for row in element.iter()
-                if _tag(row) == "tr" and _closest_table(row) is element
-            ]
+            rows = _grid(
+                [
+                    [cell for cell in row if _tag(cell) in ("td", "th")]
+                    for row in element.iter()
+                    if _tag(row) == "tr" and _closest_table(row) is element
+                ]
+            )
             table = md_table(rows)
             if table:
                 self.out.append(table)
@@ -95,6 +97,45 @@ class _Walker:
             self.out.append("  " * depth + "- " + text)
         for child in nested:
             self.walk(child, depth + 1)
+
+
+MAX_SPAN = 100  # a cell's rowspan or colspan: larger ones are cut (a hostile page could ask for millions)
+
+
+def _span(cell: Any, name: str) -> int:
+    try:
+        return max(1, min(MAX_SPAN, int(cell.get(name) or 1)))
+    except ValueError:
+        return 1
+
+
+def _from_above(out: list[object], above: dict[int, list[Any]]) -> None:
+    """The cells that reach this row from above, at the columns where `out` has got to."""
+    while len(out) in above:
+        column = len(out)
+        out.append(above[column][1])
+        above[column][0] -= 1
+        if above[column][0] == 0:
+            del above[column]
+
+
+def _grid(rows: list[list[Any]]) -> list[list[object]]:
+    """The table's rows with spanned cells filled in: a cell spanning rows repeats in each row below it,
+    a cell spanning columns in each column, so every row reads whole (a year beside each month)."""
+    grid: list[list[object]] = []
+    above: dict[int, list[Any]] = {}  # column -> [rows left, text] of a cell spanning down
+    for cells in rows:
+        out: list[object] = []
+        for cell in cells:
+            _from_above(out, above)
+            text, down = _text(cell), _span(cell, "rowspan")
+            for _ in range(_span(cell, "colspan")):
+                if down > 1:
+                    above[len(out)] = [down - 1, text]
+                out.append(text)
+        _from_above(out, above)
+        grid.append(out)
+    return grid
 
 
 def _closest_table(row: Any) -> Any:
