@@ -8,6 +8,7 @@ from pathlib import Path
 
 from prometheus_client import REGISTRY
 
+import lore_core.audit  # registers the audit counter
 import lore_core.metrics  # noqa: F401 - registers Lore's metrics
 
 DASHBOARD = Path(__file__).resolve().parents[1] / "grafana" / "lore.json"

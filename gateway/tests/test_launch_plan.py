@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,13 @@ def test_without_object_storage_docdb_replicas_share_their_raw_files_folder(tmp_
     dirs = data_dirs(tmp_path)
     assert dirs["docdb-2"] is None  # the same folder as docdb-1 (on a cluster: a ReadWriteMany volume)
     assert dirs["mem-2"] is not None and dirs["mem-2"].endswith("-2")
+
+
+def test_the_children_share_one_fresh_internal_credential_and_the_launcher_keeps_none(tmp_path: Path) -> None:
+    children = plan(load_settings(tmp_path / "config", environ={}), 2)
+    tokens = {child.env.get("LORE__SECURITY__INTERNAL_TOKEN") for child in children}
+    assert len(tokens) == 1 and None not in tokens  # gateway and every replica hold the same one
+    # Not in this process's environment: anything else it starts later (a test's services) has none.
+    assert "LORE__SECURITY__INTERNAL_TOKEN" not in os.environ
+    again = plan(load_settings(tmp_path / "config", environ={}), 1)
+    assert {child.env["LORE__SECURITY__INTERNAL_TOKEN"] for child in again} != tokens  # one per start

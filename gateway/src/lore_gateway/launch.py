@@ -142,10 +142,12 @@ def plan(settings: Settings, replicas: int) -> list[Child]:
     """The processes to run: `replicas` of each service on its shared stores, each with its own data
     dir where it can (`own_disk`), and the gateway, which balances across the replicas."""
     g = settings.gateway
+    shared: dict[str, str] = {}
     if not settings.security.internal_tokens():
-        # Each start has its own internal credential, shared by these children only: a process on this
-        # machine that is not one of them cannot call a service past the gateway's keys.
-        os.environ["LORE__SECURITY__INTERNAL_TOKEN"] = secrets.token_urlsafe(32)
+        # Each start has its own internal credential, shared by these children only (in their
+        # environment, never this process's): a process on this machine that is not one of them
+        # cannot call a service past the gateway's keys.
+        shared["LORE__SECURITY__INTERNAL_TOKEN"] = secrets.token_urlsafe(32)
     children: list[Child] = []
     urls: dict[str, list[str]] = {}
     for name in ("docdb", "gen", "mem"):
@@ -159,12 +161,14 @@ def plan(settings: Settings, replicas: int) -> list[Child]:
             if n and own_disk(settings, name):
                 env[f"LORE__{name.upper()}__SERVER__DATA_DIR"] = f"{server.data_dir}-{n + 1}"
             label = name if count == 1 else f"{name}-{n + 1}"
-            children.append(Child(label, f"lore_{name}", f"{url}/health", env))
+            children.append(Child(label, f"lore_{name}", f"{url}/health", shared | env))
     # The gateway finds the services where this launcher starts them.
     gateway_env = {f"LORE__GATEWAY__{name.upper()}_URL": found[0] for name, found in urls.items()}
     if replicas > 1:
         gateway_env |= {f"LORE__GATEWAY__{name.upper()}_URLS": json.dumps(urls[name]) for name in REPLICATED}
-    children.append(Child("gateway", "lore_gateway", f"http://{g.host}:{g.port}/health", gateway_env))
+    children.append(
+        Child("gateway", "lore_gateway", f"http://{g.host}:{g.port}/health", shared | gateway_env)
+    )
     # gen talks to the docdb this launcher starts: through the gateway when there are several (it
     # balances them; unless API keys guard it), else straight to the one.
     docdb_url = urls["docdb"][0]
