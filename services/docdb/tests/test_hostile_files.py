@@ -150,7 +150,9 @@ async def test_bombs_and_impostors_fail_alone_and_the_rest_parses(docdb_factory:
         assert "nested.json" in reasons["nested.json"]
         # pdfium inflates the stream until the child's memory cap or its time limit stops it
         assert "memory limit" in reasons["bomb.pdf"] or "took longer than 10 s" in reasons["bomb.pdf"]
-        assert "MemoryError" in reasons["bomb.docx"] or "memory limit" in reasons["bomb.docx"]
+        # docling-rs inflates the document until the memory cap or (on a loaded machine) the time limit
+        stopped_by = ("MemoryError", "memory limit", "took longer than 10 s")
+        assert any(limit in reasons["bomb.docx"] for limit in stopped_by), reasons["bomb.docx"]
         # calamine inflates the sheet until the time limit or, in a child without docling-rs's
         # reserve, the memory cap stops it
         assert reasons["bomb.xlsx"] in (
