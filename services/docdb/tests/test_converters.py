@@ -363,3 +363,13 @@ async def test_every_sample_parses_and_corrupt_ones_are_skipped_with_reasons(
         ]:
             hits = await client.post("/api/v1/docdb/retrieve", json={"query": query, "kb_id": "formats"})
             assert hits.json()["data"][0]["kb_name"] == source
+
+
+def test_glyph_codes_of_a_font_without_a_unicode_map_add_no_page_break() -> None:
+    """Such fonts hand pdfium control characters, form feeds among them; they must not count as pages
+    (an 18-page IBM Redpaper came back as 31 pages, and citations named pages it does not have)."""
+    from lore_docdb.parse.convert.pdf import _page_lines
+
+    lines = _page_lines("Chapter 1\r\n\x0f\x07\x0c\x08\x0c\r\nData breaches\x0c")
+    assert lines == ["Chapter 1", "", "Data breaches"]
+    assert not any(PAGE_BREAK in line for line in lines)

@@ -40,9 +40,15 @@ def _shape(line: str) -> str:
     return _DIGITS.sub("#", _SPACES.sub(" ", line.strip().lower()))
 
 
+# Control characters a font without a Unicode map yields for its glyphs (form feeds among them, which
+# would count as page breaks): they carry no text.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 def _page_lines(raw: str) -> list[str]:
     # pdfium ends lines with \r\n and marks a hyphen it saw at a line end as U+FFFE: join the word again
     text = raw.replace("\ufffe\r\n", "").replace("\ufffe\n", "").replace("\ufffe", "")
+    text = _CONTROL.sub("", text)
     return [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
 
 
