@@ -392,9 +392,11 @@ def test_a_key_limited_to_a_module_reaches_no_other(scoped: str) -> None:
 def test_a_rate_limited_key_gets_429_with_retry_after_then_passes_again(scoped: str) -> None:
     headers = {"Authorization": f"Bearer {LIMITED}"}
     path = f"{scoped}/api/v1/docdb/echo-headers"
-    codes = [httpx.get(path, headers=headers, timeout=10).status_code for _ in range(5)]
+    replies = [httpx.get(path, headers=headers, timeout=10) for _ in range(5)]
+    codes = [r.status_code for r in replies]
     assert codes[:3] == [200, 200, 200] and 429 in codes[3:]
-    limited = httpx.get(path, headers=headers, timeout=10)
+    # The refused reply itself (a sixth request could find the bucket refilled on a loaded machine).
+    limited = next(r for r in replies if r.status_code == 429)
     assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
     assert "1 requests a second" in limited.json()["message"]
     assert (
