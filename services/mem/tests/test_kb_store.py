@@ -52,7 +52,7 @@ async def test_fifty_concurrent_inserts_all_become_queryable_and_survive_a_resta
                 for i in range(50)
             )
         )
-        results = await asyncio.gather(*(finished(client, job["id"]) for job in jobs))
+        results = await asyncio.gather(*(finished(client, job["id"], limit=90) for job in jobs))
         assert [r["status"] for r in results] == ["done"] * 50
         for i in (0, 17, 49):
             assert f"ZX{i:04d}Q" in (await ask(client, f"ZX{i:04d}Q", mode="naive"))["rag_memory"]
