@@ -1,5 +1,6 @@
-"""A docdb process killed mid-parse: after a restart the task is failed ("interrupted"), nothing of it
-is left in the stores, and a forced re-parse succeeds."""
+"""A docdb process killed mid-parse, with `docdb.resume_interrupted` off: after a restart the task is
+failed ("interrupted"), nothing of it is left in the stores, and a forced re-parse succeeds. (With it on,
+the default, the task resumes: tests/e2e/test_model_resume.py.)"""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def start_docdb(tmp: Path, port: int, llm_url: str, log: str) -> ServerProcess:
         "LORE__DOCDB__LLM__BASE_URL": llm_url,
         "LORE__DOCDB__LLM__MAX_CONCURRENT_REQUESTS": "1",
         "LORE__PARAMETER__CHUNK_CONFIG__CHUNK_SIZE": "64",
+        "LORE__DOCDB__RESUME_INTERRUPTED": "false",
     }
     process = ServerProcess([sys.executable, "-m", "lore_docdb"], env=env, log_path=tmp / log)
     process.wait_healthy(f"http://127.0.0.1:{port}/health", timeout=90)

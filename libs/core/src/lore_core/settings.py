@@ -265,8 +265,11 @@ class DocdbConfig(Section):
     task_heartbeat_interval: float = 5.0
     task_stale_after: float = 60.0
     # An interrupted parse (its process died) is rolled back and queued again rather than failed; its
-    # chunks already extracted come from the extraction cache, so no paid model call is repeated.
-    resume_interrupted: bool = False
+    # chunks already extracted come from the extraction cache, so no paid model call is repeated. A
+    # parse interrupted more than `resume_attempts` times (it may be what brings the process down)
+    # fails as `interrupted`.
+    resume_interrupted: bool = True
+    resume_attempts: int = 3
     # A parse stopped by a store outage waits and starts again (backoff 1 s doubling to 30 s) for this
     # long (seconds) before it fails.
     task_store_retry_for: float = 600.0
@@ -325,6 +328,11 @@ class MemoryKbConfig(Section):
     # An insert stopped by a store outage waits and runs again (backoff 1 s doubling to 30 s) for this
     # long (seconds) before it fails.
     job_store_retry_for: float = 600.0
+    # An insert whose replica died runs again when that replica restarts, rather than failing; its
+    # chunks already extracted come from the extraction cache. One interrupted more than
+    # `resume_attempts` times (it may be what brings the process down) fails as `interrupted`.
+    resume_interrupted: bool = True
+    resume_attempts: int = 3
 
 
 class VgEmbedderInner(Section):

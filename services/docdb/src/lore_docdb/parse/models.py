@@ -36,6 +36,7 @@ class Task(msgspec.Struct, kw_only=True):
     schema_entities: str | None = None
     skipped_files: str | None = None  # JSON list of files that were not parsed, with the reason
     usage: str | None = None  # JSON UsageReport: model calls, tokens, cost, cache hits, failed chunks
+    resumed: int = 0  # how many times the task was queued again after its process died
     # At the clock's one precision (microseconds): tasks submitted in one request are claimed in the
     # order they were created, and the job store's later `updated_at` never sorts before it.
     created_at: str = msgspec.field(default_factory=utc_iso)

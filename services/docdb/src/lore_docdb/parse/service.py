@@ -367,20 +367,34 @@ class ParseService:
             await self._roll_back(task)
             if task.status == "cancelling":
                 done = await self.store.transition(task.task_id, "cancelled", when=["cancelling"])
-            elif self.settings.docdb.resume_interrupted:  # again; the extraction cache keeps what was paid
+            elif self._resumable(task):  # again; the extraction cache keeps what was paid
                 done = await self.store.transition(
                     task.task_id,
                     "pending",
                     when=["running"],
-                    change=lambda t: msgspec.structs.replace(t, stage=None, error=None),
+                    change=lambda t: msgspec.structs.replace(
+                        t, stage=None, error=None, resumed=t.resumed + 1
+                    ),
                 )
             else:
+                reason = INTERRUPTED
+                if task.resumed:
+                    reason = (
+                        f"interrupted {task.resumed + 1} times: the docdb process stopped each time while "
+                        "this task was running (the task may be what stops it); parse again to retry"
+                    )
                 done = await self.store.transition(
-                    task.task_id, "failed", when=["running"], change=_failed(INTERRUPTED)
+                    task.task_id, "failed", when=["running"], change=_failed(reason)
                 )
             closed += int(done is not None)
             log.warning("task_recovered", task_id=task.task_id, was=task.status)
         return closed
+
+    def _resumable(self, task: Task) -> bool:
+        """Whether an interrupted task runs again: resuming is on and it has not been interrupted more
+        often than allowed (a task that brings the process down would otherwise loop for ever)."""
+        docdb = self.settings.docdb
+        return docdb.resume_interrupted and task.resumed < docdb.resume_attempts
 
     async def cancel_all_for_kb(self, kb: str) -> None:
         for task in await self.store.active_for_kb(kb):
