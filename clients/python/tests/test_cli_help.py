@@ -7,15 +7,16 @@ import io
 import re
 from typing import Any
 
+import pytest
 import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
 from lore_client.cli import app
-from lore_client.cli.gen import last_of_each_step
 from lore_client.cli.knowledge import _task_table
 from lore_client.cli.mem import _memories
-from lore_client.models import Memory, TableEvent, Task
+from lore_client.models import Memory, Table, TableEvent, Task
+from lore_client.sync import Lore
 
 runner = CliRunner()
 
@@ -81,12 +82,28 @@ def test_ids_stay_whole_in_80_columns() -> None:
     assert task.task_id in _printed(_task_table([task]))
 
 
-def test_a_table_prints_one_line_per_step_not_per_row() -> None:
+def test_a_table_prints_one_line_per_step_not_per_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lore table` printed a progress line for each of a table's rows; it prints where each step ended."""
     events = [
         TableEvent(type="progress", step=1, name="design"),
         TableEvent(type="progress", step=2, name="entities"),
         *(TableEvent(type="progress", step=3, name="rows", done=n, total=40) for n in range(1, 41)),
         TableEvent(type="progress", step=4, name="sql"),
+        TableEvent(
+            type="result",
+            data=Table(
+                table_name="people", csv_data=[{"name": "Marie Curie"}], sql="SELECT name FROM people"
+            ),
+        ),
     ]
-    shown = last_of_each_step(events)
-    assert [(e.step, e.done) for e in shown] == [(1, None), (2, None), (3, 40), (4, None)]
+    monkeypatch.setattr(Lore, "table_stream", lambda *_, **__: iter(events))
+    result = runner.invoke(app, ["table", "every person and their discovery"])
+    assert result.exit_code == 0, result.output
+    steps = [line.split() for line in result.output.splitlines() if line.startswith("step ")]
+    assert steps == [
+        ["step", "1", "design"],
+        ["step", "2", "entities"],
+        ["step", "3", "rows", "40/40"],
+        ["step", "4", "sql"],
+    ]
+    assert "Marie Curie" in result.output and "SELECT name FROM people" in result.output
