@@ -59,6 +59,7 @@ async def test_parse_mode_0_builds_vectors_chunks_and_graph(docdb_factory: Any) 
             "mode": 0,
             "schema_name": None,
             "skipped_files": [{"file": "setup.exe", "reason": "unsupported type .exe"}],
+            "files": {"added": 3, "changed": 0, "deleted": 0, "unchanged": 0},
         }
         assert usage["failed_chunks"] == 0 and usage["extracted"] >= 2  # the offline model read every chunk
         state = client.app.state

@@ -43,7 +43,7 @@ async def engine(db_env: dict[str, str], tmp_path: Path) -> AsyncIterator[AsyncE
 
 async def test_a_fresh_database_at_head_matches_the_models(engine: AsyncEngine) -> None:
     await upgrade(engine, SCHEMA)
-    assert await current(engine, SCHEMA) == "0007"
+    assert await current(engine, SCHEMA) == "0008"
     assert await differences(engine, SCHEMA) == []
     await upgrade(engine, SCHEMA)  # a second start finds nothing to do
 
@@ -91,5 +91,5 @@ async def test_a_database_of_the_first_revision_upgrades_with_its_tasks(
         assert (await docdb.get(f"{KB}/kb")).json()["embedding_model"] == "hashing"
         # The other tables kept their rows (the recovery of task 3 bumped the version once more).
         assert await docdb.app.state.kb_store.kb_version("kb") == 8
-    assert await current(engine, SCHEMA) == "0007"
+    assert await current(engine, SCHEMA) == "0008"
     assert await differences(engine, SCHEMA) == []

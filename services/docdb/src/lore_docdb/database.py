@@ -12,7 +12,13 @@ from lore_common.jobs import job_table
 from lore_common.providers.cache import model_cache_table
 from lore_common.stores.migrate import Schema, upgrade
 from lore_docdb.datasets.models import RawDatasetRow, RawFileRow
-from lore_docdb.knowledge_bases.models import ChunkRow, KbDatasetRow, KbVersionRow, KnowledgeBaseRow
+from lore_docdb.knowledge_bases.models import (
+    ChunkRow,
+    KbDatasetRow,
+    KbFileRow,
+    KbVersionRow,
+    KnowledgeBaseRow,
+)
 from lore_docdb.parse.store import TABLE as JOBS
 from lore_docdb.schemas.models import SchemaRow
 from lore_docdb.sources.models import SYNC_TABLE, SourceRow
@@ -26,6 +32,7 @@ TABLES: list[Any] = [job_table(JOBS), model_cache_table(MODEL_CACHE), job_table(
         KnowledgeBaseRow,
         KbDatasetRow,
         ChunkRow,
+        KbFileRow,
         KbVersionRow,
         RawDatasetRow,
         RawFileRow,

@@ -171,6 +171,7 @@ class Stats:
         self.streams_finished = 0
         self.streams_cancelled = 0
         self.embedding_calls = 0
+        self.embedded_texts = 0  # inputs across embedding calls (a call embeds a batch)
 
     def _advance(self) -> None:
         now = time.monotonic()
@@ -202,6 +203,7 @@ class Stats:
             "streams_finished": self.streams_finished,
             "streams_cancelled": self.streams_cancelled,
             "embedding_calls": self.embedding_calls,
+            "embedded_texts": self.embedded_texts,
         }
 
 
@@ -345,6 +347,7 @@ def create_fake_llm_app(
         texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
         dim = int(body.get("dimensions") or embedding_dim)
         stats.embedding_calls += 1
+        stats.embedded_texts += len(texts)
         if latency["s"]:
             await asyncio.sleep(latency["s"])
         if model is not None:

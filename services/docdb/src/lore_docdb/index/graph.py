@@ -3,14 +3,19 @@
 One node per normalised name + type; descriptions merged; edges weighted. Every node and edge keeps
 `sources` ("dataset|task_id"), `datasets` and `chunk_ids` (each prefixed by its task id), so the data
 of one task or one dataset can be rolled back exactly, and retrieval can map entities back to chunks.
+
+A parse writes entities by rebuilding them (`replace_entities`): each one is folded from the
+contributions of every chunk that names it (kept with the chunk, see `fold_entities`), in the order of
+(dataset, file, position). So an entity is the same whichever parses brought its chunks, and a changed
+or deleted file takes back exactly what it contributed while the other files' part stays.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 from lore_common.stores.graph import GraphStore
 
@@ -53,6 +58,72 @@ SET x.sources = [s IN x.sources WHERE NOT ({test})],
     x.chunk_ids = [c IN x.chunk_ids WHERE NOT ({chunk_test})]
 WITH x SET x.datasets = [d IN x.datasets WHERE any(s IN x.sources WHERE s STARTS WITH (d + '|'))]
 """
+
+
+_REPLACE_NODES = """
+UNWIND $rows AS row
+CREATE (n:Entity {id: row.id, name: row.name, type: row.type, description: row.description,
+  sources: row.sources, datasets: row.datasets, chunk_ids: row.chunk_ids, mentions: row.mentions})
+"""
+
+_REPLACE_EDGES = """
+UNWIND $rows AS row
+MATCH (a:Entity {id: row.source_id}), (b:Entity {id: row.target_id})
+CREATE (a)-[:RELATED {description: row.description, weight: row.weight, sources: row.sources,
+  datasets: row.datasets, chunk_ids: row.chunk_ids}]->(b)
+"""
+
+
+class Contribution(NamedTuple):
+    """What one chunk contributes to the graph: its entities and relations as extraction found them."""
+
+    chunk_id: str
+    dataset: str
+    task_id: str
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+
+
+def _fold(
+    into: dict[Any, dict[str, Any]],
+    key: Any,
+    item: dict[str, Any],
+    amount: str,
+    chunk_id: str,
+    dataset: str,
+    source: str,
+) -> None:
+    row = into.get(key)
+    if row is None:
+        into[key] = {**item, "sources": [source], "datasets": [dataset], "chunk_ids": [chunk_id]}
+        return
+    row[amount] += item[amount]
+    for field, value in (("sources", source), ("datasets", dataset), ("chunk_ids", chunk_id)):
+        if value not in row[field]:
+            row[field].append(value)
+    description = item["description"]
+    if description and description not in row["description"] and len(row["description"]) <= MAX_DESCRIPTION:
+        row["description"] = f"{row['description']} | {description}"
+
+
+def fold_entities(
+    contributions: Iterable[Contribution], entities: set[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The nodes of `entities` and every relation touching one of them, folded from the contributions
+    (given in (dataset, file, position) order): descriptions joined in that order, mentions and weights
+    summed, sources, datasets and chunk ids listed once each."""
+    nodes: dict[str, dict[str, Any]] = {}
+    edges: dict[tuple[str, str], dict[str, Any]] = {}
+    for part in contributions:
+        source = f"{part.dataset}|{part.task_id}"
+        for node in part.nodes:
+            if node["id"] in entities:
+                _fold(nodes, node["id"], node, "mentions", part.chunk_id, part.dataset, source)
+        for edge in part.edges:
+            if edge["source_id"] in entities or edge["target_id"] in entities:
+                key = (edge["source_id"], edge["target_id"])
+                _fold(edges, key, edge, "weight", part.chunk_id, part.dataset, source)
+    return list(nodes.values()), list(edges.values())
 
 
 def entity_id(name: str, kind: str) -> str:
@@ -98,6 +169,56 @@ class GraphIndex:
             await graph.query(
                 _MERGE_EDGES, {"rows": list(edges[start : start + batch]), "max_description": MAX_DESCRIPTION}
             )
+
+    async def replace_entities(
+        self,
+        kb: str,
+        entities: set[str],
+        nodes: Sequence[dict[str, Any]],
+        edges: Sequence[dict[str, Any]],
+        batch: int,
+    ) -> None:
+        """Delete these entities with their relations, then write them again as folded (`nodes`: those
+        still named by some chunk; `edges`: every relation touching one of them)."""
+        graph = self._graph(kb)
+        ids = sorted(entities)
+        for start in range(0, len(ids), batch):
+            await graph.query(
+                "MATCH (n:Entity) WHERE n.id IN $ids DETACH DELETE n", {"ids": ids[start : start + batch]}
+            )
+        for start in range(0, len(nodes), batch):
+            await graph.query(_REPLACE_NODES, {"rows": list(nodes[start : start + batch])})
+        for start in range(0, len(edges), batch):
+            await graph.query(_REPLACE_EDGES, {"rows": list(edges[start : start + batch])})
+
+    async def chunks_naming(self, kb: str, entities: set[str], batch: int) -> set[str]:
+        """The chunks that name any of these entities, as the graph records them."""
+        if self.store is None or not entities or not await self.exists(kb):
+            return set()
+        graph = self._graph(kb)
+        ids = sorted(entities)
+        found: set[str] = set()
+        for start in range(0, len(ids), batch):
+            result = await graph.query(
+                "MATCH (n:Entity) WHERE n.id IN $ids RETURN n.chunk_ids", {"ids": ids[start : start + batch]}
+            )
+            for (chunk_ids,) in result.result_set:
+                found.update(chunk_ids or [])
+        return found
+
+    async def entities_from(self, kb: str, chunk_ids: Sequence[str], task_id: str | None = None) -> set[str]:
+        """The entities these chunks (or this task) contributed to, as the graph records them: for chunks
+        whose own contribution is not kept (parsed before chunks kept it)."""
+        if self.store is None or not await self.exists(kb):
+            return set()
+        tests = ["any(c IN n.chunk_ids WHERE c IN $ids)"]
+        if task_id is not None:
+            tests.append("any(s IN n.sources WHERE s ENDS WITH $suffix)")
+        result = await self._graph(kb).query(
+            f"MATCH (n:Entity) WHERE {' OR '.join(tests)} RETURN n.id",
+            {"ids": list(chunk_ids), "suffix": f"|{task_id}"},
+        )
+        return {row[0] for row in result.result_set}
 
     async def _forget(self, kb: str, test: str, chunk_test: str, params: dict[str, Any]) -> None:
         graph = self._graph(kb)

@@ -67,6 +67,13 @@ class VectorIndex:
     async def delete_where(self, kb: str, key: str, value: str) -> None:
         await self.store.delete_where(collection_name(kb), {key: value})
 
+    @timed("vector", "delete")
+    async def delete_chunks(self, kb: str, chunk_ids: Sequence[str]) -> None:
+        """Remove the points of these chunks (a changed or deleted file's old chunks)."""
+        ids = [point_id(c) for c in chunk_ids]
+        for start in range(0, len(ids), 1000):
+            await self.store.delete(collection_name(kb), ids[start : start + 1000])
+
     @timed("vector", "count")
     async def count(self, kb: str, key: str | None = None, value: str | None = None) -> int:
         where = {key: str(value)} if key is not None else None

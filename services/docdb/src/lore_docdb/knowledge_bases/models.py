@@ -25,7 +25,10 @@ class ParseRequest(msgspec.Struct, forbid_unknown_fields=True):
     datasets: Annotated[list[str], msgspec.Meta(min_length=1)]
     mode: int = 0
     schema_name: str | None = None
-    force: bool = False
+    force: bool = False  # re-parse every file, changed or not
+    # Parse an already parsed dataset again by its changes: added and changed files only, deleted files'
+    # data removed (without it, such a dataset is a 409 unless `force`).
+    incremental: bool = False
 
 
 QUERY_MODES: dict[str, dict[str, str]] = {
@@ -241,3 +244,23 @@ class ChunkRow(SQLModel, table=True):
     # The first and last page it draws from, 1-based, for a paged file (PDF); None otherwise.
     page_start: int | None = None
     page_end: int | None = None
+    # What graph extraction drew from this chunk (JSON: entities and relations, `index.graph`), so an
+    # entity shared with other files is rebuilt from what remains when a file changes; None: mode 1, or
+    # a chunk parsed before chunks kept it.
+    graph: str | None = None
+
+
+class KbFileRow(SQLModel, table=True):
+    """A file as a KB last parsed it: an incremental parse re-reads only files whose content hash or
+    parse version (converter, chunker, embedder, graph extraction) differs."""
+
+    __tablename__ = "kb_files"
+
+    kb_name: str = Field(primary_key=True, max_length=64)
+    dataset: str = Field(primary_key=True, max_length=64)
+    file: str = Field(primary_key=True, max_length=255)
+    sha256: str = Field(max_length=64)
+    version: str = Field(max_length=400)
+    task_id: str = Field(max_length=36)  # the parse whose chunks hold it
+    chunks: int = 0
+    skipped: str | None = None  # why it has no chunks (unsupported type, no text, extraction error)

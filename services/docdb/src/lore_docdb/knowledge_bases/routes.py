@@ -118,7 +118,9 @@ class KnowledgeBaseController(Controller):
         kb_name: FromPath[str],
         data: JSONBody[ParseRequest],
     ) -> ParseStarted:
-        tasks = await knowledge_bases.parse(kb_name, data.datasets, data.mode, data.schema_name, data.force)
+        tasks = await knowledge_bases.parse(
+            kb_name, data.datasets, data.mode, data.schema_name, data.force, data.incremental
+        )
         return ParseStarted(
             message=f"{len(tasks)} parse task(s) queued",
             data=ParseQueued(

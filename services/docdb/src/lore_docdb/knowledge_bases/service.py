@@ -73,6 +73,7 @@ class ParseQueue(Protocol):
         mode: int,
         schema_name: str | None,
         schema_entities: str | None,
+        force: bool = False,
         queued: Callable[[QueuedParse], Awaitable[None]] | None = None,
     ) -> Sequence[QueuedParse]: ...
 
@@ -176,8 +177,17 @@ class KnowledgeBaseService:
     # ------------------------------------------------------------ parse
 
     async def parse(
-        self, name: str, datasets: list[str], mode: int, schema_name: str | None, force: bool
+        self,
+        name: str,
+        datasets: list[str],
+        mode: int,
+        schema_name: str | None,
+        force: bool,
+        incremental: bool = False,
     ) -> list[QueuedParse]:
+        """Queue the parses. Each reads only the files added or changed since the KB's last parse of
+        its dataset; `force` reads every file. An already parsed dataset is a 409 unless `force` or
+        `incremental` says to parse it again."""
         kb = await self.require(name)
         if kb.status == "deleting":
             raise Conflict(f"knowledge base {name!r} is being deleted")
@@ -208,9 +218,10 @@ class KnowledgeBaseService:
             if await self.parses.active_for_dataset(dataset, kb=name):
                 raise Conflict(f"dataset {dataset!r} already has an active parse task in {name!r}")
             previous = existing.get(dataset)
-            if previous is not None and previous.parsed and not force:
+            if previous is not None and previous.parsed and not (force or incremental):
                 raise Conflict(
-                    f"dataset {dataset!r} is already parsed in {name!r}; set force to parse it again"
+                    f"dataset {dataset!r} is already parsed in {name!r}; set force to parse it again, "
+                    "or incremental to parse its changes"
                 )
 
         async def link(task: QueuedParse) -> None:
@@ -229,7 +240,13 @@ class KnowledgeBaseService:
             )
 
         created = await self.parses.submit(
-            name, datasets, mode=mode, schema_name=schema_name, schema_entities=schema_entities, queued=link
+            name,
+            datasets,
+            mode=mode,
+            schema_name=schema_name,
+            schema_entities=schema_entities,
+            force=force,
+            queued=link,
         )
         await self.store.set_kb_mode(name, mode)
         return list(created)

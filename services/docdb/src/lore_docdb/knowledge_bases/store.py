@@ -6,8 +6,9 @@ import asyncio
 import time
 from collections.abc import Sequence
 from datetime import datetime
+from typing import NamedTuple
 
-from sqlalchemy import delete, func
+from sqlalchemy import bindparam, delete, func
 from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -20,10 +21,22 @@ from lore_docdb.index.bm25 import ChunkSource
 from lore_docdb.knowledge_bases.models import (
     ChunkRow,
     KbDatasetRow,
+    KbFileRow,
     KbVersionRow,
     KnowledgeBaseRow,
     heading_path,
 )
+
+
+class ChunkGraph(NamedTuple):
+    """A chunk's place and its graph contribution (JSON, None when it has none recorded)."""
+
+    chunk_id: str
+    dataset: str
+    file: str
+    position: int
+    task_id: str
+    graph: str | None
 
 
 class KbExists(Exception):
@@ -167,6 +180,7 @@ class KnowledgeBaseStore:
         async with self.session() as session:
             if purge_db:
                 await session.exec(delete(ChunkRow).where(col(ChunkRow.kb_name) == name))
+            await session.exec(delete(KbFileRow).where(col(KbFileRow.kb_name) == name))
             await session.exec(delete(KbDatasetRow).where(col(KbDatasetRow.kb_name) == name))
             await session.exec(delete(KnowledgeBaseRow).where(col(KnowledgeBaseRow.name) == name))
             await self._bump(session, name)
@@ -210,6 +224,9 @@ class KnowledgeBaseStore:
                     col(KbDatasetRow.kb_name) == kb, col(KbDatasetRow.dataset) == dataset
                 )
             )
+            await session.exec(
+                delete(KbFileRow).where(col(KbFileRow.kb_name) == kb, col(KbFileRow.dataset) == dataset)
+            )
             await self._bump(session, kb)
             await session.commit()
 
@@ -223,6 +240,102 @@ class KnowledgeBaseStore:
                 for kb in {row.kb_name for row in batch}:
                     await self._bump(session, kb)
                 await session.commit()
+
+    async def set_chunk_graphs(self, graphs: dict[str, str]) -> None:
+        """Record what graph extraction drew from each chunk (by chunk id)."""
+        items = list(graphs.items())
+        for start in range(0, len(items), self.batch_size):
+            async with self.engine.begin() as connection:
+                await connection.execute(
+                    ChunkRow.__table__.update()  # type: ignore[attr-defined]
+                    .where(ChunkRow.__table__.c.chunk_id == bindparam("id"))  # type: ignore[attr-defined]
+                    .values(graph=bindparam("graph")),
+                    [{"id": key, "graph": value} for key, value in items[start : start + self.batch_size]],
+                )
+
+    async def chunk_graphs(self, chunk_ids: Sequence[str]) -> list[ChunkGraph]:
+        """The graph contributions of these chunks, in the order a full parse would merge them."""
+        found: list[ChunkGraph] = []
+        ids = sorted(set(chunk_ids))
+        for start in range(0, len(ids), self.batch_size):
+            query = sa_select(
+                col(ChunkRow.chunk_id),
+                col(ChunkRow.dataset),
+                col(ChunkRow.file),
+                col(ChunkRow.position),
+                col(ChunkRow.task_id),
+                col(ChunkRow.graph),
+            ).where(col(ChunkRow.chunk_id).in_(ids[start : start + self.batch_size]))
+            async with self.engine.connect() as connection:
+                found.extend(ChunkGraph(*row) for row in (await connection.execute(query)).all())
+        return sorted(found, key=lambda c: (c.dataset, c.file, c.position))
+
+    async def stale_chunks(
+        self, kb: str, dataset: str, keep_task: str, keep_files: Sequence[str]
+    ) -> list[ChunkGraph]:
+        """Chunks of the dataset that a parse replaces: those of other tasks, except the files it kept."""
+        kept = set(keep_files)
+        query = sa_select(
+            col(ChunkRow.chunk_id),
+            col(ChunkRow.dataset),
+            col(ChunkRow.file),
+            col(ChunkRow.position),
+            col(ChunkRow.task_id),
+            col(ChunkRow.graph),
+        ).where(
+            col(ChunkRow.kb_name) == kb, col(ChunkRow.dataset) == dataset, col(ChunkRow.task_id) != keep_task
+        )
+        async with self.engine.connect() as connection:
+            rows = (await connection.execute(query)).all()
+        return [ChunkGraph(*row) for row in rows if row[2] not in kept]
+
+    async def delete_chunk_ids(self, kb: str, chunk_ids: Sequence[str]) -> None:
+        ids = list(chunk_ids)
+        for start in range(0, len(ids), self.batch_size):
+            async with self.session() as session:
+                await session.exec(
+                    delete(ChunkRow).where(col(ChunkRow.chunk_id).in_(ids[start : start + self.batch_size]))
+                )
+                await self._bump(session, kb)
+                await session.commit()
+
+    async def chunks_of_task(self, task_id: str) -> list[ChunkGraph]:
+        query = sa_select(
+            col(ChunkRow.chunk_id),
+            col(ChunkRow.dataset),
+            col(ChunkRow.file),
+            col(ChunkRow.position),
+            col(ChunkRow.task_id),
+            col(ChunkRow.graph),
+        ).where(col(ChunkRow.task_id) == task_id)
+        async with self.engine.connect() as connection:
+            return [ChunkGraph(*row) for row in (await connection.execute(query)).all()]
+
+    # ------------------------------------------------------------ files as parsed
+
+    async def parsed_files(self, kb: str, dataset: str) -> dict[str, KbFileRow]:
+        async with self.session() as session:
+            rows = await session.exec(
+                select(KbFileRow).where(KbFileRow.kb_name == kb, KbFileRow.dataset == dataset)
+            )
+            return {row.file: row for row in rows.all()}
+
+    async def record_files(
+        self, kb: str, dataset: str, parsed: Sequence[KbFileRow], gone: Sequence[str]
+    ) -> None:
+        """Replace the records of the files a parse read, and drop those of files no longer there."""
+        names = [row.file for row in parsed] + list(gone)
+        async with self.session() as session:
+            for start in range(0, len(names), self.batch_size):
+                await session.exec(
+                    delete(KbFileRow).where(
+                        col(KbFileRow.kb_name) == kb,
+                        col(KbFileRow.dataset) == dataset,
+                        col(KbFileRow.file).in_(names[start : start + self.batch_size]),
+                    )
+                )
+            session.add_all(list(parsed))
+            await session.commit()
 
     async def delete_chunks_of_task(self, task_id: str, kb: str) -> None:
         async with self.session() as session:

@@ -36,6 +36,8 @@ class Task(msgspec.Struct, kw_only=True):
     schema_entities: str | None = None
     skipped_files: str | None = None  # JSON list of files that were not parsed, with the reason
     usage: str | None = None  # JSON UsageReport: model calls, tokens, cost, cache hits, failed chunks
+    force: bool = False  # parse every file, not only those added or changed since the last parse
+    files: str | None = None  # JSON FileChanges: the files the parse found added, changed, deleted…
     resumed: int = 0  # how many times the task was queued again after its process died
     # At the clock's one precision (microseconds): tasks submitted in one request are claimed in the
     # order they were created, and the job store's later `updated_at` never sorts before it.
@@ -50,6 +52,16 @@ class SkippedFile(msgspec.Struct):
     reason: str
 
 
+class FileChanges(msgspec.Struct, kw_only=True):
+    """The dataset's files against the KB's last parse of it: only added and changed ones were read
+    (all of them for a forced or first parse, where every file counts as added or changed)."""
+
+    added: int
+    changed: int
+    deleted: int
+    unchanged: int
+
+
 class TaskMetadata(msgspec.Struct, kw_only=True, omit_defaults=True):
     kb_name: str
     dataset: str
@@ -59,6 +71,7 @@ class TaskMetadata(msgspec.Struct, kw_only=True, omit_defaults=True):
     # Model calls, tokens and cost so far, extraction cache hits, and chunks whose extraction failed
     # (count and examples); only once the task has used a model.
     usage: UsageReport | msgspec.UnsetType = msgspec.UNSET
+    files: FileChanges | msgspec.UnsetType = msgspec.UNSET  # once the parse is completed
 
 
 class TaskObject(msgspec.Struct, kw_only=True):
@@ -91,6 +104,7 @@ class TaskObject(msgspec.Struct, kw_only=True):
                 schema_name=task.schema_name,
                 skipped_files=skipped,
                 usage=msgspec.json.decode(task.usage, type=UsageReport) if task.usage else msgspec.UNSET,
+                files=msgspec.json.decode(task.files, type=FileChanges) if task.files else msgspec.UNSET,
             ),
             stage=task.stage,
             created_at=task.created_at,

@@ -7,6 +7,7 @@ rolled back by its task id, so it leaves no chunk rows, no points and no graph c
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -29,11 +30,12 @@ from lore_common.providers.extraction import EXTRACTION_PROMPT_VERSION, Extracti
 from lore_common.providers.usage import check_failed_share, record_failure
 from lore_common.structured_chunks import chunk_structured, indexed_text
 from lore_core.settings import Settings
-from lore_docdb.index.graph import entity_id
+from lore_docdb.datasets.paths import sha256_of
+from lore_docdb.index.graph import Contribution, entity_id, fold_entities
 from lore_docdb.index.indexes import SearchIndexes
 from lore_docdb.knowledge_bases.embedders import KbEmbedders
-from lore_docdb.knowledge_bases.models import ChunkRow
-from lore_docdb.knowledge_bases.store import KnowledgeBaseStore
+from lore_docdb.knowledge_bases.models import ChunkRow, KbFileRow
+from lore_docdb.knowledge_bases.store import ChunkGraph, KnowledgeBaseStore
 from lore_docdb.parse.extract import (
     PICTURE_SUFFIXES,
     ExtractionError,
@@ -52,6 +54,12 @@ CAPTION_PROMPT = (
     "what it shows (for a chart or table: its subject and main figures)."
 )
 STAGES = ("extract", "chunk", "embed", "index", "graph", "merge")
+# Bump when a converter's output changes (its library or its code), or the chunker's: a file parsed
+# under another version is parsed again by the next parse, changed or not.
+CONVERTER_VERSION = "1"
+CHUNKER_VERSION = "structured-1"
+NODE_FIELDS = ("id", "name", "type", "description", "mentions")
+EDGE_FIELDS = ("source_id", "target_id", "description", "weight")
 PAGED_SUFFIXES = frozenset({".pdf"})  # converters that split pages by form feeds
 
 
@@ -79,6 +87,36 @@ class Chunk:
 class GraphBatch:
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     edges: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class FileDiff:
+    """The dataset's files against what the KB recorded at its last parse of it."""
+
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "added": len(self.added),
+            "changed": len(self.changed),
+            "deleted": len(self.deleted),
+            "unchanged": len(self.unchanged),
+        }
+
+
+@dataclass
+class ParseOutcome:
+    """What `run` did, for `finish` to record: the files read (None, or why one has no chunks) and
+    the chunks each gave; the skipped files the task reports (those read now and unchanged ones)."""
+
+    diff: FileDiff
+    hashes: dict[str, str]
+    read: dict[str, str | None] = field(default_factory=dict)
+    chunks: dict[str, int] = field(default_factory=dict)
+    skipped: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -111,22 +149,44 @@ class ParsePipeline:
         self.vision = vision
         # Extraction results by (prompt version, model, chunk, schema), shared by replicas: providers.cache.
         self.cache = cache
+        # Entity rebuilds of one KB run one at a time in this process (two datasets' parses share nodes).
+        self._graph_locks: dict[str, asyncio.Lock] = {}
 
-    async def run(self, ctx: ParseContext) -> list[dict[str, str]]:
-        """Parse; returns the files that were skipped, with the reason."""
+    async def run(self, ctx: ParseContext) -> ParseOutcome:
+        """Parse the files that are new or changed since the KB last parsed the dataset (every file
+        when the task is forced); what the replaced files held goes in `finish`."""
         task = ctx.task
         await ctx.check("extract")
-        texts, skipped = await self._extract_all(ctx.dataset_dir)
+        hashes = await asyncio.to_thread(file_hashes, ctx.dataset_dir)
+        version = await self.version(task)
+        records = await self.kbs.parsed_files(task.kb_name, task.dataset)
+        diff = diff_files(hashes, records, version)
+        if task.force:  # every file is read again
+            diff.changed, diff.unchanged = sorted(diff.changed + diff.unchanged), []
+        outcome = ParseOutcome(diff=diff, hashes=hashes)
+        texts, skipped = await self._extract_all(ctx.dataset_dir, diff.added + diff.changed)
         if self.vision is not None:
             texts, skipped = await self._captioned(ctx.dataset_dir, texts, skipped)
-        if not texts:
-            reasons = "; ".join(f"{s['file']}: {s['reason']}" for s in skipped[:5])
+        outcome.read = {name: None for name in diff.added + diff.changed}
+        outcome.read.update({s["file"]: s["reason"] for s in skipped})
+        kept = [records[name] for name in diff.unchanged]
+        outcome.skipped = sorted(
+            skipped + [{"file": r.file, "reason": r.skipped} for r in kept if r.skipped],
+            key=lambda s: s["file"],
+        )
+        if not texts and not any(r.chunks for r in kept):
+            reasons = "; ".join(f"{s['file']}: {s['reason']}" for s in outcome.skipped[:5])
             raise ExtractionError(
                 f"dataset {task.dataset!r} has no parsable file" + (f" ({reasons})" if reasons else "")
             )
 
         await ctx.check("chunk")
         chunks = await asyncio.to_thread(self._chunk_all, task.task_id, texts)
+        for chunk in chunks:
+            outcome.chunks[chunk.file] = outcome.chunks.get(chunk.file, 0) + 1
+        if not chunks:  # nothing new or changed: no embedding, no model call
+            await ctx.check("done")
+            return outcome
 
         await ctx.check("embed")
         embedder = await self.embedders.for_parse(task.kb_name, [c.indexed for c in chunks[:1000]])
@@ -181,28 +241,75 @@ class ParsePipeline:
                 if task.schema_entities
                 else None
             )
-            graph = await self._extract_graph(ctx, chunks, entities)
-            await ctx.check("merge")
-            await self.graph.ensure(task.kb_name)
-            merge = self.settings.parameter.graph_merge_config
-            await self.graph.merge(
-                task.kb_name, list(graph.nodes.values()), list(graph.edges.values()), merge.batch_size
+            contributions = await self._extract_graph(ctx, chunks, entities)
+            await self.kbs.set_chunk_graphs(
+                {c.chunk_id: json.dumps({"nodes": c.nodes, "edges": c.edges}) for c in contributions}
             )
+            await ctx.check("merge")
+            await self._rebuild_graph(task.kb_name, removed=[], added=contributions)
         await ctx.check("done")
-        return skipped
+        return outcome
+
+    async def finish(self, task: Task, outcome: ParseOutcome) -> None:
+        """Once the new chunks are all in: remove what the changed and deleted files held before (and,
+        for a forced parse, every earlier chunk of the dataset), then record the files as parsed."""
+        stale = await self.kbs.stale_chunks(task.kb_name, task.dataset, task.task_id, outcome.diff.unchanged)
+        if stale:
+            await self._remove_chunks(task.kb_name, stale)
+        version = await self.version(task)  # a KB still `auto` has chosen its embedder by now
+        await self.kbs.record_files(
+            task.kb_name,
+            task.dataset,
+            [
+                KbFileRow(
+                    kb_name=task.kb_name,
+                    dataset=task.dataset,
+                    file=name,
+                    sha256=outcome.hashes[name],
+                    version=version,
+                    task_id=task.task_id,
+                    chunks=outcome.chunks.get(name, 0),
+                    skipped=reason,
+                )
+                for name, reason in sorted(outcome.read.items())
+            ],
+            outcome.diff.deleted,
+        )
+
+    async def version(self, task: Task) -> str:
+        """What made a file's chunks besides its content: converters, chunker, embedder and (mode 0)
+        graph extraction. A file recorded with another version is parsed again."""
+        row = await self.kbs.get_kb(task.kb_name)
+        embedder = self.embedders.shown(row.embedding_model if row else None)
+        chunking = self.settings.parameter.chunk_config
+        converter = CONVERTER_VERSION
+        if self.vision is not None:
+            converter += f"+vlm:{self.settings.docdb.vlm.provider}:{self.settings.docdb.vlm.model}"
+        graph = "none"
+        if task.mode == 0 and self.graph.enabled:
+            llm = self.settings.docdb.llm
+            schema = hashlib.sha256((task.schema_entities or "").encode()).hexdigest()[:16]
+            graph = f"{EXTRACTION_PROMPT_VERSION}:{llm.provider}:{llm.model}:{schema}"
+        return (
+            f"converter={converter};chunker={CHUNKER_VERSION}:{chunking.chunk_size}:{chunking.overlap};"
+            f"embedder={embedder};graph={graph}"
+        )[:400]
 
     # ------------------------------------------------------------ stages
 
-    async def _extract_all(self, folder: Path) -> tuple[list[tuple[str, str]], list[dict[str, str]]]:
-        """Each file's text, read in the sandbox (limits on time, memory and size per file)."""
+    async def _extract_all(
+        self, folder: Path, names: list[str]
+    ) -> tuple[list[tuple[str, str]], list[dict[str, str]]]:
+        """Each named file's text, read in the sandbox (limits on time, memory and size per file)."""
         texts: list[tuple[str, str]] = []
         skipped: list[dict[str, str]] = []
+        if not names:
+            return texts, skipped
         config = self.settings.docdb
         sandbox = Sandbox(config.extract_timeout, config.extract_memory_mb, config.extract_max_file_mb)
         try:
-            for path in await asyncio.to_thread(lambda: sorted(folder.iterdir())):
-                if path.name.startswith(".") or not path.is_file():
-                    continue
+            for name in sorted(names):
+                path = folder / name
                 if not supported(path):
                     skipped.append(
                         {"file": path.name, "reason": f"unsupported type {path.suffix or '(none)'}"}
@@ -286,15 +393,17 @@ class ParsePipeline:
 
     async def _extract_graph(
         self, ctx: ParseContext, chunks: list[Chunk], entities: list[EntityDefinition] | None
-    ) -> GraphBatch:
+    ) -> list[Contribution]:
+        """Each chunk's entities and relations, in chunk order (a chunk whose extraction failed
+        contributes nothing, and is reported in the task)."""
         task = ctx.task
         system = extraction_prompt(entities)
         allowed = sorted({e.type for e in entities}) if entities else list(ENTITY_TYPES)
         slots = asyncio.Semaphore(max(1, self.settings.parameter.graph_config.max_workers))
         source = f"{task.dataset}|{task.task_id}"
-        batch = GraphBatch()
 
-        async def one(chunk: Chunk) -> None:
+        async def one(chunk: Chunk) -> Contribution:
+            batch = GraphBatch()
             async with slots:
                 await ctx.check("graph")
                 request = ChatRequest(
@@ -312,12 +421,20 @@ class ParsePipeline:
                     )
                 except ModelError as exc:  # reported in the task, never dropped (providers.usage)
                     record_failure(chunk.chunk_id, exc)
-                    return
-            self._collect(batch, result, chunk, task.dataset, source, allowed)
+                    result = None
+            if result is not None:
+                self._collect(batch, result, chunk, task.dataset, source, allowed)
+            return Contribution(
+                chunk_id=chunk.chunk_id,
+                dataset=task.dataset,
+                task_id=task.task_id,
+                nodes=[{k: n[k] for k in NODE_FIELDS} for n in batch.nodes.values()],
+                edges=[{k: e[k] for k in EDGE_FIELDS} for e in batch.edges.values()],
+            )
 
-        await asyncio.gather(*(one(c) for c in chunks))
+        contributions = await asyncio.gather(*(one(c) for c in chunks))
         check_failed_share(len(chunks), self.settings.docdb.llm.max_failed_share)
-        return batch
+        return list(contributions)
 
     @staticmethod
     def _collect(
@@ -379,9 +496,89 @@ class ParsePipeline:
     async def rollback(self, task: Task) -> None:
         """Remove everything this task wrote: points, chunk rows, graph contributions."""
         await self.vectors.delete_where(task.kb_name, "task_id", task.task_id)
+        if self.graph.enabled:
+            written = await self.kbs.chunks_of_task(task.task_id)
+            await self._rebuild_graph(task.kb_name, removed=written, added=[], task_id=task.task_id)
         await self.kbs.delete_chunks_of_task(task.task_id, task.kb_name)
-        await self.graph.forget_task(task.kb_name, task.task_id)
         self.bm25.bump(task.kb_name)
+
+    async def _remove_chunks(self, kb: str, stale: list[ChunkGraph]) -> None:
+        """Remove these chunks: their points, rows, BM25 entries and graph contributions."""
+        ids = [c.chunk_id for c in stale]
+        await self.vectors.delete_chunks(kb, ids)
+        if self.graph.enabled:
+            await self._rebuild_graph(kb, removed=stale, added=[])
+        await self.kbs.delete_chunk_ids(kb, ids)
+        self.bm25.bump(kb)
+
+    async def _rebuild_graph(
+        self,
+        kb: str,
+        *,
+        removed: list[ChunkGraph],
+        added: list[Contribution],
+        task_id: str | None = None,
+    ) -> None:
+        """Rebuild every entity that chunks are leaving (`removed`) or joining (`added`, already stored
+        with their contributions) from the contributions of all the chunks that name it then."""
+        if not self.graph.enabled:
+            return
+        entities: set[str] = set()
+        unknown: list[str] = []
+        for chunk in removed:
+            if chunk.graph is None:
+                unknown.append(chunk.chunk_id)
+            else:
+                entities.update(n["id"] for n in json.loads(chunk.graph).get("nodes", []))
+        for part in added:
+            entities.update(n["id"] for n in part.nodes)
+        batch = max(1, self.settings.parameter.graph_merge_config.batch_size)
+        async with self._graph_locks.setdefault(kb, asyncio.Lock()):
+            if unknown or task_id is not None:
+                entities |= await self.graph.entities_from(kb, unknown, task_id)
+            if not entities:
+                return
+            gone = {c.chunk_id for c in removed}
+            naming = await self.graph.chunks_naming(kb, entities, batch)
+            naming = (naming - gone) | {c.chunk_id for c in added}
+            contributions = [
+                Contribution(c.chunk_id, c.dataset, c.task_id, *_parts(c.graph))
+                for c in await self.kbs.chunk_graphs(sorted(naming))
+                if c.graph is not None and c.chunk_id not in gone
+            ]
+            nodes, edges = fold_entities(contributions, entities)
+            if not await self.graph.exists(kb):
+                await self.graph.ensure(kb)  # a new graph: index its entity ids
+            await self.graph.replace_entities(kb, entities, nodes, edges, batch)
+
+
+def _parts(graph: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    decoded = json.loads(graph)
+    return decoded.get("nodes", []), decoded.get("edges", [])
+
+
+def file_hashes(folder: Path) -> dict[str, str]:
+    """The sha256 of each visible file of a checked-out dataset, by name."""
+    return {
+        path.name: sha256_of(path)
+        for path in sorted(folder.iterdir())
+        if not path.name.startswith(".") and path.is_file()
+    }
+
+
+def diff_files(hashes: dict[str, str], records: dict[str, KbFileRow], version: str) -> FileDiff:
+    """Added, changed (content or parse version), deleted and unchanged files against the records."""
+    diff = FileDiff()
+    for name, sha in sorted(hashes.items()):
+        record = records.get(name)
+        if record is None:
+            diff.added.append(name)
+        elif record.sha256 != sha or record.version != version:
+            diff.changed.append(name)
+        else:
+            diff.unchanged.append(name)
+    diff.deleted = sorted(set(records) - set(hashes))
+    return diff
 
 
 def skipped_json(skipped: list[dict[str, str]]) -> str | None:

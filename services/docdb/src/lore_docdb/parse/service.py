@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -127,10 +128,13 @@ class ParseService:
         mode: int,
         schema_name: str | None,
         schema_entities: str | None,
+        force: bool = False,
         queued: Callable[[Task], Awaitable[None]] | None = None,
     ) -> list[Task]:
         """Queue one parse task per dataset, then wake the workers. `queued` runs right after each task
-        is stored, before any worker is woken (the knowledge base records which task parses what)."""
+        is stored, before any worker is woken (the knowledge base records which task parses what).
+        A task parses the files added or changed since the KB's last parse of the dataset, or every
+        file when `force`."""
         created = []
         for dataset in datasets:
             task = Task(
@@ -141,6 +145,7 @@ class ParseService:
                 mode=mode,
                 schema_name=schema_name,
                 schema_entities=schema_entities,
+                force=force,
             )
             await self.store.add(task)
             if queued is not None:
@@ -284,14 +289,16 @@ class ParseService:
         try:
             log.info("parse_started", kb=task.kb_name, dataset=task.dataset, mode=task.mode)
             async with self.raw.checkout(task.dataset) as folder:
-                skipped = await self.pipeline.run(ParseContext(task=task, dataset_dir=folder, check=check))
-            await self._replace_previous(task)
+                outcome = await self.pipeline.run(ParseContext(task=task, dataset_dir=folder, check=check))
+            await self.pipeline.finish(task, outcome)
+            skipped = outcome.skipped
+            files = json.dumps(outcome.diff.counts())
             done = await self.store.transition(
                 task_id,
                 "completed",
                 when=["running"],
                 change=lambda t: msgspec.structs.replace(
-                    t, stage="done", skipped_files=skipped_json(skipped), usage=usage.json()
+                    t, stage="done", skipped_files=skipped_json(skipped), usage=usage.json(), files=files
                 ),
             )
             if done is None:
@@ -336,14 +343,6 @@ class ParseService:
             await self.pipeline.rollback(task)
         except Exception as exc:
             log.error("rollback_failed", task_id=task.task_id, error=str(exc))
-
-    async def _replace_previous(self, task: Task) -> None:
-        """A forced re-parse replaces the dataset's earlier data only once the new data is complete."""
-        for old in await self.kbs.chunk_task_ids(task.kb_name, task.dataset):
-            if old != task.task_id:
-                await self.pipeline.rollback(
-                    Task(task_id=old, status="completed", kb_name=task.kb_name, dataset=task.dataset)
-                )
 
     # ------------------------------------------------------------ recovery
 

@@ -262,7 +262,7 @@ def _kind(spec: SourceSpec) -> str:
 
 
 def reparse_in(kbs: KnowledgeBaseService) -> Callable[[str], Awaitable[list[str]]]:
-    """After a sync: parse the dataset again (force, same mode and schema) in each KB holding it parsed;
+    """After a sync: parse the dataset's changes (incremental, same mode and schema) in each KB holding it;
     returns the ids of the parses queued. A KB with a parse of it already active is left alone."""
 
     async def reparse(dataset: str) -> list[str]:
@@ -274,7 +274,9 @@ def reparse_in(kbs: KnowledgeBaseService) -> Callable[[str], Awaitable[list[str]
                 if row.dataset != dataset or not row.parsed:
                     continue
                 try:
-                    tasks = await kbs.parse(kb.name, [dataset], row.process_mode, row.schema_name, force=True)
+                    tasks = await kbs.parse(
+                        kb.name, [dataset], row.process_mode, row.schema_name, force=False, incremental=True
+                    )
                 except LoreError as exc:
                     log.info("auto_parse_skipped", kb=kb.name, dataset=dataset, reason=str(exc))
                     continue
