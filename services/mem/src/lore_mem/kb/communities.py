@@ -1,7 +1,8 @@
 """Communities of the `kb` graph (Louvain, networkx) and their summaries, recomputed after inserts.
 
 The update runs in the background on one replica at a time, at most once per `community_interval`;
-one run covers every insert committed before it. Louvain is seeded, so an unchanged graph gives the
+one run covers every insert committed before it, workspace by workspace (each has its own graph and
+communities). Louvain is seeded, so an unchanged graph gives the
 same communities; a community whose members did not change keeps its summary (no model call).
 """
 
@@ -94,23 +95,25 @@ class CommunityUpdater:
             self._dirty.clear()
             try:
                 if await self.leads():
-                    changes = await self.store.counter("changes")
-                    if changes != await self.store.counter("communities_at"):
-                        await self.update(changes)
+                    for workspace in await self.store.changed_workspaces():
+                        store = await self.store.in_workspace(workspace)
+                        await self.update(await store.counter("changes"), store)
                 self.last_error = None
             except Exception as exc:  # keep the previous communities; the next look retries
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 log.warning("communities_failed", error=self.last_error)
             await asyncio.sleep(self.interval)
 
-    async def update(self, changes: int) -> None:
-        groups = await asyncio.to_thread(detect, await self.store.edges())
-        previous = {c.id: c for c in await self.store.communities()}
+    async def update(self, changes: int, store: KbStore | None = None) -> None:
+        """Recompute the communities of `store`'s workspace (the default one when None)."""
+        store = store or self.store
+        groups = await asyncio.to_thread(detect, await store.edges())
+        previous = {c.id: c for c in await store.communities()}
         communities: list[Community] = []
         fresh: list[tuple[int, list[str]]] = []
         members_of = {k for g in groups for k in g}
-        entities = await self.store.entities(sorted(members_of))
-        relations = await self.store.relations_around(sorted(members_of))
+        entities = await store.entities(sorted(members_of))
+        relations = await store.relations_around(sorted(members_of))
         for members in groups:
             community_id = _members_id(members)
             known = previous.get(community_id)
@@ -135,9 +138,15 @@ class CommunityUpdater:
             for row, ((index, _), summary) in enumerate(zip(fresh, summaries, strict=True)):
                 communities[index].summary = summary
                 vectors[communities[index].id] = np.asarray(embedded[row], dtype=np.float32)
-        await self.store.save_communities(communities, vectors, changes)
+        await store.save_communities(communities, vectors, changes)
         self.runs += 1
-        log.info("communities_updated", communities=len(communities), summarised=len(fresh), changes=changes)
+        log.info(
+            "communities_updated",
+            workspace=store.workspace,
+            communities=len(communities),
+            summarised=len(fresh),
+            changes=changes,
+        )
 
     async def _summarise(
         self, members: list[str], entities: dict[str, EntityRecord], relations: list[RelationRecord]

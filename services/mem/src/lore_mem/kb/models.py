@@ -17,6 +17,10 @@ JobStatus = Literal["accepted", "processing", "done", "failed"]
 INTERRUPTED = "interrupted: the mem service stopped before this insert was stored; insert it again"
 STALE = "interrupted: the mem replica running this insert stopped answering; insert it again"
 QueryMode = Literal["hybrid", "local", "global", "naive"]
+# The memory graph is partitioned by workspace: an insert, a query, an insert's status see their own
+# workspace only. Without one, a call uses the default workspace (the whole graph of earlier releases).
+DEFAULT_WORKSPACE = "default"
+WORKSPACE_CHARS = 200
 
 
 def now() -> str:
@@ -28,6 +32,7 @@ class InsertJob(msgspec.Struct, kw_only=True):
     id: str
     query: str
     status: JobStatus = "accepted"
+    workspace: str = DEFAULT_WORKSPACE
     videocaption: str | None = None
     audiocaption: str | None = None
     imagecaption: str | None = None
@@ -62,6 +67,7 @@ class InsertJob(msgspec.Struct, kw_only=True):
             id=self.id,
             query=self.query,
             status=self.status,
+            workspace=self.workspace,
             videocaption=self.videocaption,
             audiocaption=self.audiocaption,
             imagecaption=self.imagecaption,
@@ -90,6 +96,7 @@ class InsertStatus(msgspec.Struct, kw_only=True):
     id: str
     query: str
     status: JobStatus
+    workspace: str
     videocaption: str | None
     audiocaption: str | None
     imagecaption: str | None
@@ -203,12 +210,14 @@ class ChunkRow(SQLModel, table=True):
 
     id: str = Field(primary_key=True, max_length=100)  # <job id>:<n>
     job_id: str = Field(max_length=64, index=True)
+    workspace: str = Field(default=DEFAULT_WORKSPACE, max_length=WORKSPACE_CHARS)
     text: str = Field(sa_column=Column(Text, nullable=False))
 
 
 class EntityRow(SQLModel, table=True):
     __tablename__ = "lore_kb_entities"
 
+    workspace: str = Field(default=DEFAULT_WORKSPACE, max_length=WORKSPACE_CHARS, primary_key=True)
     key: str = Field(primary_key=True, max_length=MAX_KEY)
     name: str = Field(max_length=MAX_KEY)
     type: str = Field(max_length=100)
@@ -224,6 +233,7 @@ class MentionRow(SQLModel, table=True):
 
     __tablename__ = "lore_kb_mentions"
 
+    workspace: str = Field(default=DEFAULT_WORKSPACE, max_length=WORKSPACE_CHARS, primary_key=True)
     entity_key: str = Field(primary_key=True, max_length=MAX_KEY)
     chunk_id: str = Field(primary_key=True, max_length=100)
 
@@ -231,6 +241,7 @@ class MentionRow(SQLModel, table=True):
 class RelationRow(SQLModel, table=True):
     __tablename__ = "lore_kb_relations"
 
+    workspace: str = Field(default=DEFAULT_WORKSPACE, max_length=WORKSPACE_CHARS, primary_key=True)
     source: str = Field(primary_key=True, max_length=MAX_KEY)  # entity keys, source <= target
     target: str = Field(primary_key=True, max_length=MAX_KEY, index=True)
     descriptions: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
@@ -240,6 +251,7 @@ class RelationRow(SQLModel, table=True):
 class CommunityRow(SQLModel, table=True):
     __tablename__ = "lore_kb_communities"
 
+    workspace: str = Field(default=DEFAULT_WORKSPACE, max_length=WORKSPACE_CHARS, primary_key=True)
     id: str = Field(primary_key=True, max_length=32)
     position: int = 0  # largest first
     members: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
@@ -252,5 +264,6 @@ class CounterRow(SQLModel, table=True):
 
     __tablename__ = "lore_kb_counters"
 
+    workspace: str = Field(default=DEFAULT_WORKSPACE, max_length=WORKSPACE_CHARS, primary_key=True)
     name: str = Field(primary_key=True, max_length=40)
     value: int = 0

@@ -7,23 +7,41 @@ import contextlib
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Controller, Request, get, post
 from litestar.datastructures import UploadFile
 from litestar.di import NamedDependency
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream
 
 from lore_core.errors import BadRequest
 from lore_core.sse import event_stream
 from lore_core.web import from_state
-from lore_mem.kb.models import InsertAccepted, InsertStatus, KbAnswer, QueryRequest
+from lore_mem.kb.models import (
+    DEFAULT_WORKSPACE,
+    WORKSPACE_CHARS,
+    InsertAccepted,
+    InsertStatus,
+    KbAnswer,
+    QueryRequest,
+)
 from lore_mem.kb.service import MEDIA_KINDS, KbService
 
 MAX_INSERT_BYTES = 512 * 1024 * 1024
 COPY_CHUNK = 1024 * 1024
+# Every kb route takes `?workspace=`: the graph the call belongs to (see docs/mem.md). The gateway
+# puts in the one a key limited to some memories may use.
+Workspace = Annotated[
+    str,
+    QueryParameter(
+        min_length=1,
+        max_length=WORKSPACE_CHARS,
+        pattern=r"^[^\x00-\x1f\x7f]+$",
+        description=f"the graph this call belongs to; `{DEFAULT_WORKSPACE}` unless named",
+    ),
+]
 
 
 async def _spool(upload: UploadFile, folder: Path) -> Path:
@@ -83,7 +101,12 @@ class KbController(Controller):
             "follow it at `GET /api/v1/mem/kb/insert/{id}` (accepted → processing → done | failed)."
         ),
     )
-    async def insert(self, request: Request[Any, Any, Any], kb: NamedDependency[KbService]) -> InsertAccepted:
+    async def insert(
+        self,
+        request: Request[Any, Any, Any],
+        kb: NamedDependency[KbService],
+        workspace: Workspace = DEFAULT_WORKSPACE,
+    ) -> InsertAccepted:
         # request.form() reads multipart (as documented) and also a plain url-encoded form (`curl -d`).
         data = await request.form()
         query = data.get("query")
@@ -99,7 +122,7 @@ class KbController(Controller):
                 value = data.get(kind)
                 if isinstance(value, UploadFile) and value.filename:
                     media[kind] = (value.filename, await _spool(value, incoming))
-            job = await kb.insert(query, media)
+            job = await kb.insert(query, media, workspace)
         finally:
             for _, path in media.values():
                 with contextlib.suppress(FileNotFoundError):
@@ -107,8 +130,10 @@ class KbController(Controller):
         return job.accepted()
 
     @get("/insert/{job_id:str}", summary="An insert job: accepted → processing → done | failed")
-    async def insert_status(self, kb: NamedDependency[KbService], job_id: FromPath[str]) -> InsertStatus:
-        return (await kb.job(job_id)).public()
+    async def insert_status(
+        self, kb: NamedDependency[KbService], job_id: FromPath[str], workspace: Workspace = DEFAULT_WORKSPACE
+    ) -> InsertStatus:
+        return (await kb.job(job_id, workspace)).public()
 
     @post(
         "/query",
@@ -123,7 +148,12 @@ class KbController(Controller):
             "empty or too long question is a 400 before any event."
         ),
     )
-    async def query(self, kb: NamedDependency[KbService], data: JSONBody[QueryRequest]) -> KbAnswer | Stream:
+    async def query(
+        self,
+        kb: NamedDependency[KbService],
+        data: JSONBody[QueryRequest],
+        workspace: Workspace = DEFAULT_WORKSPACE,
+    ) -> KbAnswer | Stream:
         if data.stream:
-            return event_stream(kb.events(data))  # checks the question first: a bad one is a 400
-        return await kb.query(data)
+            return event_stream(kb.events(data, workspace))  # checks the question first: a bad one is a 400
+        return await kb.query(data, workspace)

@@ -4,6 +4,8 @@ modes (not docdb's knowledge bases).
 Insert (202 at once, then in the background): captions for the media, chunking, entity and relation
 extraction per chunk, one embedding call for the chunks and entities, then one atomic segment commit
 that makes the insert queryable. Communities are recomputed after commits (see communities.py).
+Every insert, job and query belongs to one workspace (the default one unless named): a graph of its
+own, which no call naming another workspace reads or changes.
 
 Query: `naive` ranks chunks by similarity; `local` takes the entities nearest the query (and those it
 names), their 1-hop relations and the chunks that mention most of them; `global` ranks community
@@ -59,6 +61,7 @@ from lore_mem.kb.communities import CommunityUpdater
 from lore_mem.kb.legacy import import_file_store
 from lore_mem.kb.media import Captioner
 from lore_mem.kb.models import (
+    DEFAULT_WORKSPACE,
     MAX_KEY,
     ChunkRecord,
     EntityRecord,
@@ -173,11 +176,13 @@ class KbService:
 
     # ------------------------------------------------------------------ insert
 
-    async def insert(self, query: str, media: dict[str, tuple[str, Path]]) -> InsertJob:
+    async def insert(
+        self, query: str, media: dict[str, tuple[str, Path]], workspace: str = DEFAULT_WORKSPACE
+    ) -> InsertJob:
         """Queue an insert. `media` maps video/audio/image to (original filename, a temp file we own)."""
         if not query.strip():
             raise BadRequest("query is empty: send the text to remember in the form field `query`")
-        job = InsertJob(id=str(uuid.uuid4()), query=query)
+        job = InsertJob(id=str(uuid.uuid4()), query=query, workspace=workspace)
         folder = self.media_dir / job.id
         for kind, (filename, temp) in media.items():
             # We name the file ourselves; only a plain extension of the client's name is kept.
@@ -193,9 +198,9 @@ class KbService:
 
         return await self.runner.submit(job, self._process, finished)
 
-    async def job(self, job_id: str) -> InsertJob:
+    async def job(self, job_id: str, workspace: str = DEFAULT_WORKSPACE) -> InsertJob:
         job = await self.runner.get(job_id)
-        if job is None:
+        if job is None or job.workspace != workspace:  # another workspace's job is not told of
             raise NotFound(f"insert job {job_id!r} does not exist")
         return job
 
@@ -203,8 +208,9 @@ class KbService:
         async with self._slots:
             usage = begin_usage(self.config.llm)  # model calls, tokens, cost, failed chunks
             text = await self._caption(job)
-            segment = Segment(seq=0, job_id=job.id, **await self._extract(job.id, text))
-            await self.store.commit(segment)
+            store = await self.store.in_workspace(job.workspace)
+            segment = Segment(seq=0, job_id=job.id, **await self._extract(job.id, text, store))
+            await store.commit(segment)
             return msgspec.structs.replace(
                 job,
                 chunks=len(segment.chunks),
@@ -236,7 +242,7 @@ class KbService:
             await self.runner.save(job)
         return "\n\n".join(parts)
 
-    async def _extract(self, job_id: str, text: str) -> dict[str, Any]:
+    async def _extract(self, job_id: str, text: str, store: KbStore) -> dict[str, Any]:
         pieces = chunk_text(text, self.chunking.chunk_size, self.chunking.overlap) or [text]
         chunks = [
             ChunkRecord(id=f"{job_id}:{i}", job_id=job_id, text=piece) for i, piece in enumerate(pieces)
@@ -295,7 +301,7 @@ class KbService:
         entity_list = [e for e in entities.values() if len(e.key) <= MAX_KEY]
         relation_list = [r for r in relations.values() if max(len(r.source), len(r.target)) <= MAX_KEY]
         # Only entities the store does not know yet need a vector (a known one keeps its first).
-        known = await self.store.known_entities([e.key for e in entity_list])
+        known = await store.known_entities([e.key for e in entity_list])
         fresh = [e for e in entity_list if e.key not in known]
         texts = [c.text for c in chunks] + [
             f"{e.name}: {e.descriptions[0] if e.descriptions else e.type}" for e in fresh
@@ -325,20 +331,20 @@ class KbService:
             raise BadRequest(f"query is longer than {MAX_QUERY_CHARS} characters")
         return question
 
-    async def query(self, request: QueryRequest) -> KbAnswer:
+    async def query(self, request: QueryRequest, workspace: str = DEFAULT_WORKSPACE) -> KbAnswer:
         """The whole answer at once: the `done` body of `events`, with the model asked in one call; a
         failure is answered with its status and the error body."""
-        body, error = await KbQueryAnswer(self, request, self.checked(request)).answer()
+        body, error = await KbQueryAnswer(self, request, self.checked(request), workspace).answer()
         if error is not None:
             raise LoreError(error.message, status_code=error.code)
         assert isinstance(body, KbAnswer)
         return body
 
-    def events(self, request: QueryRequest) -> AsyncIterator[AnswerEvent]:
+    def events(self, request: QueryRequest, workspace: str = DEFAULT_WORKSPACE) -> AsyncIterator[AnswerEvent]:
         """The answer as events (see `lore_common.answers`): `passages` {rag_memory, passages},
         `delta` {text}, `citations` {citations: [{index, passage}]}, then `done` with the body `query`
         returns; a failure is `error` {code, message}, then `done` with the error body."""
-        return KbQueryAnswer(self, request, self.checked(request)).events()
+        return KbQueryAnswer(self, request, self.checked(request), workspace).events()
 
     async def ask_pm(self, question: str) -> PmReply:
         assert self.pm_llm is not None
@@ -355,21 +361,23 @@ class KbService:
         except Exception as exc:
             raise LoreError(f"the parametric-memory model failed: {exc}", status_code=500) from exc
 
-    async def retrieve(self, question: str, mode: str) -> Context:
+    async def retrieve(self, question: str, mode: str, workspace: str = DEFAULT_WORKSPACE) -> Context:
+        """What the workspace's graph holds about the question, by mode."""
+        store = await self.store.in_workspace(workspace)
         vector = np.asarray(await self.embedder.embed_query(question), dtype=np.float32).reshape(-1)
         context = Context()
         if mode in ("local", "hybrid"):
-            await self._local(context, question, vector)
+            await self._local(store, context, question, vector)
         if mode in ("naive", "hybrid"):
             # Hybrid also takes the nearest chunks, so text without named entities is still recalled.
-            nearest = await self.store.chunk_vectors.search(vector, self.config.chunk_top_k)
-            await self._chunks(context, [str(point["ref"]) for point, _ in nearest])
+            nearest = await store.chunk_vectors.search(vector, self.config.chunk_top_k)
+            await self._chunks(store, context, [str(point["ref"]) for point, _ in nearest])
         if mode in ("global", "hybrid"):
-            await self._global(context, vector)
+            await self._global(store, context, vector)
         return context
 
-    async def _chunks(self, context: Context, chunk_ids: Sequence[str]) -> None:
-        texts = await self.store.chunk_texts(chunk_ids)
+    async def _chunks(self, store: KbStore, context: Context, chunk_ids: Sequence[str]) -> None:
+        texts = await store.chunk_texts(chunk_ids)
         lines = context.sections.setdefault("Sources", [])
         for chunk_id in chunk_ids:
             text = texts.get(chunk_id)
@@ -377,8 +385,9 @@ class KbService:
                 context.passages.append(text)
                 lines.append(f"[{len(context.passages)}] {text}")
 
-    async def _local(self, context: Context, question: str, vector: np.ndarray[Any, Any]) -> None:
-        store = self.store
+    async def _local(
+        self, store: KbStore, context: Context, question: str, vector: np.ndarray[Any, Any]
+    ) -> None:
         # Entities the question names count double; the nearest ones by their similarity.
         nearest = await store.entity_vectors.search(vector, self.config.entity_top_k)
         weights = {str(point["ref"]): max(score, 0.0) for point, score in nearest}
@@ -412,12 +421,12 @@ class KbService:
         context.sections["Relations"] = relation_lines
         scores = await store.entity_chunks(weights)
         ranked = sorted(scores, key=lambda cid: (-scores[cid], cid))[: self.config.chunk_top_k]
-        await self._chunks(context, ranked)
+        await self._chunks(store, context, ranked)
 
-    async def _global(self, context: Context, vector: np.ndarray[Any, Any]) -> None:
-        found = await self.store.community_vectors.search(vector, self.config.community_top_k)
+    async def _global(self, store: KbStore, context: Context, vector: np.ndarray[Any, Any]) -> None:
+        found = await store.community_vectors.search(vector, self.config.community_top_k)
         refs = [str(point["ref"]) for point, _ in found]
-        by_id = {c.id: c for c in await self.store.communities(refs)}
+        by_id = {c.id: c for c in await store.communities(refs)}
         lines = context.sections.setdefault("Communities", [])
         for community_id in refs:
             community = by_id.get(community_id)
@@ -431,11 +440,14 @@ class KbQueryAnswer(CitedAnswer[KbPassages, KbCitation, KbAnswer | QueryFailed])
     """One question to the memory graph: the parametric-memory model first when asked (its answer
     stands when it judges it relevant), else retrieval by mode and the model's answer from it."""
 
-    def __init__(self, kb: KbService, request: QueryRequest, question: str) -> None:
+    def __init__(
+        self, kb: KbService, request: QueryRequest, question: str, workspace: str = DEFAULT_WORKSPACE
+    ) -> None:
         super().__init__(model=kb.llm)
         self.kb = kb
         self.request = request
         self.question = question
+        self.workspace = workspace
         self.body = KbAnswer(query=request.query, mode=request.mode)
 
     async def ground(self) -> Grounding[KbPassages]:
@@ -445,7 +457,7 @@ class KbQueryAnswer(CitedAnswer[KbPassages, KbCitation, KbAnswer | QueryFailed])
             if pm.relevant:
                 self.body.pm_used = True
                 return Grounding(KbPassages("", []), answer=pm.answer)
-        context = await self.kb.retrieve(self.question, self.request.mode)
+        context = await self.kb.retrieve(self.question, self.request.mode, self.workspace)
         self.body.rag_memory = context.text()
         answer = ChatRequest(
             messages=[

@@ -6,6 +6,10 @@ them. Tables: chunks, entities, which chunks mention which entity, relations (on
 pair), communities and two counters (`models.py`). Vectors: the chunks, the entities and the
 community summaries, each collection keyed by a UUID derived from the record's id.
 
+Each workspace is a graph of its own: its rows carry its name (every read and write of a `KbStore`
+names the one it was made for, see `in_workspace`), its vectors are collections of their own (the
+default workspace keeps the collections of earlier releases), its communities and counters are its own.
+
 An insert writes its vectors first, then its rows in one transaction (serialised across replicas by
 an advisory lock, so merged descriptions and weights never lose an update). Reads start from the
 rows: a vector whose rows were never committed (a failed insert) is never answered.
@@ -13,6 +17,7 @@ rows: a vector whose rows were never committed (a failed insert) is never answer
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import uuid
@@ -29,6 +34,7 @@ from lore_common.stores.collection import Collection
 from lore_common.stores.sql import increment, transaction_lock
 from lore_common.stores.vector import VectorStore
 from lore_mem.kb.models import (
+    DEFAULT_WORKSPACE,
     MAX_KEY,
     ChunkRow,
     Community,
@@ -69,6 +75,13 @@ def point_id(kind: str, ref: str) -> str:
     return str(uuid.uuid5(_POINTS, f"{kind}:{ref}"))
 
 
+def collection_name(base: str, workspace: str) -> str:
+    """A workspace's vector collection: the default workspace keeps the earlier releases' names."""
+    if workspace == DEFAULT_WORKSPACE:
+        return base
+    return f"{base}_w{hashlib.sha256(workspace.encode()).hexdigest()[:24]}"
+
+
 def _merge(target: list[str], extra: Iterable[str], cap: int | None = None) -> bool:
     changed = False
     for item in extra:
@@ -89,11 +102,32 @@ def _matrix(data: bytes, count: int, dim: int) -> np.ndarray[Any, Any]:
 
 
 class KbStore:
-    def __init__(self, engine: AsyncEngine, vectors: VectorStore, dim: int) -> None:
+    """The graph of one workspace (the default one unless made by `in_workspace`)."""
+
+    def __init__(
+        self, engine: AsyncEngine, vectors: VectorStore, dim: int, workspace: str = DEFAULT_WORKSPACE
+    ) -> None:
         self.engine = engine
+        self.vectors = vectors
         self.dim = dim
-        chunks, entities, communities = (Collection(vectors, name, keys) for name, keys in VECTOR_COLLECTIONS)
+        self.workspace = workspace
+        chunks, entities, communities = (
+            Collection(vectors, collection_name(name, workspace), keys) for name, keys in VECTOR_COLLECTIONS
+        )
         self.chunk_vectors, self.entity_vectors, self.community_vectors = chunks, entities, communities
+        self._workspaces: dict[str, KbStore] = {workspace: self}
+        self._ensured = False
+
+    async def in_workspace(self, workspace: str) -> KbStore:
+        """The store of `workspace`, its vector collections made on first use."""
+        store = self._workspaces.get(workspace)
+        if store is None:
+            store = KbStore(self.engine, self.vectors, self.dim, workspace)
+            store._workspaces = self._workspaces
+            self._workspaces[workspace] = store
+        if not store._ensured:
+            await store.ensure()
+        return store
 
     async def ensure(self) -> None:
         """Check the vector collections (the tables come from mem's migrations)."""
@@ -105,6 +139,7 @@ class KbStore:
                     f"makes {self.dim}-d ones: use the same mem.memorykb.embedding model, or a new store"
                 )
             await collection.ensure(self.dim)
+        self._ensured = True
 
     # ------------------------------------------------------------------ writing
 
@@ -139,18 +174,24 @@ class KbStore:
         if segment.chunks:
             await connection.execute(
                 ChunkRow.__table__.insert(),  # type: ignore[attr-defined]
-                [{"id": c.id, "job_id": c.job_id, "text": c.text} for c in segment.chunks],
+                [
+                    {"id": c.id, "job_id": c.job_id, "text": c.text, "workspace": self.workspace}
+                    for c in segment.chunks
+                ],
             )
         keys = [e.key for e in segment.entities]
         rows = await connection.execute(
-            select(EntityRow.key, EntityRow.descriptions).where(col(EntityRow.key).in_(keys))
+            select(EntityRow.key, EntityRow.descriptions).where(
+                EntityRow.workspace == self.workspace, col(EntityRow.key).in_(keys)
+            )
         )
         known = {str(key): list(descriptions) for key, descriptions in rows.all()} if keys else {}
         fresh: list[dict[str, Any]] = []
         mentions: list[dict[str, str]] = []
         for entity in segment.entities:
             mentions.extend(
-                {"entity_key": entity.key, "chunk_id": c} for c in dict.fromkeys(entity.chunk_ids)
+                {"workspace": self.workspace, "entity_key": entity.key, "chunk_id": c}
+                for c in dict.fromkeys(entity.chunk_ids)
             )
             stored = known.get(entity.key)
             if stored is None:
@@ -162,12 +203,15 @@ class KbStore:
                         "name_form": name_form(entity.name)[:MAX_KEY],
                         "descriptions": list(entity.descriptions[:MAX_DESCRIPTIONS]),
                         "job_id": segment.job_id,
+                        "workspace": self.workspace,
                     }
                 )
             else:
                 if _merge(stored, entity.descriptions, MAX_DESCRIPTIONS):
                     await connection.execute(
-                        update(EntityRow).where(col(EntityRow.key) == entity.key).values(descriptions=stored)
+                        update(EntityRow)
+                        .where(col(EntityRow.workspace) == self.workspace, col(EntityRow.key) == entity.key)
+                        .values(descriptions=stored)
                     )
         if fresh:
             await connection.execute(EntityRow.__table__.insert(), fresh)  # type: ignore[attr-defined]
@@ -179,7 +223,9 @@ class KbStore:
             targets = [b for a, b in pairs if a == source]
             found = await connection.execute(
                 select(RelationRow.target, RelationRow.descriptions).where(
-                    RelationRow.source == source, col(RelationRow.target).in_(targets)
+                    RelationRow.workspace == self.workspace,
+                    RelationRow.source == source,
+                    col(RelationRow.target).in_(targets),
                 )
             )
             existing.update({(source, str(target)): list(d) for target, d in found.all()})
@@ -193,23 +239,28 @@ class KbStore:
                         "target": pair[1],
                         "descriptions": list(relation.descriptions[:MAX_DESCRIPTIONS]),
                         "weight": relation.weight,
+                        "workspace": self.workspace,
                     }
                 )
             else:
                 _merge(descriptions, relation.descriptions, MAX_DESCRIPTIONS)
                 await connection.execute(
                     update(RelationRow)
-                    .where(col(RelationRow.source) == pair[0], col(RelationRow.target) == pair[1])
+                    .where(
+                        col(RelationRow.workspace) == self.workspace,
+                        col(RelationRow.source) == pair[0],
+                        col(RelationRow.target) == pair[1],
+                    )
                     .values(weight=RelationRow.weight + relation.weight, descriptions=descriptions)
                 )
         if new_relations:
             await connection.execute(RelationRow.__table__.insert(), new_relations)  # type: ignore[attr-defined]
         await self._bump(connection, "changes")
 
-    @staticmethod
-    async def _bump(connection: AsyncConnection, name: str, to: int | None = None) -> None:
-        """Add one to the counter `name`, or set it to `to`."""
-        await increment(connection, CounterRow.__table__, {"name": name}, "value", to)  # type: ignore[attr-defined]
+    async def _bump(self, connection: AsyncConnection, name: str, to: int | None = None) -> None:
+        """Add one to the workspace's counter `name`, or set it to `to`."""
+        key = {"workspace": self.workspace, "name": name}
+        await increment(connection, CounterRow.__table__, key, "value", to)  # type: ignore[attr-defined]
 
     async def save_communities(
         self, communities: list[Community], vectors: dict[str, np.ndarray[Any, Any]], at: int
@@ -224,7 +275,9 @@ class KbStore:
             [{"ref": i} for i in ids],
         )
         async with self.engine.begin() as connection:
-            await connection.execute(delete(CommunityRow))
+            await connection.execute(
+                delete(CommunityRow).where(col(CommunityRow.workspace) == self.workspace)
+            )
             if communities:
                 await connection.execute(
                     CommunityRow.__table__.insert(),  # type: ignore[attr-defined]
@@ -235,6 +288,7 @@ class KbStore:
                             "members": c.members,
                             "title": c.title,
                             "summary": c.summary,
+                            "workspace": self.workspace,
                         }
                         for i, c in enumerate(communities)
                     ],
@@ -248,9 +302,24 @@ class KbStore:
     async def counter(self, name: str) -> int:
         async with self.engine.connect() as connection:
             value = (
-                await connection.execute(select(CounterRow.value).where(CounterRow.name == name))
+                await connection.execute(
+                    select(CounterRow.value).where(
+                        CounterRow.workspace == self.workspace, CounterRow.name == name
+                    )
+                )
             ).scalar()
         return int(value or 0)
+
+    async def changed_workspaces(self) -> list[str]:
+        """The workspaces whose inserts committed since their communities were last computed."""
+        async with self.engine.connect() as connection:
+            rows = await connection.execute(select(CounterRow.workspace, CounterRow.name, CounterRow.value))
+            values: dict[str, dict[str, int]] = defaultdict(dict)
+            for workspace, name, value in rows.all():
+                values[str(workspace)][str(name)] = int(value)
+        return sorted(
+            w for w, named in values.items() if named.get("changes", 0) != named.get("communities_at", 0)
+        )
 
     async def counts(self) -> dict[str, int]:
         counts = {}
@@ -261,16 +330,19 @@ class KbStore:
                 ("relations", RelationRow),
                 ("communities", CommunityRow),
             ):
-                counts[name] = int(
-                    (await connection.execute(select(func.count()).select_from(table))).scalar() or 0
-                )
+                counted = select(func.count()).select_from(table).where(table.workspace == self.workspace)
+                counts[name] = int((await connection.execute(counted)).scalar() or 0)
         return counts
 
     async def known_entities(self, keys: Sequence[str]) -> set[str]:
         if not keys:
             return set()
         async with self.engine.connect() as connection:
-            rows = await connection.execute(select(EntityRow.key).where(col(EntityRow.key).in_(list(keys))))
+            rows = await connection.execute(
+                select(EntityRow.key).where(
+                    EntityRow.workspace == self.workspace, col(EntityRow.key).in_(list(keys))
+                )
+            )
             return {str(key) for key in rows.scalars()}
 
     async def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
@@ -278,7 +350,9 @@ class KbStore:
             return {}
         async with self.engine.connect() as connection:
             rows = await connection.execute(
-                select(ChunkRow.id, ChunkRow.text).where(col(ChunkRow.id).in_(list(chunk_ids)))
+                select(ChunkRow.id, ChunkRow.text).where(
+                    ChunkRow.workspace == self.workspace, col(ChunkRow.id).in_(list(chunk_ids))
+                )
             )
             return {str(i): str(t) for i, t in rows.all()}
 
@@ -288,7 +362,7 @@ class KbStore:
         async with self.engine.connect() as connection:
             rows = await connection.execute(
                 select(EntityRow.key, EntityRow.name, EntityRow.type, EntityRow.descriptions).where(
-                    col(EntityRow.key).in_(list(keys))
+                    EntityRow.workspace == self.workspace, col(EntityRow.key).in_(list(keys))
                 )
             )
             return {
@@ -310,7 +384,7 @@ class KbStore:
         async with self.engine.connect() as connection:
             rows = await connection.execute(
                 select(EntityRow.name_form, EntityRow.key)
-                .where(col(EntityRow.name_form).in_(spans))
+                .where(EntityRow.workspace == self.workspace, col(EntityRow.name_form).in_(spans))
                 .order_by(col(EntityRow.key))
             )
             first: dict[str, str] = {}
@@ -325,7 +399,10 @@ class KbStore:
             rows = await connection.execute(
                 select(
                     RelationRow.source, RelationRow.target, RelationRow.descriptions, RelationRow.weight
-                ).where(or_(col(RelationRow.source).in_(list(keys)), col(RelationRow.target).in_(list(keys))))
+                ).where(
+                    RelationRow.workspace == self.workspace,
+                    or_(col(RelationRow.source).in_(list(keys)), col(RelationRow.target).in_(list(keys))),
+                )
             )
             return [
                 RelationRecord(source=str(a), target=str(b), descriptions=list(d), weight=float(w))
@@ -341,7 +418,7 @@ class KbStore:
             rows = (
                 await connection.execute(
                     select(MentionRow.entity_key, MentionRow.chunk_id).where(
-                        col(MentionRow.entity_key).in_(list(weights))
+                        MentionRow.workspace == self.workspace, col(MentionRow.entity_key).in_(list(weights))
                     )
                 )
             ).all()
@@ -358,14 +435,18 @@ class KbStore:
     async def edges(self) -> list[tuple[str, str, float]]:
         async with self.engine.connect() as connection:
             rows = await connection.execute(
-                select(RelationRow.source, RelationRow.target, RelationRow.weight)
+                select(RelationRow.source, RelationRow.target, RelationRow.weight).where(
+                    RelationRow.workspace == self.workspace
+                )
             )
             return [(str(a), str(b), float(w)) for a, b, w in rows.all()]
 
     async def communities(self, ids: Sequence[str] | None = None) -> list[Community]:
-        query = select(
-            CommunityRow.id, CommunityRow.members, CommunityRow.title, CommunityRow.summary
-        ).order_by(col(CommunityRow.position))
+        query = (
+            select(CommunityRow.id, CommunityRow.members, CommunityRow.title, CommunityRow.summary)
+            .where(CommunityRow.workspace == self.workspace)
+            .order_by(col(CommunityRow.position))
+        )
         if ids is not None:
             query = query.where(col(CommunityRow.id).in_(list(ids)))
         async with self.engine.connect() as connection:
