@@ -38,7 +38,8 @@ async def test_a_failed_commit_leaves_nothing_behind_and_a_left_job_becomes_fail
         await kb.runner.store.save(
             InsertJob(id="left-running", query="x", status="processing"), kb.runner.owner
         )
-    async with mem_factory() as client:
+    # With resuming off (on, the job runs again: test_kb_resume.py).
+    async with mem_factory(LORE__MEM__MEMORYKB__RESUME_INTERRUPTED="false") as client:
         assert FACT in (await ask(client, "Zanzibar lighthouse?", mode="naive"))["rag_memory"]
         left = (await client.get(f"{INSERT}/left-running")).json()
         assert left["status"] == "failed" and "interrupted" in left["error"]
@@ -137,7 +138,7 @@ async def test_the_file_store_of_earlier_versions_is_imported_once(mem_factory: 
     root = tmp_path / "mem" / "kb"
     _write_file_store(root)
     for _ in range(2):  # the second start finds the folder renamed and imports nothing twice
-        async with mem_factory() as client:
+        async with mem_factory(LORE__MEM__MEMORYKB__RESUME_INTERRUPTED="false") as client:
             assert await client.app.state.kb.store.counts() == {
                 "chunks": 2,
                 "entities": 3,

@@ -67,6 +67,8 @@ def test_mem_killed_during_kb_insert_and_vg_add(tmp_path: Path, slow_llm: str) -
         **model_env("LORE__MEM__MEMORYKB__LLM", slow_llm),
         "LORE__MEM__MEMORYKB__EMBEDDING__PROVIDER": "hashing",
         "LORE__MEM__EMBEDDING_API__PROVIDER": "hashing",
+        # Resuming off: the cut insert fails (on, the default, it runs again: test_model_resume.py).
+        "LORE__MEM__MEMORYKB__RESUME_INTERRUPTED": "false",
     }
     mem, url = start_service("mem", tmp_path, env)
     with httpx.Client(base_url=url, timeout=30) as client:

@@ -488,10 +488,14 @@ class JobRunner(Generic[R]):
         *,
         retry_for: float = 0.0,
         waiting: Callable[[R, str], R] | None = None,
+        leave_on_shutdown: bool = False,
     ) -> None:
         self.store = store
         self.owner = owner
         self.interrupted = interrupted
+        # A job cut off by this process stopping is left unfinished for the service to resume at its
+        # next start, rather than failed as `interrupted` (its `finished` still runs, with that record).
+        self.leave_on_shutdown = leave_on_shutdown
         # A job stopped by a store outage (or an unavailable dependency) waits and runs its body again,
         # with a backoff of 1 s doubling to 30 s, for `retry_for` seconds; `waiting` gives the record to
         # show meanwhile (its reason in a field of the job's own contract).
@@ -547,10 +551,11 @@ class JobRunner(Generic[R]):
             )
             await self._until_stored(last, deadline)
         except asyncio.CancelledError:
-            last = msgspec.structs.replace(self.live.get(job_id, last), status=self.lifecycle.failed)
-            setattr(last, "error", self.interrupted)  # noqa: B010
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self.store.save(last))
+            if not self.leave_on_shutdown:
+                last = msgspec.structs.replace(self.live.get(job_id, last), status=self.lifecycle.failed)
+                setattr(last, "error", self.interrupted)  # noqa: B010
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.store.save(last))
             raise
         except Exception as exc:
             message = explain(exc)

@@ -68,6 +68,7 @@ async def open_kb_service(
         INTERRUPTED,
         retry_for=config.job_store_retry_for,
         waiting=lambda job, reason: msgspec.structs.replace(job, waiting_for=reason),
+        leave_on_shutdown=config.resume_interrupted,  # the next start resumes it
     )
     leadership = Leadership(stores.sql, "lore-mem-kb-sweeps")
     memory = KbService(

@@ -16,6 +16,11 @@ from lore_core.clock import utc_iso
 JobStatus = Literal["accepted", "processing", "done", "failed"]
 INTERRUPTED = "interrupted: the mem service stopped before this insert was stored; insert it again"
 STALE = "interrupted: the mem replica running this insert stopped answering; insert it again"
+# An insert whose replica died too often while running it (it may be what stops the process).
+INTERRUPTED_AGAIN = (
+    "interrupted {times} times: the mem service stopped each time while running this insert (the insert "
+    "may be what stops it); insert it again"
+)
 QueryMode = Literal["hybrid", "local", "global", "naive"]
 # The memory graph is partitioned by workspace: an insert, a query, an insert's status see their own
 # workspace only. Without one, a call uses the default workspace (the whole graph of earlier releases).
@@ -47,6 +52,8 @@ class InsertJob(msgspec.Struct, kw_only=True):
     relations: int = 0
     # Model calls, tokens, cost, cache hits and chunks whose extraction failed (count and examples).
     usage: UsageReport | None = None
+    # How many times the insert was run again after its replica died (not shown: the record only).
+    resumed: int = 0
     created_at: str = msgspec.field(default_factory=now)
     updated_at: str = msgspec.field(default_factory=now)
 

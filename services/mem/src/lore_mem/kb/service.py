@@ -6,6 +6,9 @@ extraction per chunk, one embedding call for the chunks and entities, then one a
 that makes the insert queryable. Communities are recomputed after commits (see communities.py).
 Every insert, job and query belongs to one workspace (the default one unless named): a graph of its
 own, which no call naming another workspace reads or changes.
+An insert whose replica died runs again when the replica restarts (`resume_interrupted`): each
+caption is recorded as it is made and each chunk's extraction is in the extraction cache as soon as it
+arrives, so the run asks the models only for what was not finished.
 
 Query: `naive` ranks chunks by similarity; `local` takes the entities nearest the query (and those it
 names), their 1-hop relations and the chunks that mention most of them; `global` ranks community
@@ -62,6 +65,8 @@ from lore_mem.kb.legacy import import_file_store
 from lore_mem.kb.media import Captioner
 from lore_mem.kb.models import (
     DEFAULT_WORKSPACE,
+    INTERRUPTED,
+    INTERRUPTED_AGAIN,
     MAX_KEY,
     ChunkRecord,
     EntityRecord,
@@ -163,8 +168,55 @@ class KbService:
         if imported:
             log.info("kb_inserts_imported", count=imported)
         shared = self.store.engine.dialect.name != "sqlite"
-        await self.drop_media(await self.runner.recover(shared))
+        await self._recover(shared)
         self.communities.start()
+
+    async def _recover(self, shared: bool) -> None:
+        """At start-up, before new work: run again the inserts this replica left unfinished (on SQLite,
+        every unfinished one), or fail those that cannot or should not run again."""
+        jobs = self.runner.store
+        left = await jobs.list_jobs(
+            statuses=jobs.lifecycle.unfinished,
+            owner=self.runner.owner if shared else None,
+            newest_first=False,
+        )
+        for job in left:
+            reason = self._why_not_resumed(job)
+            if reason is not None:
+                failed = await jobs.transition(
+                    job.id,
+                    jobs.lifecycle.failed,
+                    when=jobs.lifecycle.unfinished,
+                    change=_failing(reason),
+                )
+                if failed is not None:
+                    await self.drop_media([failed])
+                log.warning("kb_insert_interrupted", job_id=job.id, error=reason)
+                continue
+            # Conditional: the leading replica may have failed it as silent meanwhile.
+            again = await jobs.transition(
+                job.id,
+                jobs.lifecycle.submitted,
+                when=jobs.lifecycle.unfinished,
+                change=lambda j: msgspec.structs.replace(
+                    j, error=None, waiting_for=None, resumed=j.resumed + 1
+                ),
+            )
+            if again is not None:
+                log.warning("kb_insert_resumed", job_id=job.id, times=again.resumed)
+                await self.runner.submit(again, self._process, self._finisher(again))
+
+    def _why_not_resumed(self, job: InsertJob) -> str | None:
+        """Why an interrupted insert fails rather than runs again; None when it runs again."""
+        if not self.config.resume_interrupted:
+            return INTERRUPTED
+        if job.resumed >= self.config.resume_attempts:
+            return INTERRUPTED_AGAIN.format(times=job.resumed + 1)
+        folder = self.media_dir / job.id
+        for kind, name in job.media.items():
+            if not self._captioned(job, kind) and not (folder / name).is_file():
+                return f"{INTERRUPTED} (its {kind} file is gone)"
+        return None
 
     async def drop_media(self, jobs: list[InsertJob]) -> None:
         for job in jobs:
@@ -190,13 +242,21 @@ class KbService:
             target = folder / (kind + (suffix if re.fullmatch(r"\.\w{1,9}", suffix) else ""))
             await asyncio.to_thread(_move, temp, target)
             job.media[kind] = target.name
+        return await self.runner.submit(job, self._process, self._finisher(job))
+
+    def _finisher(self, job: InsertJob) -> Callable[[InsertJob], Awaitable[None]]:
+        """What follows the job's end, done or failed: its media go; a done insert changes the graph.
+        A job left unfinished by a shutdown keeps its media for the next start to resume it."""
+        folder = self.media_dir / job.id
 
         async def finished(last: InsertJob) -> None:
+            if last.status in self.runner.lifecycle.unfinished:
+                return
             await asyncio.to_thread(shutil.rmtree, folder, True)
             if last.status == "done":
                 self.communities.mark_dirty()
 
-        return await self.runner.submit(job, self._process, finished)
+        return finished
 
     async def job(self, job_id: str, workspace: str = DEFAULT_WORKSPACE) -> InsertJob:
         job = await self.runner.get(job_id)
@@ -206,18 +266,27 @@ class KbService:
 
     async def _process(self, job: InsertJob) -> InsertJob:
         async with self._slots:
+            if job.resumed and await self.store.committed(job.id):
+                return job  # the process died between the commit and the job's `done`: it is done
             usage = begin_usage(self.config.llm)  # model calls, tokens, cost, failed chunks
             text = await self._caption(job)
             store = await self.store.in_workspace(job.workspace)
             segment = Segment(seq=0, job_id=job.id, **await self._extract(job.id, text, store))
-            await store.commit(segment)
-            return msgspec.structs.replace(
+            # The counts are recorded before the commit, so a resumed job that finds its rows has them.
+            counted = msgspec.structs.replace(
                 job,
                 chunks=len(segment.chunks),
                 entities=len(segment.entities),
                 relations=len(segment.relations),
                 usage=usage.report(),
             )
+            await self.runner.save(counted)
+            try:
+                await store.commit(segment)
+            except BaseException:
+                self.runner.progress(job)  # nothing was stored: a failed job counts nothing
+                raise
+            return counted
 
     async def _caption(self, job: InsertJob) -> str:
         folder = self.media_dir / job.id
@@ -225,6 +294,11 @@ class KbService:
         for kind in MEDIA_KINDS:
             name = job.media.get(kind)
             if not name:
+                continue
+            if self._captioned(job, kind):  # before the process died (a resumed job)
+                caption = getattr(job, f"{kind}caption")
+                if caption:
+                    parts.append(f"[{kind}] {caption}")
                 continue
             path = folder / name
             if kind == "audio":
@@ -238,9 +312,13 @@ class KbService:
                 job.notes[kind] = note
             if caption:
                 parts.append(f"[{kind}] {caption}")
-        if job.media:
-            await self.runner.save(job)
+            await self.runner.save(job)  # each caption is paid for once, even if the process dies
         return "\n\n".join(parts)
+
+    @staticmethod
+    def _captioned(job: InsertJob, kind: str) -> bool:
+        """Whether the medium `kind` was captioned (or found uncaptionable, with a note) already."""
+        return getattr(job, f"{kind}caption") is not None or kind in job.notes
 
     async def _extract(self, job_id: str, text: str, store: KbStore) -> dict[str, Any]:
         pieces = chunk_text(text, self.chunking.chunk_size, self.chunking.overlap) or [text]
@@ -493,6 +571,10 @@ class KbQueryAnswer(CitedAnswer[KbPassages, KbCitation, KbAnswer | QueryFailed])
             log.warning("kb_query_failed", mode=mode, error=str(exc))
             status, message = 500, f"kb {mode} answer failed: {exc}"
         return Failure(status, message, QueryFailed(code=status, message=message, detail=message))
+
+
+def _failing(reason: str) -> Callable[[InsertJob], InsertJob]:
+    return lambda job: msgspec.structs.replace(job, error=reason, waiting_for=None)
 
 
 def _move(source: Path, target: Path) -> None:

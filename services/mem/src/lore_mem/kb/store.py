@@ -345,6 +345,12 @@ class KbStore:
             )
             return {str(key) for key in rows.scalars()}
 
+    async def committed(self, job_id: str) -> bool:
+        """Whether the insert `job_id` wrote its rows (they are written in one transaction)."""
+        async with self.engine.connect() as connection:
+            row = await connection.execute(select(ChunkRow.id).where(ChunkRow.job_id == job_id).limit(1))
+            return row.first() is not None
+
     async def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
         if not chunk_ids:
             return {}
