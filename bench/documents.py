@@ -13,10 +13,11 @@ read back through the public API, per format:
   passage of its file, queried with its words;
 - then the converters alone, in the extraction child the service runs (`parse/sandbox.py`): the same
   three shares in the converter's text (a paragraph within one block, a row within one line, a heading
-  as a `#` line: what chunking and retrieval start from), pages per second of the PDFs, the child's
-  peak resident memory per format, and the character error
-  rate of OCR on the scans that have a known text (docling's `ocr_test.pdf`; the English and Chinese
-  scans committed under services/docdb/tests/data);
+  as a `#` line: what chunking and retrieval start from), pages per second of the PDFs (of wall time,
+  and per CPU-second of the child, which a machine loaded by other work does not change), the child's
+  peak resident memory per format, and the character error rate of OCR on the scans that have a known
+  text (docling's `ocr_test.pdf`; the English and Chinese scans committed under
+  services/docdb/tests/data), with every format or when `ocr` is named;
 - and the PDF libraries compared on the same text PDFs (pages per CPU-second, peak memory).
 
 At most 10 paragraphs, rows and headings per file, spread evenly over it. Nothing here is tuned to this
@@ -229,6 +230,14 @@ def vm_hwm_mb(pid: int) -> float:
     return 0.0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a live process: what its work cost, however loaded the machine."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pdf_page_count(path: Path) -> int:
     import pypdfium2 as pdfium
 
@@ -260,6 +269,7 @@ async def converters(found: dict[str, list[Path]]) -> dict[str, Any]:
     for name, files in found.items():
         sandbox = Sandbox(timeout=600, memory_mb=2048, max_file_mb=256)
         seconds, pages, peak = 0.0, 0, 0.0
+        cpu: dict[int, float] = {}  # per child (a scan replaces it), its CPU time so far
         shares: dict[str, list[float]] = {"paragraphs": [], "rows": [], "headings": []}
         try:
             for path in files:
@@ -291,14 +301,17 @@ async def converters(found: dict[str, list[Path]]) -> dict[str, Any]:
                 worker = sandbox._worker
                 if worker is not None and worker.process is not None:
                     peak = max(peak, vm_hwm_mb(worker.process.pid))
+                    cpu[worker.process.pid] = cpu_seconds(worker.process.pid)
         finally:
             await sandbox.close()
         entry: dict[str, Any] = {"seconds": round(seconds, 2), "child_peak_mb": round(peak)}
+        entry["child_cpu_s"] = round(sum(cpu.values()), 2)  # its start and imports included
         for key, values in shares.items():  # in the converter's text, before chunking and retrieval
             entry[f"text_{key}"] = round(statistics.fmean(values), 3) if values else None
         if pages:
             entry["pages"] = pages
             entry["pages_per_s"] = round(pages / seconds, 1)
+            entry["pages_per_child_cpu_s"] = round(pages / max(0.01, entry["child_cpu_s"]), 1)
         per_format[name] = entry
     return per_format
 
@@ -437,8 +450,9 @@ def main() -> None:
     result["converters"] = asyncio.run(converters(found))
     for name, row in result["converters"].items():
         print(f"{name:10} converter {row}", flush=True)
-    result["ocr"] = asyncio.run(ocr_figures())
-    print(f"ocr {result['ocr']}", flush=True)
+    if not args.formats or "ocr" in found:  # the scans' error rates: with every format, or ocr named
+        result["ocr"] = asyncio.run(ocr_figures())
+        print(f"ocr {result['ocr']}", flush=True)
     text_pdfs = [p for p in found.get("pdf", []) if p.suffix == ".pdf"]
     if text_pdfs:
         result["libraries"] = libraries(text_pdfs)

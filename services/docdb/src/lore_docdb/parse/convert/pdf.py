@@ -23,7 +23,6 @@ class NeedsOCR(Exception):
 OCR_DPI = 200  # 150 loses the spaces between words of a bilevel 150 dpi scan
 MIN_TEXT_CHARS = 8  # a page with fewer characters in its text layer than this, and a picture, is a scan
 ocr_allowed = True  # whether a scanned page may load the OCR engine in this process
-MIN_RULES = 2  # objects on a page before its rules are counted
 MAX_OBJECTS = 20_000  # a page drawn with more (a map, a chart) is not searched for tables
 MAX_SEGMENTS = 400  # a path of more pieces is a drawing, not a table's rules
 
@@ -31,7 +30,6 @@ MAX_FURNITURE_WORDS = 12  # a running header or footer is short; a repeated para
 EDGE_LINES = 2  # lines at the top and at the bottom of a page that may be a running header or footer
 _DIGITS = re.compile(r"\d+")
 _SPACES = re.compile(r"\s+")
-_CID = re.compile(r"\(cid:\d+\)")  # a glyph pdfminer could not map to a character (a bullet, mostly)
 _PAGE_NUMBER = re.compile(r"(page\s*)?#(\s*(of|/)\s*#)?|[-–—]\s*#\s*[-–—]|[ivx]{1,5}", re.IGNORECASE)
 
 
@@ -180,99 +178,239 @@ def _headings_again(text: str, marked: str) -> str:
     return "\n".join(out)
 
 
-def _ruled(page: Any) -> bool:
-    """Whether the page draws a grid: straight horizontal rules at 3 heights and vertical ones at 3
-    places at least (cell borders, as `re` rectangles or single lines). Curves (charts, logos), a rule
-    under a heading or a box around a note do not count, so pdfplumber (about 0.2 CPU-s a page) runs
-    only where a ruled table may be. Positions are the path's own (before its matrix): enough to tell
-    one place from another."""
+Box = tuple[float, float, float, float]  # left, top, right, bottom; top is -y (pdfplumber's way down)
+Edge = dict[str, Any]  # a straight rule as pdfplumber's table finder takes it
+
+
+def _matrix(obj: Any) -> tuple[float, ...]:
+    import pypdfium2.raw as pdfium_c
+
+    m = pdfium_c.FS_MATRIX()
+    if not pdfium_c.FPDFPageObj_GetMatrix(obj, m):
+        return (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+    return (m.a, m.b, m.c, m.d, m.e, m.f)
+
+
+def _then(inner: tuple[float, ...], outer: tuple[float, ...]) -> tuple[float, ...]:
+    """The matrix that applies `inner`, then `outer` (a form's objects are drawn in the form's space)."""
+    a, b, c, d, e, f = inner
+    g, h, i, j, k, m = outer
+    return (a * g + b * i, a * h + b * j, c * g + d * i, c * h + d * j, e * g + f * i + k, e * h + f * j + m)
+
+
+def _rules(page: Any) -> list[Edge]:
+    """The page's straight horizontal and vertical strokes and rectangle sides, in page space (forms
+    entered, each path's matrix applied), as pdfplumber's edges. pdfium hands the paths over without
+    parsing the page again, where pdfplumber would have pdfminer lay out the whole page (about 0.05 to
+    0.1 CPU-s, 95 % of a table page's cost). Curves (charts, logos) give nothing; a page drawn with
+    more than MAX_OBJECTS objects (a map) is not searched."""
     import ctypes
 
     import pypdfium2.raw as pdfium_c
 
-    count = pdfium_c.FPDFPage_CountObjects(page.raw)
-    if count < MIN_RULES or count > MAX_OBJECTS:
-        return False
     x, y = ctypes.c_float(), ctypes.c_float()
-    heights: set[int] = set()
-    places: set[int] = set()
-    for index in range(count):
-        obj = pdfium_c.FPDFPage_GetObject(page.raw, index)
-        if pdfium_c.FPDFPageObj_GetType(obj) != pdfium_c.FPDF_PAGEOBJ_PATH:
-            continue
+    fill, stroke = ctypes.c_int(), ctypes.c_int()
+    edges: list[Edge] = []
+    budget = [MAX_OBJECTS]
+
+    def segment_edge(a: tuple[float, float], b: tuple[float, float]) -> None:
+        dx, dy = abs(a[0] - b[0]), abs(a[1] - b[1])
+        if dy < 0.5 and dx >= 1:
+            top = -(a[1] + b[1]) / 2
+            x0, x1 = min(a[0], b[0]), max(a[0], b[0])
+            edges.append(_edge(x0, top, x1, top, "h"))
+        elif dx < 0.5 and dy >= 1:
+            left = (a[0] + b[0]) / 2
+            edges.append(_edge(left, -max(a[1], b[1]), left, -min(a[1], b[1]), "v"))
+
+    def path(obj: Any, m: tuple[float, ...]) -> None:
+        if not pdfium_c.FPDFPath_GetDrawMode(obj, fill, stroke) or not (fill.value or stroke.value):
+            return  # drawn neither filled nor stroked: nothing on the page
         segments = pdfium_c.FPDFPath_CountSegments(obj)
         if segments > MAX_SEGMENTS:
-            continue
+            return
+        a, b, c, d, e, f = m
         start = previous = None
         for number in range(segments):
             segment = pdfium_c.FPDFPath_GetPathSegment(obj, number)
             kind = pdfium_c.FPDFPathSegment_GetType(segment)
-            if kind == pdfium_c.FPDF_SEGMENT_BEZIERTO:
-                break
             pdfium_c.FPDFPathSegment_GetPoint(segment, x, y)
-            point = (x.value, y.value)
-            ends = [(previous, point)] if kind == pdfium_c.FPDF_SEGMENT_LINETO and previous else []
+            point = (a * x.value + c * y.value + e, b * x.value + d * y.value + f)
             if kind == pdfium_c.FPDF_SEGMENT_MOVETO:
                 start = point
-            if pdfium_c.FPDFPathSegment_GetClose(segment) and start is not None:
-                ends.append((point, start))
-            for a, b in ends:
-                dx, dy = abs(a[0] - b[0]), abs(a[1] - b[1])
-                if dy < 1 < dx:
-                    heights.add(round(a[1]))
-                elif dx < 1 < dy:
-                    places.add(round(a[0]))
+            elif kind == pdfium_c.FPDF_SEGMENT_LINETO and previous is not None:
+                segment_edge(previous, point)
+            if pdfium_c.FPDFPathSegment_GetClose(segment) and start is not None and point != start:
+                segment_edge(point, start)
             previous = point
-        if len(heights) >= 3 and len(places) >= 3:
-            return True
-    return False
+
+    def walk(objects: list[Any], outer: tuple[float, ...] | None) -> bool:
+        for obj in objects:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return False
+            kind = pdfium_c.FPDFPageObj_GetType(obj)
+            if kind not in (pdfium_c.FPDF_PAGEOBJ_PATH, pdfium_c.FPDF_PAGEOBJ_FORM):
+                continue
+            m = _matrix(obj) if outer is None else _then(_matrix(obj), outer)
+            if kind == pdfium_c.FPDF_PAGEOBJ_PATH:
+                path(obj, m)
+            else:
+                inner = pdfium_c.FPDFFormObj_CountObjects(obj)
+                if not walk([pdfium_c.FPDFFormObj_GetObject(obj, i) for i in range(max(0, inner))], m):
+                    return False
+        return True
+
+    count = pdfium_c.FPDFPage_CountObjects(page.raw)
+    if count > MAX_OBJECTS:
+        return []
+    if not walk([pdfium_c.FPDFPage_GetObject(page.raw, i) for i in range(count)], None):
+        return []
+    return edges
 
 
-Box = tuple[float, float, float, float]  # left, top, right, bottom; from the page's top, in points
+def _edge(x0: float, top: float, x1: float, bottom: float, orientation: str) -> Edge:
+    return {
+        "object_type": "line",
+        "orientation": orientation,
+        "x0": x0,
+        "x1": x1,
+        "top": top,
+        "bottom": bottom,
+        "doctop": top,
+        "width": x1 - x0,
+        "height": bottom - top,
+    }
 
 
-def _tables(path: Path, indexes: list[int]) -> dict[int, list[tuple[Box, str]]]:
-    """The ruled tables (two rows and two columns at least) of these pages, with where they stand."""
-    import pdfplumber
+class _Drawn:
+    """What pdfplumber's table finder reads of a page (its edges), from pdfium's paths."""
 
-    found: dict[int, list[tuple[Box, str]]] = {}
-    with pdfplumber.open(str(path), pages=[i + 1 for i in indexes]) as document:
-        for index, page in zip(indexes, document.pages, strict=True):
-            tables: list[tuple[Box, str]] = []
-            for table in page.find_tables():
-                rows: list[list[object]] = [
-                    [_CID.sub("", cell) if cell else cell for cell in row] for row in table.extract()
-                ]
-                if len(rows) >= 2 and max(len(row) for row in rows) >= 2:
-                    markdown = md_table(rows)
-                    if markdown.count("\n") >= 2:
-                        left, top, right, bottom = (float(v) for v in table.bbox)
-                        tables.append(((left, top, right, bottom), markdown))
-            page.close()
-            if tables:
-                found[index] = sorted(tables, key=lambda t: (t[0][1], t[0][0]))
-    return found
+    def __init__(self, edges: list[Edge], bbox: Box) -> None:
+        self.edges = edges
+        self.bbox = bbox
+
+
+_Char = tuple[str, float, float]  # a character and its centre (x, top); a space or line break: nan
+
+
+def _chars(textpage: Any, raw: str) -> list[_Char]:
+    """The page's characters in the text page's order with their centres, one pdfium call each."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    left, right, bottom, top = (ctypes.c_double() for _ in range(4))
+    nan = float("nan")
+    chars: list[_Char] = []
+    count = textpage.count_chars()
+    for index in range(count):
+        char = raw[index] if len(raw) == count else chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, index))
+        if char.isspace():
+            chars.append((char, nan, nan))  # a gap between words, wherever pdfium put it
+        elif pdfium_c.FPDFText_GetCharBox(textpage.raw, index, left, right, bottom, top):
+            chars.append((char, (left.value + right.value) / 2, -(bottom.value + top.value) / 2))
+    return chars
+
+
+def _inside(chars: list[_Char], box: Box) -> list[_Char]:
+    """The characters whose centres fall in the box (pdfplumber's rule), and the gaps between them."""
+    x0, top, x1, bottom = box
+    return [c for c in chars if c[1] != c[1] or (x0 <= c[1] < x1 and top <= c[2] < bottom)]
+
+
+def _cell_text(chars: list[_Char]) -> str:
+    """A cell's characters in the text page's order, a space wherever the page had a space or a line
+    break between two of them; a word hyphenated at a cell's line end joined."""
+    out: list[str] = []
+    gap = False
+    for char, x, _y in chars:
+        if x != x:  # nan: a space or line break of the text page
+            gap = gap or bool(out)
+        elif char == "\ufffe":  # pdfium's mark of a hyphen at a line end: the word goes on
+            gap = False
+        else:
+            if gap:
+                out.append(" ")
+            out.append(char)
+            gap = False
+    return _CONTROL.sub("", "".join(out))
+
+
+def _open_sides(boxes: list[Box], edges: list[Edge]) -> list[Edge]:
+    """Vertical edges where a table's horizontal rules end beyond its outer vertical ones: a table
+    ruled between its columns but open at its sides (as papers draw them) keeps its first and last
+    columns, which the rules alone would leave out."""
+    sides: list[Edge] = []
+    for x0, top, x1, bottom in boxes:
+        rules = [
+            e
+            for e in edges
+            if e["orientation"] == "h" and top - 3 <= e["top"] <= bottom + 3 and e["x0"] < x1 and e["x1"] > x0
+        ]
+        for at, reach in (
+            (min((e["x0"] for e in rules), default=x0), x0 - 3),
+            (max((e["x1"] for e in rules), default=x1), x1 + 3),
+        ):
+            ends = [e["top"] for e in rules if abs((e["x0"] if at < x0 else e["x1"]) - at) <= 3]
+            if (at < reach if at < x0 else at > reach) and len(ends) >= 2:
+                sides.append(_edge(at, min(ends), at, max(ends), "v"))
+    return sides
+
+
+def _tables(page: Any, textpage: Any, raw: str) -> list[tuple[Box, str]]:
+    """The page's ruled tables (two rows and two columns at least), top first, with where they stand.
+    pdfplumber's table finder (snapping, joining and intersecting the rules into cells) runs on the
+    rules pdfium found; only a page with two horizontal and two vertical rules loads pdfplumber."""
+    edges = _rules(page)
+    if (
+        sum(1 for e in edges if e["orientation"] == "h") < 2
+        or sum(1 for e in edges if e["orientation"] == "v") < 2
+    ):
+        return []
+    from pdfplumber.table import TableFinder
+
+    left, bottom, right, top = page.get_bbox()
+    bbox = (left, -top, right, -bottom)
+    finder = TableFinder(_Drawn(edges, bbox))  # type: ignore[arg-type]
+    if not finder.tables:
+        return []
+    sides = _open_sides([table.bbox for table in finder.tables], edges)
+    if sides:
+        finder = TableFinder(_Drawn(edges + sides, bbox))  # type: ignore[arg-type]
+    chars = _chars(textpage, raw)
+    tables: list[tuple[Box, str]] = []
+    for table in finder.tables:
+        rows: list[list[object]] = []
+        for row in table.rows:
+            in_row = _inside(chars, row.bbox)
+            rows.append([_cell_text(_inside(in_row, cell)) if cell else None for cell in row.cells])
+        if len(rows) >= 2 and max(len(row) for row in rows) >= 2:
+            markdown = md_table(rows)
+            if markdown.count("\n") >= 2:
+                box = tuple(float(v) for v in table.bbox)
+                tables.append(((box[0], box[1], box[2], box[3]), markdown))
+    return sorted(tables, key=lambda t: (t[0][1], t[0][0]))
 
 
 def _with_tables(page: Any, textpage: Any, tables: list[tuple[Box, str]]) -> str:
     """The page's text with each table in place: the text above it, beside it and below it, bounded by
     its box, and the table itself as Markdown instead of its cells' loose words."""
-    width, height = page.get_size()
+    page_left, page_bottom, page_right, page_top = page.get_bbox()
 
     def text(left: float, top: float, right: float, bottom: float) -> str:
         if right - left < 1 or bottom - top < 1:
             return ""
-        # pdfium counts from the page's bottom, pdfplumber from its top
-        return str(textpage.get_text_bounded(left, height - bottom, right, height - top)).strip("\r\n")
+        return str(textpage.get_text_bounded(left, -bottom, right, -top)).strip("\r\n")
 
-    parts, above = [], 0.0
+    parts, above = [], -page_top
     for (left, top, right, bottom), markdown in tables:
-        parts.append(text(0, above, width, top))
-        parts.append(text(0, top, left, bottom))
+        parts.append(text(page_left, above, page_right, top))
+        parts.append(text(page_left, top, left, bottom))
         parts.append("\n" + markdown + "\n")  # a blank line before and after: a block of its own
-        parts.append(text(right, top, width, bottom))
+        parts.append(text(right, top, page_right, bottom))
         above = max(above, bottom)
-    parts.append(text(0, above, width, height))
+    parts.append(text(page_left, above, page_right, -page_bottom))
     return "\n".join(p for p in parts if p.strip())
 
 
@@ -283,9 +421,9 @@ def pdf_pages(path: Path) -> list[str]:
     document = pdfium.PdfDocument(str(path))
     try:
         pages: list[list[str]] = []
-        ruled: list[int] = []
         styles: list[list[_Style]] = []
         raws: dict[int, str] = {}
+        tabled: dict[int, str] = {}  # the text of pages with tables, the tables in place
         for index, page in enumerate(document):
             textpage = page.get_textpage()
             try:
@@ -297,25 +435,18 @@ def pdf_pages(path: Path) -> list[str]:
                     styles.append(_styles(textpage, raw))
                     pages.append([])
                     raws[index] = raw
-                    if _ruled(page):
-                        ruled.append(index)
-            finally:
-                textpage.close()
-                page.close()
-        marks = _heading_marks(styles)
-        for index, raw in raws.items():
-            pages[index] = _page_lines(_marked(raw, marks[index]))
-        for index, tables in (_tables(path, ruled) if ruled else {}).items():
-            page = document[index]
-            textpage = page.get_textpage()
-            try:
-                text = _with_tables(page, textpage, tables)
-                pages[index] = _page_lines(_headings_again(text, _marked(raws[index], marks[index])))
+                    tables = _tables(page, textpage, raw)
+                    if tables:
+                        tabled[index] = _with_tables(page, textpage, tables)
             finally:
                 textpage.close()
                 page.close()
     finally:
         document.close()
+    marks = _heading_marks(styles)
+    for index, raw in raws.items():
+        marked = _marked(raw, marks[index])
+        pages[index] = _page_lines(_headings_again(tabled[index], marked) if index in tabled else marked)
     # a line at a page's edge that comes back (digits aside) on several pages is a header or footer
     repeats: Counter[str] = Counter()
     for lines in pages:
