@@ -222,11 +222,21 @@ class Docdb(Core):
         await self._send("DELETE", f"{KBS}/{kb}/datasets/{dataset}")
 
     async def parse(
-        self, kb: str, datasets: list[str], mode: int = 0, schema_name: str | None = None, force: bool = False
+        self,
+        kb: str,
+        datasets: list[str],
+        mode: int = 0,
+        schema_name: str | None = None,
+        force: bool = False,
+        incremental: bool = False,
     ) -> ParseResult:
         """Start one parse task per dataset (mode 0: vectors + graph, 1: vectors only); `wait()` on
-        the task ids. Conflict if a dataset is already parsed and `force` is false."""
-        body = {"datasets": datasets, "mode": mode, "schema_name": schema_name, "force": force}
+        the task ids. Each reads only the files added or changed since the KB's last parse of it
+        (`force`: every file). Conflict if a dataset is already parsed, unless `force` or `incremental`."""
+        body: dict[str, Any] = {"datasets": datasets, "mode": mode, "schema_name": schema_name}
+        body["force"] = force
+        if incremental:  # sent only when set: a docdb from before incremental parsing refuses the field
+            body["incremental"] = True
         return (await self._post(f"{KBS}/{kb}/parse", Data[ParseResult], body)).data
 
     # ------------------------------------------------------------ parse tasks

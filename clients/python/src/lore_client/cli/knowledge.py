@@ -90,7 +90,7 @@ def ingest(
         task: Task | None = None
         changed = any(u.status != "unchanged" for u in uploaded) or bool(deleted)
         if changed or dataset not in parsed:
-            started = lore.parse(kb, [dataset], mode=mode, schema_name=schema, force=dataset in parsed)
+            started = lore.parse(kb, [dataset], mode=mode, schema_name=schema, incremental=dataset in parsed)
             task = _wait(lore, started.tasks[0].task_id, quiet=as_json)
         chunks = lore.overview(kb, top_nodes=1, sample_relations=1).chunk_count
     summary: dict[str, Any] = {
