@@ -70,11 +70,42 @@ def test_one_memory_or_task_the_key_may_not_see_is_not_found() -> None:
     assert plan(TEAM, "gen", "GET", "/api/v1/gen/pipeline/status/t-1", {}).owned_task == "t-1"
 
 
-def test_the_shared_memory_graph_needs_kb_true() -> None:
+def test_the_memory_graph_needs_kb_true() -> None:
     with pytest.raises(Denied):
         plan(TEAM, "mem", "POST", "/api/v1/mem/kb/query", {})
     allowed = Limits("graph", memory=MemoryLimits(user_id="x", kb=True))
     plan(allowed, "mem", "POST", "/api/v1/mem/kb/query", {})
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/mem/kb/insert", "/api/v1/mem/kb/query", "/api/v1/mem/kb/insert/job-1"]
+)
+def test_every_memory_graph_call_carries_the_keys_own_workspace(path: str) -> None:
+    alice = Limits("a", memory=MemoryLimits(user_id="alice-*", agent_id="helper", kb=True))
+    bob = Limits("b", memory=MemoryLimits(user_id="bob", kb=True))
+    assert plan(alice, "mem", "POST", path, {}).query == {"workspace": "user_id=alice-*,agent_id=helper"}
+    assert plan(bob, "mem", "POST", path, {"workspace": "user_id=bob"}).query == {"workspace": "user_id=bob"}
+    with pytest.raises(Denied) as refused:  # naming the other's workspace
+        plan(bob, "mem", "POST", path, {"workspace": "user_id=alice-*,agent_id=helper"})
+    assert refused.value.status == 403
+    everyone = Limits("all", memory=MemoryLimits(kb=True))  # limits no id: the default workspace
+    assert plan(everyone, "mem", "POST", path, {}).query == {"workspace": "default"}
+
+
+def test_a_workspace_pattern_must_be_named_and_matched() -> None:
+    team = Limits("t", memory=MemoryLimits(user_id="x", kb=True, workspace="team-a-*"))
+    assert plan(team, "mem", "POST", "/api/v1/mem/kb/query", {"workspace": "team-a-1"}).query == {
+        "workspace": "team-a-1"
+    }
+    for named in ({}, {"workspace": "team-b-1"}):
+        with pytest.raises(Denied):
+            plan(team, "mem", "POST", "/api/v1/mem/kb/query", named)
+    fixed = Limits("f", memory=MemoryLimits(user_id="x", kb=True, workspace="ops"))
+    assert plan(fixed, "mem", "POST", "/api/v1/mem/kb/query", {}).query == {"workspace": "ops"}
+    with pytest.raises(Denied):
+        plan(fixed, "mem", "POST", "/api/v1/mem/kb/query", {"workspace": "default"})
+    with pytest.raises(Denied):  # a kb route without a rule
+        plan(fixed, "mem", "GET", "/api/v1/mem/kb/graph", {})
 
 
 def test_a_route_without_a_rule_is_refused_to_a_limited_key_only() -> None:

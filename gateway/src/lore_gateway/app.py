@@ -33,7 +33,7 @@ from lore_core.settings import DisplayConfig, GatewayConfig, Settings
 from lore_core.tasks import background
 from lore_core.web import build_from_environment, metrics_endpoint
 from lore_gateway.access import Access, Grant, Refusal
-from lore_gateway.guard import Guard, current_limits
+from lore_gateway.guard import Guard, current_limits, own_workspace
 from lore_gateway.mcp_endpoint import MCP_PATH, McpEndpoint
 from lore_gateway.models import (
     ConsoleLabels,
@@ -300,7 +300,11 @@ class Gateway:
                 memory=None
                 if memory is None
                 else MemoryScopeLimits(
-                    user_id=memory.user_id, agent_id=memory.agent_id, run_id=memory.run_id, kb=memory.kb
+                    user_id=memory.user_id,
+                    agent_id=memory.agent_id,
+                    run_id=memory.run_id,
+                    kb=memory.kb,
+                    workspace=(memory.workspace or own_workspace(memory)) if memory.kb else None,
                 ),
                 rate_per_second=grant.rate_per_second,
             )

@@ -8,6 +8,10 @@ owner, read first) and what to filter in the reply (lists keep what the key may 
 it may not see is a 404, as if it did not exist). A route `plan` does not know is refused to a limited
 key, so a route added later leaks nothing until it is given its rule.
 
+The knowledge-graph memory (mem kb) is partitioned by workspace: every kb call of a key with memory
+limits carries the workspace the key may use (`?workspace=`, put in or checked here; see
+`Limits.kb_workspace`), so it never reads or writes another workspace's graph.
+
 gen's task ids are remembered per key by the gateway process that started them (`OwnedTasks`): a
 limited key reads the status of its own tasks only.
 """
@@ -35,6 +39,8 @@ from lore_core.web import JSON_BODY_LIMIT
 from lore_gateway.proxy import Message, Proxy, Receive, Scope, Send
 
 SCOPE_IDS = ("user_id", "agent_id", "run_id")
+# mem kb's workspace of a call that names none (lore_mem.kb.models.DEFAULT_WORKSPACE).
+KB_DEFAULT_WORKSPACE = "default"
 GLOB = frozenset("*?[")
 OWNED_TASKS_KEPT = 100_000
 
@@ -110,6 +116,25 @@ class Limits:
                 )
         return out
 
+    def kb_workspace(self, given: Any) -> str:
+        """The memory-graph workspace of a kb call that names `given` (None: none): the key's own
+        workspace, put in, or the named one when it matches the key's `workspace` pattern."""
+        limits = self.memory
+        if limits is None:
+            return given if isinstance(given, str) and given else KB_DEFAULT_WORKSPACE
+        allowed = limits.workspace if limits.workspace is not None else own_workspace(limits)
+        if limits.workspace is not None and GLOB & set(allowed):
+            if given in (None, ""):
+                raise Denied(403, f"API key {self.key!r} is limited to workspace {allowed!r}: name one")
+            if not isinstance(given, str) or not fnmatchcase(given, allowed):
+                raise Denied(
+                    403, f"API key {self.key!r} may not use workspace {given!r} (limited to {allowed!r})"
+                )
+            return given
+        if given not in (None, "", allowed):
+            raise Denied(403, f"API key {self.key!r} may not use workspace {given!r} (its own: {allowed!r})")
+        return allowed
+
     def memory_visible(self, record: Any) -> bool:
         limits = self.memory
         if limits is None:
@@ -131,6 +156,13 @@ class Limits:
             return False
         metadata = task.get("metadata") or {}
         return self.kb_allowed(metadata.get("kb_name")) and self.dataset_allowed(metadata.get("dataset"))
+
+
+def own_workspace(limits: MemoryLimits) -> str:
+    """The memory-graph workspace of a key that names none: one per set of id limits, written out
+    (`user_id=alice-*`); the default workspace for a key that limits no id (it sees every memory)."""
+    named = [f"{name}={getattr(limits, name)}" for name in SCOPE_IDS if getattr(limits, name) is not None]
+    return ",".join(named) or KB_DEFAULT_WORKSPACE
 
 
 class OwnedTasks:
@@ -308,10 +340,14 @@ def _mem(limits: Limits, method: str, parts: list[str], query: dict[str, str]) -
     if parts[:1] == ["kb"]:
         if not memory.kb:
             raise Denied(
-                403,
-                f"API key {limits.key!r} is limited to some memories; the knowledge-graph memory is shared",
+                403, f"API key {limits.key!r} is limited to some memories and not given the memory graph (kb)"
             )
-        return Plan()
+        if parts not in (["kb", "insert"], ["kb", "query"]) and not (
+            len(parts) == 3 and parts[1] == "insert"
+        ):
+            raise Denied(403, "this route is not open to keys limited to memories")
+        # The key's workspace replaces whatever the call named (a wrong one is refused first).
+        return Plan(query={"workspace": limits.kb_workspace(query.get("workspace"))})
     if parts[:1] != ["vg"]:
         raise Denied(403, "this route is not open to keys limited to memories")
 

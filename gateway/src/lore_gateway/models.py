@@ -52,13 +52,14 @@ class OpenApiDocument(msgspec.Struct, kw_only=True):
 
 
 class MemoryScopeLimits(msgspec.Struct, kw_only=True):
-    """The memories a key may touch: a pattern or fixed value per id (null: any), and whether it
-    reaches the shared knowledge-graph memory."""
+    """The memories a key may touch: a pattern or fixed value per id (null: any), whether it reaches
+    the knowledge-graph memory, and which of its workspaces (a pattern, or the one it is given)."""
 
     user_id: str | None
     agent_id: str | None
     run_id: str | None
     kb: bool
+    workspace: str | None = None  # null when `kb` is false
 
 
 class KeySelf(msgspec.Struct, kw_only=True):

@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 import aiohttp
 import msgspec
@@ -369,8 +370,11 @@ class OpenAiRoutes:
         request_id = request_id_from(request.scope.get("headers", []))
         path, body = self._upstream(target, ask, query)
         if limits is not None:
-            try:  # the key's knowledge bases (or the memory graph), as on /api/v1/…
-                plan(limits, target.module, "POST", path, {}).body_checked(body)
+            try:  # the key's knowledge bases (or its workspace of the memory graph), as on /api/v1/…
+                checked = plan(limits, target.module, "POST", path, {})
+                body = checked.body_checked(body)
+                if checked.query:
+                    path = f"{path}?{urlencode(checked.query)}"
             except Denied as denied:
                 audit.record(
                     "refused", str(denied.status), key=limits.key, route=request.url.path, method="POST"

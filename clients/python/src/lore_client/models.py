@@ -431,6 +431,7 @@ class InsertJob(Model):
     id: str
     query: str
     status: str
+    workspace: str = "default"  # the memory graph's workspace it belongs to (see docs/mem.md)
     videocaption: str | None = None
     audiocaption: str | None = None
     imagecaption: str | None = None

@@ -164,13 +164,16 @@ class ServerConfig(Section):
 class MemoryLimits(msgspec.Struct, forbid_unknown_fields=True):
     """The memories a key may touch. Each of `user_id`, `agent_id`, `run_id` is a pattern (`team-a-*`,
     `?` and `[…]` too) the request's value must match, or a plain value the gateway also puts on every
-    request that leaves it out; unset: any. The knowledge-graph memory (`/mem/kb`) is one graph, not
-    split by these ids: a key with memory limits reaches it only with `kb: true`."""
+    request that leaves it out; unset: any. The knowledge-graph memory (`/mem/kb`) is partitioned by
+    workspace: a key with memory limits reaches it only with `kb: true`, and then only the workspaces
+    `workspace` allows (a pattern or a fixed value, as the ids); unset: a workspace of its own, named
+    after its id limits (`user_id=alice-*`), or the default workspace when it limits no id."""
 
     user_id: str | None = None
     agent_id: str | None = None
     run_id: str | None = None
     kb: bool = False
+    workspace: str | None = None
 
 
 class ApiKey(msgspec.Struct, forbid_unknown_fields=True):
