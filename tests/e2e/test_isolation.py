@@ -1,8 +1,8 @@
 """Isolation: two keys limited to their own knowledge bases, datasets and memories never see the other's.
 
 `lore-up` starts the stack with two limited keys and an admin key, and its own internal credential.
-Each key plants a secret word in its documents (and so its graph's entities), its memories and, for
-the key that may use it, the shared knowledge-graph memory. Then every route of the merged OpenAPI
+Each key plants a secret word in its documents (and so its graph's entities), its memories and its
+workspace of the knowledge-graph memory (mem kb). Then every route of the merged OpenAPI
 document, the table WebSocket, every MCP tool and the OpenAI-compatible routes are called by the other
 key with the first key's names and ids: no answer carries the first key's secret. A route missing from
 `REQUESTS` (a new one) fails the walk until it is given a request here. Afterwards the first key's data
@@ -43,6 +43,7 @@ class Tenant:
     user: str
     kb: str = ""
     dataset: str = ""
+    workspace: str = ""  # its workspace of the memory graph (the gateway gives it)
     ids: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -70,7 +71,7 @@ def _keys(a: Tenant, b: Tenant) -> list[dict[str, Any]]:
             "scopes": ["admin"],
             "knowledge_bases": ["team-a-*"],
             "datasets": ["team-a-*"],
-            # A pattern: each request names its user, within alice-*; may use the shared memory graph.
+            # A pattern: each request names its user, within alice-*; the memory graph in its own workspace.
             "memory": {"user_id": "alice-*", "kb": True},
         },
         {
@@ -80,7 +81,7 @@ def _keys(a: Tenant, b: Tenant) -> list[dict[str, Any]]:
             "knowledge_bases": ["team-b-*"],
             "datasets": ["team-b-*"],
             # A fixed value: the gateway puts user_id bob on every memory call of this key.
-            "memory": {"user_id": "bob"},
+            "memory": {"user_id": "bob", "kb": True},
         },
     ]
 
@@ -98,7 +99,7 @@ def _wait_for(read: Callable[[], Any], done: tuple[str, ...], limit: float = 60.
     return value
 
 
-def _plant(http: httpx.Client, t: Tenant, with_kb_memory: bool) -> None:
+def _plant(http: httpx.Client, t: Tenant) -> None:
     text = (
         f"The vault of {t.name} is guarded by Captain {t.secret}. Captain {t.secret} keeps the "
         f"ledger {t.secret} in the northern archive."
@@ -129,10 +130,9 @@ def _plant(http: httpx.Client, t: Tenant, with_kb_memory: bool) -> None:
     )
     assert r.status_code == 200, r.text
     t.ids["memory_id"] = r.json()["results"][0]["id"]
-    if with_kb_memory:
-        r = http.post("/api/v1/mem/kb/insert", data={"query": text}, headers=h)
-        assert r.status_code == 202, r.text
-        t.ids["job_id"] = r.json()["id"]
+    r = http.post("/api/v1/mem/kb/insert", data={"query": text}, headers=h)
+    assert r.status_code == 202, r.text
+    t.ids["job_id"] = r.json()["id"]
     r = http.post(
         "/api/v1/gen/pipeline/submit", json={"question": f"Who guards {t.name}?", "kb_name": t.kb}, headers=h
     )
@@ -148,8 +148,10 @@ def _plant(http: httpx.Client, t: Tenant, with_kb_memory: bool) -> None:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     work = tmp_path_factory.mktemp("isolation")
-    a = Tenant("team-a", "key-of-team-a", "Quorvalith", "alice-1", "team-a-kb", "team-a-docs")
-    b = Tenant("team-b", "key-of-team-b", "Zembrathine", "bob", "team-b-kb", "team-b-docs")
+    a = Tenant(
+        "team-a", "key-of-team-a", "Quorvalith", "alice-1", "team-a-kb", "team-a-docs", "user_id=alice-*"
+    )
+    b = Tenant("team-b", "key-of-team-b", "Zembrathine", "bob", "team-b-kb", "team-b-docs", "user_id=bob")
     ports = {name: free_port() for name in ("gateway", "docdb", "gen", "mem")}
     env = {
         "LORE_CONFIG_DIR": str(ROOT / "config"),
@@ -172,15 +174,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     try:
         launcher.wait_healthy(f"{url}/health", timeout=120)
         with httpx.Client(base_url=url, timeout=60) as http:
-            _plant(http, a, with_kb_memory=True)
-            _plant(http, b, with_kb_memory=False)
+            _plant(http, a)
+            _plant(http, b)
             for t in (a, b):
                 task = f"{TASKS}/{t.ids['task_id']}"
                 status = _wait_for(partial(_status, http, task, t), ("completed", "failed"))
                 assert status == "completed", f"{t.name}'s parse: {status}"
-            job = f"/api/v1/mem/kb/insert/{a.ids['job_id']}"
-            status = _wait_for(partial(_status, http, job, a), ("done", "failed"))
-            assert status == "done", f"the memory graph insert: {status}"
+                job = f"/api/v1/mem/kb/insert/{t.ids['job_id']}"
+                status = _wait_for(partial(_status, http, job, t), ("done", "failed"))
+                assert status == "done", f"{t.name}'s memory graph insert: {status}"
         services = {n: f"http://127.0.0.1:{ports[n]}" for n in ("docdb", "gen", "mem")}
         yield Stack(url, services, log, a, b)
     finally:
@@ -305,13 +307,29 @@ REQUESTS: dict[tuple[str, str], list[Callable[[Tenant], dict[str, Any]]]] = {
         _json(lambda o: {"query": "locker code word", "user_id": o.user}),
         _json(lambda o: {"query": "locker code word"}),
     ],
-    ("POST", "/api/v1/mem/kb/insert"): [lambda o: {"data": {"query": "planted by the other key"}}],
-    ("GET", "/api/v1/mem/kb/insert/{job_id}"): [_none],
+    ("POST", "/api/v1/mem/kb/insert"): [
+        lambda o: {"data": {"query": _planted(o)}},
+        # Naming the owner's workspace is refused (and plants nothing there).
+        lambda o: {"data": {"query": _planted(o)}, "params": {"workspace": o.workspace}},
+    ],
+    ("GET", "/api/v1/mem/kb/insert/{job_id}"): [_none, _query(lambda o: {"workspace": o.workspace})],
     ("POST", "/api/v1/mem/kb/query"): [
-        _json(lambda o: {"query": _ask(o), "mode": "naive"}),
-        _json(lambda o: {"query": _ask(o), "mode": "hybrid", "stream": True}),
+        _json(lambda o, mode=mode, stream=stream: {"query": _ask(o), "mode": mode, "stream": stream})
+        for mode in ("naive", "local", "global", "hybrid")
+        for stream in (False, True)
+    ]
+    + [
+        lambda o: {"json": {"query": _ask(o), "mode": "hybrid"}, "params": {"workspace": o.workspace}},
+        lambda o: {"json": {"query": _ask(o), "stream": True}, "params": {"workspace": o.workspace}},
     ],
 }
+
+
+def _planted(owner: Tenant) -> str:
+    """What the other key inserts into the memory graph, aimed at `owner`: it lands in its own workspace."""
+    return f"Planted by the other key: the Moonlit Heron archive of {owner.name}."
+
+
 MODULES = ("/api/v1/docdb/", "/api/v1/gen/", "/api/v1/mem/")
 
 
@@ -348,16 +366,23 @@ def _leaks(text: str, owner: Tenant) -> bool:
 # ------------------------------------------------------------------ the tests
 
 
-def test_each_key_sees_its_own_secret_where_it_planted_it(stack: Stack) -> None:
+@pytest.mark.parametrize("tenant", ["a", "b"])
+def test_each_key_sees_its_own_secret_where_it_planted_it(stack: Stack, tenant: str) -> None:
     """The control: the walk below could not pass by finding nothing anywhere."""
-    a = stack.a
-    with httpx.Client(base_url=stack.url, timeout=60, headers=a.headers) as http:
-        found = http.post("/api/v1/docdb/retrieve", json={"query": _ask(a), "kb_id": a.kb}).text
-        graph = http.get(f"{KB}/{a.kb}/graph").text
-        memories = http.get("/api/v1/mem/vg", params={"user_id": a.user}).text
-        memory_graph = http.post("/api/v1/mem/kb/query", json={"query": _ask(a), "mode": "naive"}).text
-    for text in (found, graph, memories, memory_graph):
-        assert _leaks(text, a), text[:500]
+    t = stack.a if tenant == "a" else stack.b
+    with httpx.Client(base_url=stack.url, timeout=60, headers=t.headers) as http:
+        found = http.post("/api/v1/docdb/retrieve", json={"query": _ask(t), "kb_id": t.kb}).text
+        graph = http.get(f"{KB}/{t.kb}/graph").text
+        memories = http.get("/api/v1/mem/vg", params={"user_id": t.user}).text
+        texts = [found, graph, memories]
+        for mode in ("naive", "local", "hybrid"):
+            for stream in (False, True):
+                ask = {"query": _ask(t), "mode": mode, "stream": stream}
+                texts.append(http.post("/api/v1/mem/kb/query", json=ask).text)
+        job = http.get(f"/api/v1/mem/kb/insert/{t.ids['job_id']}").json()
+        assert job["status"] == "done" and job["workspace"] == t.workspace, job
+    for text in texts:
+        assert _leaks(text, t), text[:500]
 
 
 @pytest.mark.parametrize("direction", ["b_reads_a", "a_reads_b"])
@@ -393,6 +418,14 @@ def test_every_route_called_by_the_other_key_never_returns_the_secret(stack: Sta
             "other key" in str(m.get("memory"))
             for m in http.get("/api/v1/mem/vg", params={"user_id": owner.user}, headers=h).json()["results"]
         )
+
+        # The other key's memory-graph insert went to its own workspace, never the owner's.
+        def answer(t: Tenant) -> str:
+            ask = {"query": "Which archive was planted by the other key?", "mode": "naive"}
+            return http.post("/api/v1/mem/kb/query", json=ask, headers=t.headers).text
+
+        _wait_for(lambda: _planted(owner) in answer(caller), (True,), limit=30)
+        assert _planted(owner) not in answer(owner) and _leaks(answer(owner), owner)
 
 
 def test_the_table_stream_refuses_another_keys_knowledge_base(stack: Stack) -> None:
@@ -455,6 +488,13 @@ def test_every_mcp_tool_called_by_the_other_key_never_returns_the_secret(stack: 
             {"name": "knowledge_search", "arguments": MCP_ARGUMENTS["knowledge_search"](a)},
         )
         assert _leaks(json.dumps(own, ensure_ascii=False), a), own
+        own = _mcp(
+            http,
+            a,
+            "tools/call",
+            {"name": "kb_memory_query", "arguments": MCP_ARGUMENTS["kb_memory_query"](a)},
+        )
+        assert _leaks(json.dumps(own, ensure_ascii=False), a), own
         listed = _mcp(http, b, "tools/call", {"name": "knowledge_bases", "arguments": {}})
         assert b.kb in json.dumps(listed) and a.kb not in json.dumps(listed)
 
@@ -463,9 +503,8 @@ def test_openai_routes_list_and_answer_only_the_keys_knowledge_bases(stack: Stac
     a, b = stack.a, stack.b
     with httpx.Client(base_url=stack.url, timeout=60) as http:
         models = {m["id"] for m in http.get("/v1/models", headers=b.headers).json()["data"]}
-        assert b.kb in models and a.kb not in models and "mem:kb" not in models
-        assert "mem:kb" in {m["id"] for m in http.get("/v1/models", headers=a.headers).json()["data"]}
-        for model, stream in ((a.kb, False), (a.kb, True), ("mem:kb", False)):
+        assert b.kb in models and a.kb not in models and "mem:kb" in models
+        for model, stream in ((a.kb, False), (a.kb, True)):
             response = http.post(
                 "/v1/chat/completions",
                 json={"model": model, "messages": [{"role": "user", "content": _ask(a)}], "stream": stream},
@@ -473,6 +512,15 @@ def test_openai_routes_list_and_answer_only_the_keys_knowledge_bases(stack: Stac
             )
             assert response.status_code == 403, response.text
             assert not _leaks(response.text, a)
+        # mem:kb answers each key from its own workspace of the memory graph.
+        for model in ("mem:kb", "mem:kb:local", "mem:kb:global"):
+            for stream in (False, True):
+                ask = {"model": model, "messages": [{"role": "user", "content": _ask(a)}], "stream": stream}
+                response = http.post("/v1/chat/completions", json=ask, headers=b.headers)
+                assert response.status_code == 200, response.text
+                assert not _leaks(response.text, a), (model, stream)
+        ask = {"model": "mem:kb:naive", "messages": [{"role": "user", "content": _ask(a)}]}
+        assert _leaks(http.post("/v1/chat/completions", json=ask, headers=a.headers).text, a)
 
 
 def test_keys_self_shows_the_calling_keys_limits(stack: Stack) -> None:
@@ -481,7 +529,13 @@ def test_keys_self_shows_the_calling_keys_limits(stack: Stack) -> None:
         assert http.get("/api/v1/keys/self").status_code == 401
     assert body["name"] == "team-b" and body["auth"] is True
     assert body["knowledge_bases"] == ["team-b-*"] and body["datasets"] == ["team-b-*"]
-    assert body["memory"] == {"user_id": "bob", "agent_id": None, "run_id": None, "kb": False}
+    assert body["memory"] == {
+        "user_id": "bob",
+        "agent_id": None,
+        "run_id": None,
+        "kb": True,
+        "workspace": "user_id=bob",
+    }
     assert stack.b.key not in json.dumps(body)
 
 
@@ -506,9 +560,27 @@ def test_concurrent_writes_under_both_keys_stay_apart(stack: Stack) -> None:
                 )
                 assert r.status_code == 200, r.text
 
+            async def remember(t: Tenant, n: int) -> str:
+                text = f"Beacon {t.name}-{n} shines over the harbour of {t.name}."
+                r = await http.post("/api/v1/mem/kb/insert", data={"query": text}, headers=t.headers)
+                assert r.status_code == 202, r.text
+                return str(r.json()["id"])
+
             jobs = [add(t, n) for n in range(8) for t in (stack.a, stack.b)]
             jobs += [upload(t, n) for n in range(4) for t in (stack.a, stack.b)]
-            await asyncio.gather(*jobs)
+            inserts = [(t, remember(t, n)) for n in range(3) for t in (stack.a, stack.b)]
+            ids = await asyncio.gather(*jobs, *(insert for _, insert in inserts))
+            for (t, _), job_id in zip(inserts, ids[len(jobs) :], strict=True):
+                async with asyncio.timeout(60):
+                    while (await http.get(f"/api/v1/mem/kb/insert/{job_id}", headers=t.headers)).json()[
+                        "status"
+                    ] not in ("done", "failed"):
+                        await asyncio.sleep(0.05)
+            for t in (stack.a, stack.b):
+                other = stack.b if t is stack.a else stack.a
+                ask = {"query": "Which beacon shines over the harbour?", "mode": "naive"}
+                seen = (await http.post("/api/v1/mem/kb/query", json=ask, headers=t.headers)).text
+                assert f"Beacon {t.name}-" in seen and f"Beacon {other.name}-" not in seen, seen[:500]
             a_list = (
                 await http.get("/api/v1/mem/vg", params={"user_id": "alice-2"}, headers=stack.a.headers)
             ).json()

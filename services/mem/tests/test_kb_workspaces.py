@@ -15,6 +15,7 @@ from lore_common.testing.asgi import AppClient
 from lore_common.testing.flows import INSERT, QUERY
 from lore_core.settings import DatabaseConfig
 from lore_mem.database import SCHEMA
+from lore_mem.kb.store import collection_name
 
 SECRETS = {"team-a": "Quorvalith", "team-b": "Zembrathine"}
 MODES = ("naive", "local", "global", "hybrid")
@@ -81,6 +82,10 @@ async def test_each_workspace_reads_and_writes_only_its_own_graph(mem: AppClient
     assert (await mem.get(f"{INSERT}/{jobs['team-a']}")).status_code == 404
     for answer in await _answers(mem, None):  # the default workspace holds neither
         assert not any(secret in answer for secret in SECRETS.values())
+    # Asking a workspace nothing was inserted into finds nothing, and makes no vector collections.
+    for answer in await _answers(mem, "team-c"):
+        assert not any(secret in answer for secret in SECRETS.values())
+    assert await mem.app.state.kb.store.vectors.dimension(collection_name("kb_chunks", "team-c")) is None
     assert (await mem.app.state.kb.store.counts())["chunks"] == 0
 
 

@@ -441,9 +441,11 @@ class KbService:
 
     async def retrieve(self, question: str, mode: str, workspace: str = DEFAULT_WORKSPACE) -> Context:
         """What the workspace's graph holds about the question, by mode."""
-        store = await self.store.in_workspace(workspace)
-        vector = np.asarray(await self.embedder.embed_query(question), dtype=np.float32).reshape(-1)
         context = Context()
+        store = await self.store.existing(workspace)
+        if store is None:  # nothing was inserted into it: it holds nothing to find
+            return context
+        vector = np.asarray(await self.embedder.embed_query(question), dtype=np.float32).reshape(-1)
         if mode in ("local", "hybrid"):
             await self._local(store, context, question, vector)
         if mode in ("naive", "hybrid"):

@@ -129,6 +129,17 @@ class KbStore:
             await store.ensure()
         return store
 
+    async def existing(self, workspace: str) -> KbStore | None:
+        """The store of `workspace` to read, or None when nothing was ever inserted into it (a query
+        naming any workspace makes no collections)."""
+        store = self._workspaces.get(workspace)
+        if store is not None and store._ensured:
+            return store
+        probe = store or KbStore(self.engine, self.vectors, self.dim, workspace)
+        if await self.vectors.dimension(probe.chunk_vectors.name) is None:
+            return None
+        return await self.in_workspace(workspace)
+
     async def ensure(self) -> None:
         """Check the vector collections (the tables come from mem's migrations)."""
         for collection in (self.chunk_vectors, self.entity_vectors, self.community_vectors):
