@@ -334,15 +334,20 @@ async def test_an_mcp_client_lists_the_tools_and_uses_memory_and_knowledge(stack
         assert "kb" in tools["generate_table"].input_schema["properties"]
         # A list tool answers one JSON array, not one text block per object.
         listed = await client.call_tool("knowledge_bases", {})
-        assert len(listed.content) == 1 and "facts" in {
-            kb["name"] for kb in json.loads(listed.content[0].text)
-        }
+        bases = json.loads(listed.content[0].text)
+        assert (
+            len(listed.content) == 1 and isinstance(bases, list) and "facts" in {kb["name"] for kb in bases}
+        )
         added = await client.call_tool(
             "memory_add", {"text": "I am allergic to peanuts.", "user_id": "mcp-alice"}
         )
         assert not added.is_error, added.content
         found = await client.call_tool("memory_search", {"query": "peanut allergy", "user_id": "mcp-alice"})
         assert not found.is_error and "peanut" in json.dumps(found.structured_content).lower()
+        await client.call_tool("memory_add", {"text": "I live in Lisbon.", "user_id": "mcp-alice"})
+        remembered = await client.call_tool("memory_list", {"user_id": "mcp-alice"})
+        memories = json.loads(remembered.content[0].text)  # two objects: one array in one block
+        assert len(remembered.content) == 1 and isinstance(memories, list) and len(memories) == 2
         asked = await client.call_tool(
             "knowledge_ask", {"kb": "facts", "question": "Who developed the first compiler?"}
         )
