@@ -527,6 +527,9 @@ def test_keys_self_shows_the_calling_keys_limits(stack: Stack) -> None:
     with httpx.Client(base_url=stack.url, timeout=10) as http:
         body = http.get("/api/v1/keys/self", headers=stack.b.headers).json()
         assert http.get("/api/v1/keys/self").status_code == 401
+        document = http.get("/schema/openapi.json").json()
+    reply = document["paths"]["/api/v1/keys/self"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert reply["schema"]["$ref"].rsplit("/", 1)[-1] in document["components"]["schemas"]
     assert body["name"] == "team-b" and body["auth"] is True
     assert body["knowledge_bases"] == ["team-b-*"] and body["datasets"] == ["team-b-*"]
     assert body["memory"] == {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 import os
 import sys
 import uuid
@@ -376,5 +377,50 @@ def test_api_keys_reach_http_routes_and_the_table_stream(stack: Stack, tmp_path:
             assert isinstance(keyed.list_datasets(), list)
             events = list(keyed.table_stream("What do we know about Zorblax?"))
             assert events[-1].type in ("result", "error")
+    finally:
+        gateway.stop()
+
+
+def test_keys_self_and_the_memory_graph_through_a_key_limited_to_memories(
+    stack: Stack, tmp_path: Path
+) -> None:
+    from lore_gateway.access import key_hash
+
+    port = free_port()
+    keys = [
+        {"name": "open", "key_sha256": key_hash("open-key"), "scopes": ["admin"]},
+        {
+            "name": "ops",
+            "key_sha256": key_hash("ops-key"),
+            "scopes": ["write"],
+            "modules": ["mem"],
+            "memory": {"agent_id": "ops-bot", "kb": True},
+        },
+    ]
+    env = {**stack.env, "LORE__GATEWAY__PORT": str(port), "LORE__GATEWAY__API_KEYS": json.dumps(keys)}
+    gateway = ServerProcess([sys.executable, "-m", "lore_gateway"], env=env, log_path=tmp_path / "gw.log")
+    secret = f"Velmarith{uuid.uuid4().hex[:6]}"
+    try:
+        gateway.wait_healthy(f"http://127.0.0.1:{port}/health", timeout=60)
+        url = f"http://127.0.0.1:{port}"
+        with Lore(url, api_key="ops-key") as ops, Lore(url, api_key="open-key") as admin:
+            me = ops.keys_self()
+            assert me.auth and me.name == "ops" and me.scope == "write" and me.modules == ["mem"]
+            assert me.memory is not None and me.memory.agent_id == "ops-bot" and me.memory.kb
+            assert me.memory.workspace == "agent_id=ops-bot"
+            assert admin.keys_self().memory is None
+            # The limited key's insert goes to its workspace; the client follows it there.
+            job = ops.wait_insert(ops.kb_insert(f"Captain {secret} keeps the ops runbook."), timeout=60)
+            assert job.status == "done" and job.workspace == "agent_id=ops-bot"
+            assert secret in ops.kb_query("Who keeps the ops runbook?", mode="naive").rag_memory
+            # An open key reads it only by naming the workspace; the default workspace does not hold it.
+            named = admin.kb_query("Who keeps the ops runbook?", mode="naive", workspace="agent_id=ops-bot")
+            assert secret in named.rag_memory
+            assert secret not in admin.kb_query("Who keeps the ops runbook?", mode="naive").rag_memory
+            streamed = list(admin.kb_query_stream("Who keeps the ops runbook?", workspace="agent_id=ops-bot"))
+            assert secret in str(streamed[-1].data)
+            with pytest.raises(AuthenticationError) as refused:  # the limited key naming another workspace
+                ops.kb_query("Who keeps the ops runbook?", workspace="default")
+            assert refused.value.status == 403
     finally:
         gateway.stop()

@@ -62,6 +62,7 @@ MIRRORS: list[tuple[type[m.Model], str, str, str, str]] = [
     (m.HistoryRecord, "mem", "get", "/api/v1/mem/vg/{memory_id}/history", "[]"),
     (m.InsertJob, "mem", "get", "/api/v1/mem/kb/insert/{job_id}", ""),
     (m.KbAnswer, "mem", "post", "/api/v1/mem/kb/query", ""),
+    (m.KeySelf, "gateway", "get", "/api/v1/keys/self", ""),
 ]
 
 # Fields a model shares between routes that one of those routes does not send: (model, path) -> fields.
@@ -100,6 +101,11 @@ def _documents() -> Iterator[tuple[str, dict[str, Any]]]:
         for name, create_app in factories.items():
             app = create_app(settings_in(Path(tmp) / name, name))
             yield name, app.openapi_schema.to_schema()
+    # The gateway's own routes, as the merged document lists them.
+    from lore_gateway.app import gateway_openapi
+
+    paths, schemas = gateway_openapi()
+    yield "gateway", {"paths": paths, "components": {"schemas": schemas}}
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 import aiohttp
+import msgspec
 from litestar import Litestar, MediaType, Request, Response, get
 from litestar.datastructures import CacheControlHeader
 from litestar.middleware import DefineMiddleware
@@ -50,6 +51,34 @@ from lore_gateway.proxy import Proxy, Receive, Scope, Send
 NAME = "lore"
 OPENAPI_PATH = "/schema/openapi.json"
 CONSOLE = Path(__file__).with_name("console")
+
+
+KEYS_SELF = "/api/v1/keys/self"
+
+
+def gateway_openapi() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The gateway's own `/api/v1` routes for the merged OpenAPI document (its paths, its schemas): the
+    gateway serves no document of its own, so a client learns them here with the services' routes."""
+    (reply,), schemas = msgspec.json.schema_components([KeySelf], ref_template="#/components/schemas/{name}")
+    paths = {
+        KEYS_SELF: {
+            "get": {
+                "summary": "The calling key's scopes and limits",
+                "description": "Never the key itself. Without keys configured, `auth` is false and "
+                "everything is open. See docs/security.md.",
+                "operationId": "KeysSelf",
+                "tags": ["keys"],
+                "responses": {
+                    "200": {
+                        "description": "the key's limits",
+                        "content": {"application/json": {"schema": reply}},
+                    },
+                    "401": {"description": "a missing or wrong API key (the one error body)"},
+                },
+            }
+        }
+    }
+    return paths, schemas
 
 
 class Gateway:
@@ -241,6 +270,9 @@ class Gateway:
             },
             components={"schemas": {}},
         )
+        own_paths, own_schemas = gateway_openapi()
+        merged.paths.update(own_paths)
+        merged.components["schemas"].update(own_schemas)
         missing: list[str] = []
         timeout = aiohttp.ClientTimeout(total=self.config.health_timeout * 2)
         for name, upstream in self.proxy.downstreams.items():
@@ -335,7 +367,7 @@ class Gateway:
                 body.detail = f"downstream down: {', '.join(failing)}"
             return Response(body, status_code=503 if failing else 200, media_type=MediaType.JSON)
 
-        @get("/api/v1/keys/self", summary="The calling key's scopes and limits")
+        @get(KEYS_SELF, summary="The calling key's scopes and limits")
         async def key_self(request: Request[Any, Any, Any]) -> Response[KeySelf]:
             return gateway.key_self(request)
 

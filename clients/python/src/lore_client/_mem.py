@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import msgspec
 
@@ -120,29 +121,48 @@ class Mem(Core):
         video: str | Path | None = None,
         audio: str | Path | None = None,
         image: str | Path | None = None,
+        workspace: str | None = None,
     ) -> InsertJob:
-        """Queue text (and media, transcribed or captioned first) for the knowledge-graph memory;
-        returns the job at once (`wait()` on it)."""
+        """Queue text (and media, transcribed or captioned first) for the knowledge-graph memory, in
+        `workspace` (None: the default one, or the one the API key is given); returns the job at once
+        (`wait_insert()` on it)."""
         media = {name: Path(p) for name, p in (("video", video), ("audio", audio), ("image", image)) if p}
         # Always multipart (the route's encoding), even with text alone.
         files: dict[str, Any] = {"query": (None, text.encode())}
         for name, path in media.items():
             files[name] = (path.name, await asyncio.to_thread(path.read_bytes))
-        return await self._post("mem/kb/insert", InsertJob, files=files)
+        job = await self._post("mem/kb/insert", InsertJob, files=files, params=_workspace(workspace))
+        if workspace:  # the 202 names no workspace; following the job needs it
+            job = msgspec.structs.replace(job, workspace=workspace)
+        return job
 
-    async def kb_insert_status(self, job_id: str) -> InsertJob:
-        return await self._get(f"mem/kb/insert/{job_id}", InsertJob)
+    async def kb_insert_status(self, job_id: str, *, workspace: str | None = None) -> InsertJob:
+        return await self._get(f"mem/kb/insert/{job_id}", InsertJob, **_workspace(workspace))
 
-    async def kb_query(self, query: str, *, mode: str = "hybrid", use_pm: bool = False) -> KbAnswer:
-        """An answer from the knowledge-graph memory: `hybrid`, `local`, `global` or `naive`."""
-        return await self._post("mem/kb/query", KbAnswer, {"query": query, "mode": mode, "use_pm": use_pm})
+    async def kb_query(
+        self, query: str, *, mode: str = "hybrid", use_pm: bool = False, workspace: str | None = None
+    ) -> KbAnswer:
+        """An answer from the knowledge-graph memory (`workspace`'s; None: the default one, or the one
+        the API key is given): `hybrid`, `local`, `global` or `naive`."""
+        return await self._post(
+            "mem/kb/query",
+            KbAnswer,
+            {"query": query, "mode": mode, "use_pm": use_pm},
+            params=_workspace(workspace),
+        )
 
     async def kb_query_stream(
-        self, query: str, *, mode: str = "hybrid", use_pm: bool = False
+        self, query: str, *, mode: str = "hybrid", use_pm: bool = False, workspace: str | None = None
     ) -> AsyncIterator[ChatEvent]:
         """`kb_query` as server-sent events: `passages`, `delta`…, `citations`, then `done` with the body
         `kb_query` returns; a failure is `error {code, message}`, then `done` with `{detail}`."""
+        path = "mem/kb/query" + (f"?{urlencode(_workspace(workspace))}" if workspace else "")
         async for name, data in self._events(
-            "mem/kb/query", {"query": query, "mode": mode, "use_pm": use_pm, "stream": True}
+            path, {"query": query, "mode": mode, "use_pm": use_pm, "stream": True}
         ):
             yield ChatEvent(event=name, data=data)
+
+
+def _workspace(workspace: str | None) -> dict[str, str]:
+    """The memory graph's `?workspace=` (none: the default one, or the one the gateway gives the key)."""
+    return {"workspace": workspace} if workspace else {}

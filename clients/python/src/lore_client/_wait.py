@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Literal, TypeVar
 
 from lore_client._docdb import Docdb
@@ -73,9 +74,11 @@ class Waiter(Docdb, Gen, Mem):
         interval: float = 0.5,
         on_progress: ProgressCallback | None = None,
     ) -> InsertJob:
-        """Wait for a `kb` memory insert; returns it `done` (then it is queryable)."""
-        job_id = job if isinstance(job, str) else job.id
-        return await _poll("kb_insert", job_id, self.kb_insert_status, timeout, interval, on_progress)
+        """Wait for a `kb` memory insert; returns it `done` (then it is queryable). A job id alone is
+        followed in the default workspace (or the one the API key is given)."""
+        job_id, workspace = (job, None) if isinstance(job, str) else (job.id, job.workspace)
+        status = partial(self.kb_insert_status, workspace=workspace)
+        return await _poll("kb_insert", job_id, status, timeout, interval, on_progress)
 
 
 def progress_of(kind: Kind, state: Task | TableTask | TreeTask | InsertJob) -> TaskProgress:

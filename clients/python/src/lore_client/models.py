@@ -23,6 +23,31 @@ class Info(Model):
     version: str
 
 
+class MemoryScopeLimits(Model):
+    """The memories a key may touch: a pattern or fixed value per id (None: any), whether it reaches the
+    memory graph (`kb`) and in which workspace (a pattern, or the one it is given)."""
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    kb: bool = False
+    workspace: str | None = None
+
+
+class KeySelf(Model):
+    """The calling key's scopes and limits (never the key); `auth` false: no keys, everything open.
+    Empty lists and a None `memory` mean no limit of that kind."""
+
+    auth: bool
+    name: str | None = None
+    scope: str = ""
+    modules: list[str] = []
+    knowledge_bases: list[str] = []
+    datasets: list[str] = []
+    memory: MemoryScopeLimits | None = None
+    rate_per_second: float | None = None
+
+
 class Health(Model):
     status: str
     version: str = ""
@@ -431,7 +456,7 @@ class InsertJob(Model):
     id: str
     query: str
     status: str
-    workspace: str = "default"  # the memory graph's workspace it belongs to (see docs/mem.md)
+    workspace: str | None = None  # its memory graph's workspace (the status says it, the 202 does not)
     videocaption: str | None = None
     audiocaption: str | None = None
     imagecaption: str | None = None

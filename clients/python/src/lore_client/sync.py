@@ -144,6 +144,7 @@ class Lore:
     # system
     info = _Blocking(AsyncLore.info)
     health = _Blocking(AsyncLore.health)
+    keys_self = _Blocking(AsyncLore.keys_self)
     # docdb: datasets, files and uploads
     list_datasets = _Blocking(AsyncLore.list_datasets)
     create_dataset = _Blocking(AsyncLore.create_dataset)
