@@ -61,6 +61,20 @@ def test_pdf_ruled_table_becomes_a_markdown_table_where_it_stood() -> None:
     assert "Route Departs" not in text  # the cells' words are not also left loose
 
 
+def test_pdf_headings_in_body_type_and_a_table_open_at_its_sides() -> None:
+    text = text_of("headings.pdf")
+    headings = [line for line in text.splitlines() if line.startswith("#")]
+    assert [h.lstrip("#").strip() for h in headings] == ["Harbour Notes", "Winter hours"]  # bold; italic
+    assert in_order(
+        text,
+        "The harbour opens at dawn",
+        "In winter the gates close",
+        # ruled across and between its columns only: its first and last columns are kept
+        "| # of boats | Pier | Fee |\n|---|---|---|\n| 12 | North | 5 pounds |\n| 30 | South | 8 pounds |",
+        "\\# 40 berths in all",  # a line of text that starts with `#` is not taken for a heading
+    )
+
+
 def test_docx_keeps_headings_lists_and_the_table_where_it_stood() -> None:
     text = text_of("sample.docx")
     assert in_order(

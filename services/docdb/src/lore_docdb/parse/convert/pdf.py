@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from lore_docdb.parse.convert.common import PAGE_BREAK, md_table
 
@@ -50,6 +50,37 @@ def _page_lines(raw: str) -> list[str]:
     return [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
 
 
+_RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")  # Hebrew and Arabic letters
+
+
+def _ligatures_in_order(textpage: Any, raw: str) -> str:
+    """Right-to-left text whose ligatures (Arabic lam-alef) come out of pdfium reversed: the letters
+    of one glyph, which share its box, are put back in their logical order."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    if len(raw) != textpage.count_chars() or not _RTL.search(raw):
+        return raw
+    chars = list(raw)
+    left, right, bottom, top = (ctypes.c_double() for _ in range(4))
+    boxes: list[tuple[float, ...] | None] = []
+    for index, char in enumerate(chars):
+        found = _RTL.match(char) and pdfium_c.FPDFText_GetCharBox(
+            textpage.raw, index, left, right, bottom, top
+        )
+        boxes.append((left.value, right.value, bottom.value, top.value) if found else None)
+    index = 0
+    while index < len(chars):
+        end = index + 1
+        while end < len(chars) and boxes[index] is not None and boxes[end] == boxes[index]:
+            end += 1
+        if end - index > 1:
+            chars[index:end] = reversed(chars[index:end])
+        index = end
+    return "".join(chars)
+
+
 def _edges(lines: list[str]) -> list[int]:
     """Indexes of the first and last non-empty lines of a page."""
     filled = [i for i, line in enumerate(lines) if line.strip()]
@@ -74,91 +105,201 @@ def _ocr_page(page: object) -> str:
         bitmap.close()
 
 
-_Style = tuple[int, float, bool]  # a line of a page: its length, type size and whether it is bold
+class _Style(NamedTuple):
+    """A line of a page as the heading guess sees it."""
+
+    length: int  # characters, the line's ends stripped
+    size: float  # its type size (the height of its first characters' font boxes), in half points
+    bold: bool  # its first and last characters are bold (by the font's weight or its name)
+    italic: bool
+    font: str  # the font of its first and last characters (without a subset's prefix), "" if they differ
+    ends: bool  # it ends a sentence (or is empty): a line after it starts a block of its own
+
+
+class _Mark(NamedTuple):
+    """A line taken for a heading: its level, its type size, whether it is larger than the body's."""
+
+    level: int
+    size: float
+    larger: bool
+
+
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
 _SENTENCE_END = (".", ",", ";", ":", "\ufffe")
+_BOLD_NAME = re.compile(r"bold|black|heavy|demi|semibold|^(cm|sf|ec|lm|tc)bx|[-,](bd|b)$", re.IGNORECASE)
+_ITALIC_NAME = re.compile(r"italic|oblique|^(cm|sf|ec|lm)(ti|sl)\d", re.IGNORECASE)
+_MONO_NAME = re.compile(r"mono|courier|consol|code|^(cm|sf|ec|lm)tt", re.IGNORECASE)
+_CODE = re.compile(r"\w\(|[_=;{}<>`]")  # a call, an identifier, an assignment: code, not a title
+_FONT_ITALIC = 1 << 6  # the PDF font descriptor's Italic flag
+_FONT_FORCE_BOLD = 1 << 18
+
+
+def _font(textpage: Any, index: int, buffer: Any, flags: Any) -> tuple[str, bool, bool]:
+    """A character's font name (its subset prefix `ABCDEF+` dropped), and whether it is bold and
+    italic: by the descriptor's weight and flags, else by the name (`Times-Bold`, `SFBX1000`)."""
+    import pypdfium2.raw as pdfium_c
+
+    name = ""
+    if pdfium_c.FPDFText_GetFontInfo(textpage.raw, index, buffer, 128, flags):
+        name = bytes(buffer.value).decode("latin-1").split("+", 1)[-1]
+    bold = (
+        pdfium_c.FPDFText_GetFontWeight(textpage.raw, index) >= 600
+        or bool(flags.value & _FONT_FORCE_BOLD)
+        or bool(_BOLD_NAME.search(name))
+    )
+    italic = bool(flags.value & _FONT_ITALIC) or bool(_ITALIC_NAME.search(name))
+    return name, bold, italic
 
 
 def _styles(textpage: Any, raw: str) -> list[_Style]:
-    """Each line's size (the height of its first characters' font boxes) and boldness (its first and
-    last characters' weight), one pdfium call a character for a few characters a line."""
+    """Each line's size and face, a few pdfium calls a line (its first characters and its last)."""
+    import ctypes
+
     import pypdfium2.raw as pdfium_c
 
-    if len(raw) != textpage.count_chars():
-        return []  # characters pdfium counts apart from the text: no styles rather than wrong ones
+    count = textpage.count_chars()
+    text = raw
+    if len(raw) != count:  # characters pdfium's text leaves out (control codes of unmapped fonts)
+        text = "".join(chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i)) for i in range(count))
+        if text.count("\r\n") != raw.count("\r\n"):
+            return []  # lines that do not match the text's: no styles rather than wrong ones
     box = pdfium_c.FS_RECTF()
+    buffer, flags = ctypes.create_string_buffer(128), ctypes.c_int()
     styles: list[_Style] = []
     start = 0
-    for line in raw.split("\r\n"):
+    for line in text.split("\r\n"):
+        stripped = line.strip()
         first = start + len(line) - len(line.lstrip())
         last = start + len(line.rstrip()) - 1
-        sizes = []
-        for at in range(first, min(first + 4, last + 1)):
-            if pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, at, box):
-                sizes.append(box.top - box.bottom)
-        size = sorted(sizes)[len(sizes) // 2] if sizes else 0.0
-        bold = last >= first and all(
-            pdfium_c.FPDFText_GetFontWeight(textpage.raw, at) >= 600 for at in (first, last)
-        )
-        styles.append((len(line.strip()), round(size * 2) / 2, bold))
         start += len(line) + 2
+        if not stripped:
+            styles.append(_Style(0, 0.0, False, False, "", True))
+            continue
+        # the larger of two sizes, its first three letters' and its last three's (a label in small
+        # type, "Chapter 1.", may open a title set large); letters only, as a `|` stands taller
+        letters = [first + i for i, c in enumerate(line[len(line) - len(line.lstrip()) :]) if c.isalnum()]
+        size = 0.0
+        for span in (letters[:3], letters[-3:]):
+            sizes = []
+            for at in span:
+                if pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, at, box):
+                    sizes.append(box.top - box.bottom)
+            size = max(size, sorted(sizes)[len(sizes) // 2] if sizes else 0.0)
+        head, tail = _font(textpage, first, buffer, flags), _font(textpage, last, buffer, flags)
+        styles.append(
+            _Style(
+                len(stripped),
+                round(size * 2) / 2,
+                head[1] and tail[1],
+                head[2] and tail[2],
+                head[0] if head[0] == tail[0] else "",
+                stripped.endswith((".", "!", "?", ":", "。", "！", "？", "：")),
+            )
+        )
     return styles
 
 
-def _heading_marks(pages: list[list[_Style]]) -> list[dict[int, int]]:
+def _heading_marks(pages: list[list[_Style]], texts: list[str]) -> list[dict[int, _Mark]]:
     """Per page, the lines that are headings and their level: a line in type 1.15 times the body's or
-    larger (levels by size, largest first), or a bold line in body type; short, not ending a sentence."""
+    larger (levels by size, largest first); or, in body type or larger, a line that is bold, or one
+    that stands alone (the line before it ended a sentence, the line after it is in another face) in
+    italics or in a font other than the body's (not a monospaced one: code). Short lines, not ending a
+    sentence, are checked in `_marked`."""
     weights: Counter[float] = Counter()
+    fonts: Counter[str] = Counter()
     for styles in pages:
-        for length, size, _bold in styles:
-            weights[size] += length
+        for style in styles:
+            weights[style.size] += style.length
+            fonts[style.font] += style.length
     if not weights:
         return [{} for _ in pages]
     body = weights.most_common(1)[0][0]
-    larger = sorted({size for styles in pages for _, size, _ in styles if size >= 1.15 * body}, reverse=True)
+    body_font = next((font for font, _ in fonts.most_common() if font), "")
+    larger = sorted({s.size for styles in pages for s in styles if s.size >= 1.15 * body}, reverse=True)
     levels = {size: min(level, 3) for level, size in enumerate(larger, start=1)}
-    return [
-        {
-            i: levels.get(size, len(levels) + 1)
-            for i, (length, size, bold) in enumerate(styles)
-            if length and (size in levels or (bold and size >= 0.95 * body))
-        }
-        for styles in pages
-    ]
+
+    def face(style: _Style) -> tuple[bool, bool, str]:
+        return style.bold, style.italic, style.font
+
+    def heading(styles: list[_Style], lines: list[str], i: int) -> bool:
+        style = styles[i]
+        if not style.length:
+            return False
+        if style.size in levels:
+            return True
+        if style.size < 0.95 * body:
+            return False
+        if style.bold:
+            return True
+        other = style.italic or (
+            bool(style.font) and style.font != body_font and not _MONO_NAME.search(style.font)
+        )
+        if other and not style.italic and i < len(lines) and _CODE.search(lines[i]):
+            return False  # a line of code in a font of its own
+        before = next((s for s in reversed(styles[:i]) if s.length), None)
+        after = next((s for s in styles[i + 1 :] if s.length), None)
+        return (
+            other
+            and (before is None or before.ends or before.size in levels or before.bold)
+            and (after is None or face(after) != face(style))
+        )
+
+    marks = []
+    for styles, text in zip(pages, texts, strict=True):
+        lines = text.split("\r\n")
+        marks.append(
+            {
+                i: _Mark(levels.get(style.size, len(levels) + 1), style.size, style.size in levels)
+                for i, style in enumerate(styles)
+                if heading(styles, lines, i)
+            }
+        )
+    return marks
 
 
-def _marked(raw: str, marks: dict[int, int]) -> str:
-    """The page's text with its heading lines as `#` lines in blocks of their own."""
-    if not marks:
-        return raw
+def _literal(line: str) -> str:
+    """A line of the page's text that starts with `#` (a "# of items" column) with the `#` escaped,
+    so that it is not read as a heading."""
+    stripped = line.lstrip()
+    return "\\" + stripped if stripped.startswith("#") else line
+
+
+def _marked(raw: str, marks: dict[int, _Mark]) -> str:
+    """The page's text with its heading lines as `#` lines in blocks of their own. Lines marked alike
+    one after another are one heading when they are few and short (a title set on two or three
+    lines), else a paragraph set in bold or large type (a block of its own, no heading)."""
     lines = raw.split("\r\n")
     out: list[str] = []
-    merged: set[int] = set()  # lines joined to the heading line before them (two lines at most)
-    for index, line in enumerate(lines):
-        level = marks.get(index)
-        text = line.strip()
-        if (
-            level is None
-            or len(text.split()) > 20
-            or text.endswith(_SENTENCE_END)
-            or not any(c.isalpha() for c in text)
-        ):
-            out.append(line)
+    index = 0
+    while index < len(lines):
+        mark = marks.get(index)
+        if mark is None:
+            out.append(_literal(lines[index]))
+            index += 1
             continue
-        numbered = _NUMBERED.match(text)
-        if numbered:
-            level = min(6, max(level, numbered.group(1).count(".") + 1))
-        joined = len(out) > 1 and out[-2].startswith("#") and marks.get(index - 1) == marks.get(index)
+        end = index + 1
+        while end < len(lines) and marks.get(end) == mark:
+            end += 1
+        run = [line.strip() for line in lines[index:end]]
+        most_lines, most_words = (3, 20) if mark.larger else (2, 12)
+        words = sum(len(line.split()) for line in run)
         if (
-            joined
-            and out[-1] == ""
-            and index - 1 not in merged
-            and len(out[-2].split()) + len(text.split()) <= 12
+            len(run) <= most_lines
+            and words <= (20 if len(run) == 1 else most_words)
+            and not any(line.endswith(_SENTENCE_END) for line in run)
+            and sum(c.isalpha() for c in "".join(run)) >= 2  # not a formula's lone variable
         ):
-            merged.add(index)
-            out[-2] += " " + text  # a heading set on two lines
-            continue
-        out.extend(["", "#" * min(level, 6) + " " + text, ""])
+            title = " ".join(run)
+            level = mark.level
+            numbered = _NUMBERED.match(title)
+            if numbered:
+                level = min(6, max(level, numbered.group(1).count(".") + 1))
+            out.extend(["", "#" * min(level, 6) + " " + title, ""])
+        elif len(run) > 1:
+            out.extend(["", *(_literal(line) for line in lines[index:end]), ""])
+        else:
+            out.append(_literal(lines[index]))
+        index = end
     return "\r\n".join(out)
 
 
@@ -169,12 +310,10 @@ def _headings_again(text: str, marked: str) -> str:
         if line.startswith("#"):
             title = line.lstrip("#").strip()
             headings[title] = line
-    if not headings:
-        return text
     out = []
     for line in text.replace("\r\n", "\n").split("\n"):
         heading = headings.get(line.strip())
-        out.extend(["", heading, ""] if heading else [line])
+        out.extend(["", heading, ""] if heading else [_literal(line)])
     return "\n".join(out)
 
 
@@ -431,7 +570,7 @@ def pdf_pages(path: Path) -> list[str]:
                     pages.append(_page_lines(_ocr_page(page)))
                     styles.append([])
                 else:
-                    raw = textpage.get_text_range()
+                    raw = _ligatures_in_order(textpage, textpage.get_text_range())
                     styles.append(_styles(textpage, raw))
                     pages.append([])
                     raws[index] = raw
@@ -443,7 +582,7 @@ def pdf_pages(path: Path) -> list[str]:
                 page.close()
     finally:
         document.close()
-    marks = _heading_marks(styles)
+    marks = _heading_marks(styles, [raws.get(index, "") for index in range(len(styles))])
     for index, raw in raws.items():
         marked = _marked(raw, marks[index])
         pages[index] = _page_lines(_headings_again(tabled[index], marked) if index in tabled else marked)
