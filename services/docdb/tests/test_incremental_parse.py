@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from sqlalchemy import text
 
 from lore_common.testing.flows import CURIE, DS, KB, parse, upload, wait_task
 from lore_common.testing.pytest_plugin import StoreProfile
@@ -149,6 +150,11 @@ async def test_an_incremental_parse_equals_a_full_rebuild_from_the_same_files(do
         assert_same(await snapshot(client, "inc"), full)
 
 
+# Store-independent paths: on the embedded stores only (each graph-enabled app costs seconds to stop).
+EMBEDDED_ONLY = pytest.mark.parametrize("db_env", [{}], ids=["embedded"])
+
+
+@EMBEDDED_ONLY
 async def test_a_failed_incremental_parse_leaves_the_kb_as_it_was(docdb_factory: Any) -> None:
     async with docdb_factory(**GRAPH) as client:
         await upload(client, "papers", {name: text.encode() for name, text in FILES.items()})
@@ -173,3 +179,24 @@ async def test_a_failed_incremental_parse_leaves_the_kb_as_it_was(docdb_factory:
         # The failed parse recorded nothing: the next one still finds einstein.txt changed.
         retried = await parsed(client, "inc", "papers", incremental=True)
         assert retried["metadata"]["files"]["changed"] == 1
+
+
+@EMBEDDED_ONLY
+async def test_a_kb_parsed_before_file_records_reads_every_file_once(docdb_factory: Any) -> None:
+    """A KB from before migration 0008 has no file records and chunks without graph contributions: its
+    next parse reads every file, replaces the old chunks and graph, and records the files."""
+    async with docdb_factory(**GRAPH) as client:
+        await upload(client, "papers", {name: text.encode() for name, text in FILES.items()})
+        await client.post(KB, json={"name": "old"})
+        first = await parsed(client, "old", "papers")
+        async with client.app.state.kb_store.engine.begin() as connection:
+            await connection.execute(text("DELETE FROM kb_files"))
+            await connection.execute(text("UPDATE chunks SET graph = NULL"))
+        upgraded = await parsed(client, "old", "papers", incremental=True)
+        assert upgraded["metadata"]["files"] == {"added": 5, "changed": 0, "deleted": 0, "unchanged": 0}
+        assert await client.app.state.kb_store.count_chunks("old", first["task_id"]) == 0
+        await client.post(KB, json={"name": "full"})
+        await parsed(client, "full", "papers")
+        assert_same(await snapshot(client, "old"), await snapshot(client, "full"))
+        again = await parsed(client, "old", "papers", incremental=True)
+        assert again["metadata"]["files"]["unchanged"] == 5
