@@ -55,10 +55,11 @@ async def test_an_insert_cut_off_mid_extraction_resumes_at_restart_and_pays_for_
         router.post(f"{LLM}/chat/completions").mock(side_effect=model)
         async with mem_factory(**MODEL) as client:
             job_id = (await insert(client, KEEPERS))["id"]
-            deadline = time.monotonic() + 20
-            while len(asked) < 4 and time.monotonic() < deadline:
+            cache = client.app.state.kb.cache
+            deadline = time.monotonic() + 20  # the fourth chunk asked, the first three's results stored
+            while (len(asked) < 4 or await cache.count() < 3) and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
-            assert len(asked) == 4
+            assert len(asked) == 4 and await cache.count() == 3
         hang.set()
         async with mem_factory(**MODEL) as client:  # the restart: the insert runs again
             job = await finished(client, job_id)
@@ -72,9 +73,11 @@ async def test_an_insert_cut_off_mid_extraction_resumes_at_restart_and_pays_for_
 
 
 async def test_an_insert_stored_before_the_stop_is_done_once_and_one_stopped_too_often_fails(
-    mem_factory: Any,
+    mem_factory: Any, relational_url: str | None
 ) -> None:
-    async with mem_factory() as client:
+    # On SQLite every unfinished job is this process's; on PostgreSQL those this replica owned.
+    env = {"LORE__MEM__DATABASE__URL": relational_url} if relational_url else {}
+    async with mem_factory(**env) as client:
         kb = client.app.state.kb
         stored = await finished(client, (await insert(client, FACT))["id"])
         assert stored["status"] == "done"
@@ -91,7 +94,7 @@ async def test_an_insert_stored_before_the_stop_is_done_once_and_one_stopped_too
             InsertJob(id="no-media", query="A quay.", status="processing", media={"image": "image.png"}),
             owner,
         )
-    async with mem_factory() as client:
+    async with mem_factory(**env) as client:
         again = await finished(client, stored["id"])
         assert again["status"] == "done", again
         assert (again["chunks"], again["entities"]) == (stored["chunks"], stored["entities"])
