@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lore_core.settings import MemoryLimits
-from lore_gateway.guard import Denied, Limits, plan
+from lore_gateway.guard import Denied, Limits, plan, with_caller
 
 TEAM = Limits(
     "team-a",
@@ -67,7 +67,9 @@ def test_one_memory_or_task_the_key_may_not_see_is_not_found() -> None:
     assert one.reply({"id": "m-1", "user_id": "alice-1", "agent_id": "helper"}) is not None
     changed = plan(TEAM, "mem", "DELETE", "/api/v1/mem/vg/m-1", {})
     assert changed.first == "/api/v1/mem/vg/m-1" and changed.first_ok is not None
-    assert plan(TEAM, "gen", "GET", "/api/v1/gen/pipeline/status/t-1", {}).owned_task == "t-1"
+    # gen is told the caller, and answers 404 for a task another key started (the task stores it).
+    assert plan(TEAM, "gen", "GET", "/api/v1/gen/pipeline/status/t-1", {}).caller
+    assert plan(TEAM, "gen", "POST", "/api/v1/gen/tag-tree/submit", {}).caller
 
 
 def test_the_memory_graph_needs_kb_true() -> None:
@@ -117,3 +119,11 @@ def test_a_route_without_a_rule_is_refused_to_a_limited_key_only() -> None:
     assert plan(memory_only, "docdb", "GET", "/api/v1/docdb/some/new/route", {}).reply is None
     with pytest.raises(Denied):
         plan(TEAM, "gen", "POST", "/api/v1/gen/pipeline/submit", {}).body_checked({"question": "q"})
+
+
+def test_only_the_guard_names_the_caller() -> None:
+    spoofed = {"type": "http", "headers": [(b"x-lore-caller", b"team-b"), (b"accept", b"*/*")]}
+    assert with_caller(spoofed, None)["headers"] == [(b"accept", b"*/*")]
+    assert with_caller(spoofed, "team-a")["headers"] == [(b"accept", b"*/*"), (b"x-lore-caller", b"team-a")]
+    plain = {"type": "http", "headers": [(b"accept", b"*/*")]}
+    assert with_caller(plain, None) is plain

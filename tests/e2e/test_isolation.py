@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from lore_common.testing.processes import ServerProcess, free_port
+from lore_common.testing.processes import TEST_INTERNAL_TOKEN, ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DS = "/api/v1/docdb/files/raw-files/datasets"
@@ -58,6 +58,7 @@ class Stack:
     log: Path
     a: Tenant
     b: Tenant
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def _keys(a: Tenant, b: Tenant) -> list[dict[str, Any]]:
@@ -162,6 +163,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         "LORE__MEM__EMBEDDING_API__PROVIDER": "hashing",
         "LORE__MEM__MEMORYKB__EMBEDDING__PROVIDER": "hashing",
         "LORE__MEM__MEMORYVG__EMBEDDER__PROVIDER": "hashing",
+        # Known, so that a second gateway (a replica) can be put in front of the same services.
+        "LORE__SECURITY__INTERNAL_TOKEN": TEST_INTERNAL_TOKEN,
     }
     for name in ("docdb", "gen", "mem"):
         env[f"LORE__{name.upper()}__SERVER__PORT"] = str(ports[name])
@@ -184,7 +187,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 status = _wait_for(partial(_status, http, job, t), ("done", "failed"))
                 assert status == "done", f"{t.name}'s memory graph insert: {status}"
         services = {n: f"http://127.0.0.1:{ports[n]}" for n in ("docdb", "gen", "mem")}
-        yield Stack(url, services, log, a, b)
+        yield Stack(url, services, log, a, b, env)
     finally:
         launcher.stop()
 
@@ -634,3 +637,24 @@ def test_refused_calls_and_admin_actions_are_audited_by_key_name_never_the_key(s
     assert any(e.get("action") == "internal_credential" for e in audit)
     for key in (stack.a.key, stack.b.key, ADMIN_KEY):
         assert key not in log
+
+
+def test_a_second_gateway_replica_agrees_whose_gen_tasks_are_whose(stack: Stack, tmp_path: Path) -> None:
+    """gen stores the key that started a task: a replica that did not take the submit agrees."""
+    port = free_port()
+    env = {**stack.env, "LORE__GATEWAY__PORT": str(port)}
+    replica = ServerProcess([sys.executable, "-m", "lore_gateway"], env=env, log_path=tmp_path / "gw2.log")
+    try:
+        replica.wait_healthy(f"http://127.0.0.1:{port}/health", timeout=60)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as other:
+            for t, them in ((stack.a, stack.b), (stack.b, stack.a)):
+                for kind, task in (("pipeline", "table_task_id"), ("tag-tree", "tree_task_id")):
+                    path = f"/api/v1/gen/{kind}/status/{t.ids[task]}"
+                    mine = other.get(path, headers=t.headers)
+                    assert mine.status_code == 200 and mine.json()["task_id"] == t.ids[task], mine.text
+                    theirs = other.get(path, headers=them.headers)
+                    assert theirs.status_code == 404 and not _leaks(theirs.text, t), theirs.text
+                    spoofed = other.get(path, headers={**them.headers, "x-lore-caller": t.name})
+                    assert spoofed.status_code == 404, spoofed.text
+    finally:
+        replica.stop()

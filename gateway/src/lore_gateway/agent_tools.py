@@ -22,6 +22,7 @@ from mcp.types import CallToolResult, TextContent
 from typing_extensions import TypedDict  # pydantic reads TypedDicts from here on Python < 3.12
 
 from lore_core import __version__
+from lore_core.internal import CALLER_HEADER
 from lore_core.logging import REQUEST_ID_HEADER
 from lore_gateway.guard import Denied, Guard, current_limits
 from lore_gateway.proxy import Proxy
@@ -75,7 +76,11 @@ class Services:
                 json=json,
                 data=form,
                 params=query,
-                headers={REQUEST_ID_HEADER: request_id},
+                headers={
+                    REQUEST_ID_HEADER: request_id,
+                    # gen's tasks show to the key that started them (see guard.Plan.caller).
+                    **({CALLER_HEADER: limits.key} if limits and checked and checked.caller else {}),
+                },
                 timeout=aiohttp.ClientTimeout(total=600),
             ) as response:
                 body = await response.json(content_type=None)

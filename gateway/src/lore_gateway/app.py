@@ -34,7 +34,7 @@ from lore_core.settings import DisplayConfig, GatewayConfig, Settings
 from lore_core.tasks import background
 from lore_core.web import build_from_environment, metrics_endpoint
 from lore_gateway.access import Access, Grant, Refusal
-from lore_gateway.guard import Guard, current_limits, own_workspace
+from lore_gateway.guard import Guard, current_limits, own_workspace, with_caller
 from lore_gateway.mcp_endpoint import MCP_PATH, McpEndpoint
 from lore_gateway.models import (
     ConsoleLabels,
@@ -149,6 +149,7 @@ class Gateway:
         if scope["type"] in ("http", "websocket"):
             module = self.proxy.module_of(scope["path"])
             if module is not None:
+                scope = with_caller(scope, None)  # only the guard names the caller (gen's task owner)
                 grant, refusal = self._admit(scope, module)
                 if refusal is not None:
                     await self._refuse(refusal, scope, receive, send)

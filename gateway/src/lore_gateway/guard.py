@@ -12,16 +12,14 @@ The knowledge-graph memory (mem kb) is partitioned by workspace: every kb call o
 limits carries the workspace the key may use (`?workspace=`, put in or checked here; see
 `Limits.kb_workspace`), so it never reads or writes another workspace's graph.
 
-gen's task ids are remembered per key by the gateway process that started them (`OwnedTasks`): a
-limited key reads the status of its own tasks only.
+gen's tasks started by a limited key carry the key's name (`x-lore-caller`, lore_core.internal): gen
+stores it with the task and shows the task to that caller only, so every gateway replica agrees.
 """
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import json
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -33,16 +31,17 @@ import msgspec
 
 from lore_core import audit
 from lore_core.errors import error_body
+from lore_core.internal import CALLER_HEADER
 from lore_core.logging import REQUEST_ID_HEADER, request_id_from
 from lore_core.settings import MemoryLimits
 from lore_core.web import JSON_BODY_LIMIT
 from lore_gateway.proxy import Message, Proxy, Receive, Scope, Send
 
 SCOPE_IDS = ("user_id", "agent_id", "run_id")
+CALLER = CALLER_HEADER.encode()
 # mem kb's workspace of a call that names none (lore_mem.kb.models.DEFAULT_WORKSPACE).
 KB_DEFAULT_WORKSPACE = "default"
 GLOB = frozenset("*?[")
-OWNED_TASKS_KEPT = 100_000
 
 
 class Denied(Exception):
@@ -165,24 +164,6 @@ def own_workspace(limits: MemoryLimits) -> str:
     return ",".join(named) or KB_DEFAULT_WORKSPACE
 
 
-class OwnedTasks:
-    """gen's task ids and the key that started each (the most recent `OWNED_TASKS_KEPT`)."""
-
-    def __init__(self, kept: int = OWNED_TASKS_KEPT) -> None:
-        self.kept = kept
-        self._owner: OrderedDict[str, str] = OrderedDict()
-
-    def add(self, task_id: Any, key: str) -> None:
-        if isinstance(task_id, str) and task_id:
-            self._owner[task_id] = key
-            self._owner.move_to_end(task_id)
-            while len(self._owner) > self.kept:
-                self._owner.popitem(last=False)
-
-    def owned_by(self, task_id: str, key: str) -> bool:
-        return self._owner.get(task_id) == key
-
-
 Check = Callable[[Any], Any]
 Forward = Callable[[Scope, Receive, Send], Awaitable[None]]
 
@@ -191,15 +172,15 @@ Forward = Callable[[Scope, Receive, Send], Awaitable[None]]
 class Plan:
     """What one call needs: `body` checks (and may rewrite) the JSON body; `query` replaces query
     parameters; `first` is a GET whose reply `first_ok` must accept (else 404); `reply` filters a JSON
-    reply (None: answer 404); `owned` records the reply's `task_id` for the key."""
+    reply (None: answer 404); `caller` sends the key's name to gen (`CALLER_HEADER`), which then shows
+    only the tasks that name started."""
 
     body: Check | None = None
     query: dict[str, str] = field(default_factory=dict)
     first: str | None = None
     first_ok: Callable[[Any], bool] | None = None
     reply: Check | None = None
-    owned: bool = False
-    owned_task: str | None = None  # a gen task id the key must own
+    caller: bool = False
 
     def body_checked(self, body: Any) -> Any:
         return self.body(body) if self.body is not None else body
@@ -210,7 +191,7 @@ class Plan:
 
     @property
     def filters_reply(self) -> bool:
-        return self.reply is not None or self.owned
+        return self.reply is not None
 
 
 NOT_FOUND = "not found"
@@ -318,7 +299,7 @@ def _gen(limits: Limits, method: str, parts: list[str], query: dict[str, str]) -
             limits.check_kb(named)
             return body
 
-        return Plan(body=kb_name, owned=True)
+        return Plan(body=kb_name, caller=True)
     if parts == ["tag-tree", "generate"]:
 
         def tree(body: Any) -> Any:
@@ -326,11 +307,11 @@ def _gen(limits: Limits, method: str, parts: list[str], query: dict[str, str]) -
                 limits.check_kb(body.get("kb_name"))
             return body
 
-        return Plan(body=tree, owned=True)
+        return Plan(body=tree, caller=True)
     if parts == ["tag-tree", "submit"]:
-        return Plan(owned=True)  # a spreadsheet of the caller's own
+        return Plan(caller=True)  # a spreadsheet of the caller's own
     if len(parts) == 3 and parts[0] in ("pipeline", "tag-tree") and parts[1] == "status":
-        return Plan(owned_task=parts[2])
+        return Plan(caller=True)  # gen answers 404 for a task another caller started
     raise Denied(403, "this route is not open to keys limited to knowledge bases")
 
 
@@ -400,7 +381,6 @@ class Guard:
 
     def __init__(self, proxy: Proxy) -> None:
         self.proxy = proxy
-        self.owned = OwnedTasks()
 
     async def first(self, module: str, path: str, accept: Callable[[Any], bool], request_id: str) -> None:
         """Read the thing a call acts on (a memory, a task) and refuse, as not found, one the key may
@@ -421,16 +401,12 @@ class Guard:
 
     def checked_reply(self, limits: Limits, call: Plan, reply: Any) -> Any:
         """The reply as the key may see it (None: not found)."""
-        if call.owned and isinstance(reply, dict):
-            self.owned.add(reply.get("task_id"), limits.key)
         return call.reply(reply) if call.reply is not None else reply
 
     async def prepare(
         self, limits: Limits, module: str, method: str, path: str, query: dict[str, str], request_id: str
     ) -> Plan:
         call = plan(limits, module, method, path, query)
-        if call.owned_task is not None and not self.owned.owned_by(call.owned_task, limits.key):
-            raise Denied(404, NOT_FOUND)
         if call.first is not None and call.first_ok is not None:
             await self.first(module, call.first, call.first_ok, request_id)
         return call
@@ -466,6 +442,8 @@ class Guard:
                 (k, v) for k, v in scope.get("headers", []) if k.lower() != b"accept-encoding"
             ]
             send = self._filtering(limits, call, send, request_id)
+        if call.caller:
+            scope = with_caller(scope, limits.key)
         await forward(scope, receive, send)
 
     async def _checked_body(self, call: Plan, scope: Scope, receive: Receive) -> tuple[Receive, Scope]:
@@ -594,14 +572,20 @@ class Guard:
         async def upstream(message: Message) -> None:
             if refused and message["type"] in ("websocket.send", "websocket.close"):
                 return
-            if call.owned and message["type"] == "websocket.send" and message.get("text"):
-                with contextlib.suppress(ValueError):
-                    event = json.loads(message["text"])
-                    if isinstance(event, dict):
-                        self.owned.add(event.get("task_id"), limits.key)
             await send(message)
 
-        await forward(scope, client, upstream)
+        await forward(with_caller(scope, limits.key) if call.caller else scope, client, upstream)
+
+
+def with_caller(scope: Scope, key: str | None) -> Scope:
+    """The request without a caller header of the client's own, with the key's when `key` is named."""
+    given = scope.get("headers", [])
+    if key is None and not any(k.lower() == CALLER for k, _ in given):
+        return scope  # the usual case: nothing to take out
+    headers = [(k, v) for k, v in given if k.lower() != CALLER]
+    if key is not None:
+        headers.append((CALLER, key.encode()))
+    return {**scope, "headers": headers}
 
 
 async def _answer(send: Send, status: int, message: str, request_id: str) -> None:

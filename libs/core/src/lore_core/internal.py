@@ -29,6 +29,10 @@ from lore_core import audit
 from lore_core.settings import SecurityConfig
 
 HEADER = "x-lore-internal-token"
+# The API key a call is made for, as the gateway names it, on the calls of keys limited to knowledge
+# bases: gen records it on the tasks such a call starts and shows them to that caller only (stored with
+# the task, so every gateway and gen replica agrees). The gateway drops a client's own.
+CALLER_HEADER = "x-lore-caller"
 OPEN_PATHS = frozenset({"/livez", "/health", "/metrics"})
 
 Scope = dict[str, Any]

@@ -7,12 +7,13 @@ import contextlib
 from typing import Any
 
 import msgspec
-from litestar import Controller, WebSocket, get, post, websocket
+from litestar import Controller, Request, WebSocket, get, post, websocket
 from litestar.di import NamedDependency
 from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath, JSONBody
 
 from lore_core.errors import LoreError
+from lore_core.internal import CALLER_HEADER
 from lore_core.web import from_state
 from lore_gen.tables.models import SubmitRequest
 from lore_gen.tables.service import TableService
@@ -40,17 +41,22 @@ class TableController(Controller):
         description="Poll `/pipeline/status/{task_id}` or use the WebSocket `/pipeline/stream`.",
     )
     async def submit(
-        self, tables: NamedDependency[TableService], data: JSONBody[SubmitRequest]
+        self,
+        request: Request[Any, Any, Any],
+        tables: NamedDependency[TableService],
+        data: JSONBody[SubmitRequest],
     ) -> TaskAccepted:
-        record = await tables.submit(data)
+        record = await tables.submit(data, caller=request.headers.get(CALLER_HEADER))
         return record.accepted()
 
     @get(
         "/status/{task_id:str}",
         summary="`{task_id, status, result}`: pending, running (with `step`), completed or failed (`error`)",
     )
-    async def status(self, tables: NamedDependency[TableService], task_id: FromPath[str]) -> TaskStatus:
-        record = await tables.status(task_id)
+    async def status(
+        self, request: Request[Any, Any, Any], tables: NamedDependency[TableService], task_id: FromPath[str]
+    ) -> TaskStatus:
+        record = await tables.status(task_id, request.headers.get(CALLER_HEADER))
         return record.public()
 
 
@@ -75,7 +81,9 @@ async def pipeline_stream(socket: WebSocket[Any, Any, Any], tables: NamedDepende
 
     events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     try:
-        record = await tables.submit(body, listener=events.put_nowait)
+        record = await tables.submit(
+            body, listener=events.put_nowait, caller=socket.headers.get(CALLER_HEADER)
+        )
     except LoreError as exc:
         await socket.send_json({"type": "error", "message": exc.message})
         await socket.close(code=1000)

@@ -104,7 +104,9 @@ class TableService:
         self.tasks = tasks
         self.config = config
 
-    async def submit(self, request: SubmitRequest, listener: Listener | None = None) -> TaskRecord:
+    async def submit(
+        self, request: SubmitRequest, listener: Listener | None = None, caller: str | None = None
+    ) -> TaskRecord:
         if not request.question.strip():
             raise BadRequest("question is empty: say what the table should answer")
         if request.top_k < 1:
@@ -122,11 +124,11 @@ class TableService:
             return await self.run(request, kb_name, report)
 
         return await self.tasks.submit(
-            "table", body, msgspec.to_builtins(request) | {"kb_name": kb_name}, listener
+            "table", body, msgspec.to_builtins(request) | {"kb_name": kb_name}, listener, caller
         )
 
-    async def status(self, task_id: str) -> TaskRecord:
-        return await self.tasks.get("table", task_id)
+    async def status(self, task_id: str, caller: str | None = None) -> TaskRecord:
+        return await self.tasks.get("table", task_id, caller)
 
     def detach(self, task_id: str, listener: Listener) -> None:
         """Stop telling `listener` about the task (its WebSocket client left); the task runs on."""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from litestar import Controller, get, post
+from typing import Any
+
+from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, MultipartBody
 
 from lore_core.errors import BadRequest
+from lore_core.internal import CALLER_HEADER
 from lore_core.web import from_state
 from lore_gen.tag_trees.models import GenerateRequest, SpreadsheetForm, TreeBuilt
 from lore_gen.tag_trees.service import TagTreeService
@@ -27,10 +30,11 @@ class TagTreeController(Controller):
     )
     async def generate(
         self,
+        request: Request[Any, Any, Any],
         tag_trees: NamedDependency[TagTreeService],
         data: JSONBody[GenerateRequest],
     ) -> TaskAccepted:
-        record = await tag_trees.generate(data)
+        record = await tag_trees.generate(data, request.headers.get(CALLER_HEADER))
         return record.accepted()
 
     @post(
@@ -46,7 +50,10 @@ class TagTreeController(Controller):
         ),
     )
     async def submit(
-        self, tag_trees: NamedDependency[TagTreeService], data: MultipartBody[SpreadsheetForm]
+        self,
+        request: Request[Any, Any, Any],
+        tag_trees: NamedDependency[TagTreeService],
+        data: MultipartBody[SpreadsheetForm],
     ) -> TreeBuilt:
         upload = data.file
         if upload is None:
@@ -61,6 +68,7 @@ class TagTreeController(Controller):
             data.tree_name or "tag_tree",
             data.tree_description,
             data.sheet_name,
+            request.headers.get(CALLER_HEADER),
         )
         return TreeBuilt(task_id=record.task_id, status=record.status, node_count=record.result["node_count"])
 
@@ -68,6 +76,11 @@ class TagTreeController(Controller):
         "/status/{task_id:str}",
         summary="`{task_id, status, result}` from memory, else from disk; 404 if neither",
     )
-    async def status(self, tag_trees: NamedDependency[TagTreeService], task_id: FromPath[str]) -> TaskStatus:
-        record = await tag_trees.status(task_id)
+    async def status(
+        self,
+        request: Request[Any, Any, Any],
+        tag_trees: NamedDependency[TagTreeService],
+        task_id: FromPath[str],
+    ) -> TaskStatus:
+        record = await tag_trees.status(task_id, request.headers.get(CALLER_HEADER))
         return record.public()

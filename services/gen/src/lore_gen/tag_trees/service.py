@@ -98,7 +98,7 @@ class TagTreeService:
         self.docdb = docdb
         self.tasks = tasks
 
-    async def generate(self, request: GenerateRequest) -> TaskRecord:
+    async def generate(self, request: GenerateRequest, caller: str | None = None) -> TaskRecord:
         topic = request.topic.strip()
         if not topic:
             raise BadRequest("topic is empty: name the subject of the tree")
@@ -113,7 +113,7 @@ class TagTreeService:
             return await self._generate(topic, kb_name, report)
 
         return await self.tasks.submit(
-            "tag_tree", body, {"topic": topic, "mode": request.mode, "kb_name": kb_name}
+            "tag_tree", body, {"topic": topic, "mode": request.mode, "kb_name": kb_name}, caller=caller
         )
 
     async def _generate(self, topic: str, kb_name: str | None, report: Report) -> dict[str, Any]:
@@ -167,7 +167,13 @@ class TagTreeService:
         return result
 
     async def from_spreadsheet(
-        self, filename: str, content: bytes, tree_name: str, tree_description: str, sheet_name: str
+        self,
+        filename: str,
+        content: bytes,
+        tree_name: str,
+        tree_description: str,
+        sheet_name: str,
+        caller: str | None = None,
     ) -> TaskRecord:
         paths = await asyncio.to_thread(read_paths, filename, content, sheet_name.strip() or "0")
         if not paths:
@@ -182,7 +188,7 @@ class TagTreeService:
             "nodes": nodes,
         }
         request = {"filename": filename, "tree_name": tree_name, "sheet_name": sheet_name}
-        return await self.tasks.complete_now("tag_tree", result, request)
+        return await self.tasks.complete_now("tag_tree", result, request, caller)
 
-    async def status(self, task_id: str) -> TaskRecord:
-        return await self.tasks.get("tag_tree", task_id)
+    async def status(self, task_id: str, caller: str | None = None) -> TaskRecord:
+        return await self.tasks.get("tag_tree", task_id, caller)

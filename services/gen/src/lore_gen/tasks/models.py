@@ -29,6 +29,9 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     result: Any = None
     error: str | None = None
     request: dict[str, Any] = msgspec.field(default_factory=dict)
+    # The API key that started it (lore_core.internal.CALLER_HEADER; None: not told): a call naming
+    # another caller does not see it.
+    caller: str | None = None
     created_at: str = msgspec.field(default_factory=utc_iso)
     updated_at: str = msgspec.field(default_factory=utc_iso)
 

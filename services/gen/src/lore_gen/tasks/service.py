@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from lore_common.jobs import JobRunner
+from lore_core.errors import NotFound
 from lore_gen.tasks.models import Report, TaskKind, TaskRecord
 from lore_gen.tasks.store import TaskStore
 
@@ -33,11 +34,13 @@ class TaskService:
         self.jobs = JobRunner(store, owner, INTERRUPTED, retry_for=retry_for, waiting=self._waiting)
         self._listeners: dict[str, list[Listener]] = {}
 
-    async def get(self, kind: TaskKind, task_id: str) -> TaskRecord:
+    async def get(self, kind: TaskKind, task_id: str, caller: str | None = None) -> TaskRecord:
+        """The task; another caller's (when `caller` is named) is not found, as a missing one."""
         live = self.jobs.live.get(task_id)
-        if live is not None and live.kind == kind:
-            return live
-        return await self.store.find(kind, task_id)
+        record = live if live is not None and live.kind == kind else await self.store.find(kind, task_id)
+        if caller is not None and record.caller != caller:
+            raise NotFound(f"task {task_id!r} does not exist")
+        return record
 
     async def recover(self, shared: bool) -> int:
         return len(await self.jobs.recover(shared))
@@ -53,8 +56,9 @@ class TaskService:
         body: Callable[[Report], Awaitable[Any]],
         request: dict[str, Any],
         listener: Listener | None = None,
+        caller: str | None = None,
     ) -> TaskRecord:
-        record = TaskRecord(task_id=str(uuid.uuid4()), kind=kind, request=request)
+        record = TaskRecord(task_id=str(uuid.uuid4()), kind=kind, request=request, caller=caller)
         if listener is not None:
             self._listeners.setdefault(record.task_id, []).append(listener)
 
@@ -77,9 +81,13 @@ class TaskService:
 
         return await self.jobs.submit(record, run, finished)
 
-    async def complete_now(self, kind: TaskKind, result: Any, request: dict[str, Any]) -> TaskRecord:
+    async def complete_now(
+        self, kind: TaskKind, result: Any, request: dict[str, Any], caller: str | None = None
+    ) -> TaskRecord:
         """Record a task whose work was done inside the request (the spreadsheet tree)."""
-        record = TaskRecord(task_id=str(uuid.uuid4()), kind=kind, status="completed", result=result)
+        record = TaskRecord(
+            task_id=str(uuid.uuid4()), kind=kind, status="completed", result=result, caller=caller
+        )
         record.request = request
         await self.store.save(record)
         return record
