@@ -200,3 +200,19 @@ async def test_a_kb_parsed_before_file_records_reads_every_file_once(docdb_facto
         assert_same(await snapshot(client, "old"), await snapshot(client, "full"))
         again = await parsed(client, "old", "papers", incremental=True)
         assert again["metadata"]["files"]["unchanged"] == 5
+
+
+@EMBEDDED_ONLY
+async def test_removing_a_dataset_leaves_the_kb_its_other_dataset_would_build(docdb_factory: Any) -> None:
+    async with docdb_factory(**GRAPH) as client:
+        names = sorted(FILES)
+        await upload(client, "d1", {name: FILES[name].encode() for name in names[:2]})
+        await upload(client, "d2", {name: FILES[name].encode() for name in names[2:]})
+        await client.post(KB, json={"name": "two"})
+        await parsed(client, "two", "d1")
+        await parsed(client, "two", "d2")
+        assert (await client.delete(f"{KB}/two/datasets/d2")).status_code == 200
+        await client.post(KB, json={"name": "one"})
+        await parsed(client, "one", "d1")
+        # Albert Einstein, named in both, keeps d1's descriptions, mentions and chunks only.
+        assert_same(await snapshot(client, "two"), await snapshot(client, "one"))

@@ -83,6 +83,10 @@ class ParseQueue(Protocol):
 
     async def cancel_all_for_kb(self, kb: str) -> None: ...
 
+    async def forget_dataset(self, kb: str, dataset: str) -> None:
+        """Remove the dataset's chunks, points, BM25 entries and graph contributions from the KB."""
+        ...
+
 
 class KnowledgeBaseService:
     def __init__(
@@ -260,8 +264,7 @@ class KnowledgeBaseService:
             raise NotFound(f"dataset {dataset!r} is not part of knowledge base {name!r}")
         if await self.parses.active_for_dataset(dataset, kb=name):
             raise Conflict(f"dataset {dataset!r} has an active parse task in {name!r}; cancel it first")
-        for task_id in await self.store.chunk_task_ids(name, dataset):
-            await self.indexes.graph.forget_task(name, task_id)
+        await self.parses.forget_dataset(name, dataset)
         await self.indexes.vectors.delete_where(name, "dataset", dataset)
         await self.store.remove_kb_dataset(name, dataset)
         self.indexes.bm25.bump(name)

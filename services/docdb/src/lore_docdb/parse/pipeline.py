@@ -502,6 +502,10 @@ class ParsePipeline:
         await self.kbs.delete_chunks_of_task(task.task_id, task.kb_name)
         self.bm25.bump(task.kb_name)
 
+    async def remove_dataset(self, kb: str, dataset: str) -> None:
+        """Remove every chunk of a dataset from the KB (its rows, points, BM25 entries, graph part)."""
+        await self._remove_chunks(kb, await self.kbs.stale_chunks(kb, dataset, keep_task="", keep_files=[]))
+
     async def _remove_chunks(self, kb: str, stale: list[ChunkGraph]) -> None:
         """Remove these chunks: their points, rows, BM25 entries and graph contributions."""
         ids = [c.chunk_id for c in stale]

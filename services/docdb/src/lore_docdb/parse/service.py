@@ -395,6 +395,10 @@ class ParseService:
         docdb = self.settings.docdb
         return docdb.resume_interrupted and task.resumed < docdb.resume_attempts
 
+    async def forget_dataset(self, kb: str, dataset: str) -> None:
+        """Take a dataset out of a KB: entities it shared with other datasets keep their part only."""
+        await self.pipeline.remove_dataset(kb, dataset)
+
     async def cancel_all_for_kb(self, kb: str) -> None:
         for task in await self.store.active_for_kb(kb):
             if task.status in ACTIVE_STATES:
