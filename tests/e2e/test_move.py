@@ -17,13 +17,14 @@ import yaml
 
 from lore_common.servers import falkordb
 from lore_common.testing.asgi import running
-from lore_common.testing.flows import CURIE, HOPPER, KB, finished, insert, parse, upload, wait_task
+from lore_common.testing.flows import CURIE, HOPPER, INSERT, KB, finished, insert, parse, upload, wait_task
 from lore_common.testing.processes import free_port
 from lore_core.settings import Settings, load_settings
 
 pytestmark = pytest.mark.postgres
 QUESTION = {"query": "Who developed the first compiler?", "kb_id": "people", "user_id": "u"}
 FACT = "The Kestrel ferry to Skye leaves pier 7 at 06:40 every Tuesday."
+TEAM_FACT = "Keeper Orla lights the harbour lamp of team A at dusk."
 MODELS = {
     "LORE__DOCDB__EMBEDDING_API__PROVIDER": "hashing",
     "LORE__DOCDB__EMBEDDING_API__DIM": "64",
@@ -82,6 +83,16 @@ async def fill(settings: Settings) -> dict[str, Any]:
     async with running(mem(settings), "http://mem.test") as client:
         job = await insert(client, FACT)
         assert (await finished(client, job["id"]))["status"] == "done"
+        # A kb workspace of its own (rows and vector collections) moves too.
+        r = await client.post(INSERT, params={"workspace": "team-a"}, data={"query": TEAM_FACT})
+        job_id = r.json()["id"]
+        while (await client.get(f"{INSERT}/{job_id}", params={"workspace": "team-a"})).json()[
+            "status"
+        ] not in (
+            "done",
+            "failed",
+        ):
+            await asyncio.sleep(0.02)
         added = await client.post(
             "/api/v1/mem/vg/add",
             json={"messages": [{"role": "user", "content": "I am allergic to peanuts."}], "user_id": "alice"},
@@ -105,7 +116,12 @@ async def read(settings: Settings) -> dict[str, Any]:
         vg = (
             await client.post("/api/v1/mem/vg/search", json={"query": "peanuts", "user_id": "alice"})
         ).json()
-    return {"answer": answer, "graph": graph, "files": files, "kb": kb, "vg": vg}
+        team = await client.post(
+            "/api/v1/mem/kb/query",
+            params={"workspace": "team-a"},
+            json={"query": "Orla lamp", "mode": "naive"},
+        )
+    return {"answer": answer, "graph": graph, "files": files, "kb": kb, "vg": vg, "team": team.json()}
 
 
 def test_an_embedded_install_moves_to_servers_and_answers_the_same(
@@ -138,7 +154,8 @@ def test_an_embedded_install_moves_to_servers_and_answers_the_same(
     assert all(c["file_url"] for c in after["answer"]["citations"])  # the files are in S3 now
     assert after["graph"] == before["graph"]  # entities and relations came along
     assert sorted(f["name"] for f in after["files"]) == ["curie.txt", "hopper.txt"]
-    assert FACT in after["kb"]["rag_memory"]
+    assert FACT in after["kb"]["rag_memory"] and TEAM_FACT not in after["kb"]["rag_memory"]
+    assert TEAM_FACT in after["team"]["rag_memory"]
     assert "peanut" in after["vg"]["results"][0]["memory"].lower()
     assert (source_dir / "docdb" / "raw" / "people" / "hopper.txt").is_file()  # the source is untouched
 

@@ -227,6 +227,11 @@ def test_memory_commands(run: Any) -> None:
     assert job["status"] == "done" and job["entities"] >= 1
     answer = as_json(run("mem", "kb", "query", "Who photographed DNA?", "--mode", "naive", "--json"))
     assert "Rosalind Franklin" in answer["final_answer"]
+    space = ["--workspace", unique("lab")]
+    job = as_json(run("mem", "kb", "insert", "Lise Meitner explained nuclear fission.", *space, "--json"))
+    assert job["status"] == "done" and job["workspace"] == space[1]
+    answer = as_json(run("mem", "kb", "query", "Who explained fission?", "--mode", "naive", *space, "--json"))
+    assert "Meitner" in answer["rag_memory"] and "Rosalind" not in answer["rag_memory"]
 
 
 def test_lore_ingest_and_chat_as_a_real_process_on_scifact(stack: Stack, tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ from lore_common.stores.transfer import (
 )
 from lore_core.settings import GraphStoreConfig, MemConfig, Settings
 from lore_mem.database import SCHEMA
-from lore_mem.kb.store import VECTOR_COLLECTIONS
+from lore_mem.kb.models import DEFAULT_WORKSPACE
+from lore_mem.kb.store import VECTOR_COLLECTIONS, collection_name, workspaces
 from lore_mem.vg.store import INDEXED_KEYS
 
 
@@ -66,6 +67,9 @@ async def move(source: Settings, target: Settings) -> dict[str, Any]:
         )
         report: dict[str, Any] = {"rows": await copy_rows(src.sql, dst.sql, SCHEMA)}
         collections = [(vg_name, INDEXED_KEYS), *VECTOR_COLLECTIONS]
+        for workspace in await workspaces(src.sql):  # each kb workspace has collections of its own
+            if workspace != DEFAULT_WORKSPACE:
+                collections += [(collection_name(name, workspace), keys) for name, keys in VECTOR_COLLECTIONS]
         report["vectors"] = {
             name: await copy_collection(src.vector, dst.vector, name, keys) for name, keys in collections
         }

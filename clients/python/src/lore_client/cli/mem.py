@@ -149,16 +149,23 @@ def remove(
     emit({"deleted": count}) if as_json else console.print(f"deleted {count} memories")
 
 
+Workspace = Annotated[
+    str | None,
+    typer.Option(help="The memory graph's workspace (default: the default one, or your API key's own)."),
+]
+
+
 @kb_memory_app.command("insert")
 @handled
 def kb_insert(
     text: str,
     wait: Annotated[bool, typer.Option(help="Wait until it is queryable.")] = True,
+    workspace: Workspace = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Insert text into the knowledge-graph memory."""
     with client() as lore:
-        job = lore.kb_insert(text)
+        job = lore.kb_insert(text, workspace=workspace)
         if wait:
             with console.status("inserting", spinner="dots"):
                 job = lore.wait_insert(job)
@@ -178,9 +185,10 @@ def kb_insert(
 def kb_query(
     query: str,
     mode: Annotated[str, typer.Option(help="hybrid, local, global or naive.")] = "hybrid",
+    workspace: Workspace = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Ask the knowledge-graph memory."""
     with client() as lore:
-        answer = lore.kb_query(query, mode=mode)
+        answer = lore.kb_query(query, mode=mode, workspace=workspace)
     emit(answer) if as_json else console.print(answer.final_answer, highlight=False, markup=False)

@@ -101,6 +101,13 @@ def _matrix(data: bytes, count: int, dim: int) -> np.ndarray[Any, Any]:
     return matrix.reshape(count, dim)
 
 
+async def workspaces(engine: AsyncEngine) -> list[str]:
+    """Every workspace an insert was committed to (each has its `changes` counter)."""
+    async with engine.connect() as connection:
+        rows = await connection.execute(select(CounterRow.workspace).distinct())
+        return sorted(str(w) for w in rows.scalars())
+
+
 class KbStore:
     """The graph of one workspace (the default one unless made by `in_workspace`)."""
 
