@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +99,12 @@ def test_a_backup_taken_while_serving_restores_to_the_same_answers(tmp_path: Pat
             assert after == before
             bob = lore.list_memories(user_id="bob", limit=100)
             assert len(bob) <= 30 and all(m.memory.startswith("fact ") for m in bob)
-            # The parse that was running is over on the restored stack, one way or the other.
-            task = lore.get_task(running.task_id)
+            # The parse that was running is over on the restored stack, one way or the other (resumed,
+            # as after a crash, it may still be under way).
+            deadline = time.monotonic() + 120
+            while (task := lore.get_task(running.task_id)).status in ("pending", "running"):
+                assert time.monotonic() < deadline, task
+                time.sleep(0.2)
             assert task.status in ("completed", "failed"), task
     finally:
         stack.process.stop()

@@ -6,8 +6,9 @@ and Qdrant local's collections) through SQLite's online backup API, so each is a
 even while it is written; the embedded FalkorDB is asked to `SAVE` its graphs first, then its dump is
 copied; raw files, memories' files and caches are copied as they are. What was acknowledged before the
 backup started is in it; work still running then (a parse, an upload session) may be partly there, and
-a restored stack treats such a task as interrupted, as after a crash. Server stores (PostgreSQL,
-FalkorDB or Qdrant servers, S3) are backed up with their own tools: see the operations docs.
+a restored stack treats such a task as interrupted, as after a crash (it runs again). Server stores
+(PostgreSQL, FalkorDB or Qdrant servers, S3) are backed up with their own tools: see the operations
+docs.
 """
 
 from __future__ import annotations
