@@ -644,9 +644,19 @@ def test_a_second_gateway_replica_agrees_whose_gen_tasks_are_whose(stack: Stack,
     port = free_port()
     env = {**stack.env, "LORE__GATEWAY__PORT": str(port)}
     replica = ServerProcess([sys.executable, "-m", "lore_gateway"], env=env, log_path=tmp_path / "gw2.log")
+    # A table started over the WebSocket of the first gateway is its key's as well.
+    from websockets.sync.client import connect
+
+    ws_url = stack.url.replace("http", "ws", 1) + "/api/v1/gen/pipeline/stream"
+    with connect(ws_url, additional_headers=stack.a.headers) as socket:
+        socket.send(json.dumps({"question": _ask(stack.a), "kb_name": stack.a.kb}))
+        stack.a.ids["stream_task_id"] = json.loads(socket.recv(timeout=30))["task_id"]
     try:
         replica.wait_healthy(f"http://127.0.0.1:{port}/health", timeout=60)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as other:
+            stream = f"/api/v1/gen/pipeline/status/{stack.a.ids['stream_task_id']}"
+            assert other.get(stream, headers=stack.a.headers).status_code == 200
+            assert other.get(stream, headers=stack.b.headers).status_code == 404
             for t, them in ((stack.a, stack.b), (stack.b, stack.a)):
                 for kind, task in (("pipeline", "table_task_id"), ("tag-tree", "tree_task_id")):
                     path = f"/api/v1/gen/{kind}/status/{t.ids[task]}"
