@@ -130,3 +130,24 @@ async def test_naming_the_default_workspace_is_the_same_as_naming_none(mem: AppC
     job_id = r.json()["id"]
     r = await mem.get(f"{INSERT}/{job_id}", params={"workspace": "default"})
     assert r.status_code == 200 and r.json()["workspace"] == "default"
+
+
+async def test_inserts_arriving_together_in_a_new_workspace_all_land_there(mem: AppClient) -> None:
+    async def one(n: int) -> str:
+        text = f"Lamp {n} of the Brightwater pier is lit by Keeper Oonagh{n}."
+        r = await mem.post(INSERT, params={"workspace": "team-new"}, data={"query": text})
+        assert r.status_code == 202, r.text
+        return str(r.json()["id"])
+
+    ids = await asyncio.gather(*(one(n) for n in range(4)))
+    async with asyncio.timeout(20):
+        for job_id in ids:
+            params = {"workspace": "team-new"}
+            while (job := (await mem.get(f"{INSERT}/{job_id}", params=params)).json())["status"] not in (
+                "done",
+                "failed",
+            ):
+                await asyncio.sleep(0.02)
+            assert job["status"] == "done", job
+    store = await mem.app.state.kb.store.in_workspace("team-new")
+    assert (await store.counts())["chunks"] == 4

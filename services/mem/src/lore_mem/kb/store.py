@@ -17,6 +17,7 @@ rows: a vector whose rows were never committed (a failed insert) is never answer
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 import re
@@ -124,6 +125,7 @@ class KbStore:
         self.chunk_vectors, self.entity_vectors, self.community_vectors = chunks, entities, communities
         self._workspaces: dict[str, KbStore] = {workspace: self}
         self._ensured = False
+        self._making = asyncio.Lock()  # one insert makes a new workspace's collections, not two at once
 
     async def in_workspace(self, workspace: str) -> KbStore:
         """The store of `workspace`, its vector collections made on first use."""
@@ -133,7 +135,9 @@ class KbStore:
             store._workspaces = self._workspaces
             self._workspaces[workspace] = store
         if not store._ensured:
-            await store.ensure()
+            async with store._making:
+                if not store._ensured:
+                    await store.ensure()
         return store
 
     async def existing(self, workspace: str) -> KbStore | None:
