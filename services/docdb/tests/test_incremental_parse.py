@@ -166,8 +166,10 @@ async def test_a_failed_incremental_parse_leaves_the_kb_as_it_was(docdb_factory:
         graph = client.app.state.graph
         real = graph.replace_entities
 
-        async def fails_once(*args: Any) -> None:
+        async def fails_once(kb: str, entities: set[str], *_: Any) -> None:
+            """Deletes the entities it rebuilds, then fails before writing them again."""
             graph.replace_entities = real  # the rollback's rebuild goes through
+            await real(kb, entities, [], [], 100)
             raise RuntimeError("the graph store went away")
 
         graph.replace_entities = fails_once

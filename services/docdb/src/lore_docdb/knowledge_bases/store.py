@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import NamedTuple
 
+import msgspec
 from sqlalchemy import bindparam, delete, func
 from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
@@ -269,6 +270,20 @@ class KnowledgeBaseStore:
             async with self.engine.connect() as connection:
                 found.extend(ChunkGraph(*row) for row in (await connection.execute(query)).all())
         return sorted(found, key=lambda c: (c.dataset, c.file, c.position))
+
+    async def chunks_naming(self, kb: str, entities: set[str]) -> list[str]:
+        """The chunks whose kept graph contribution names any of these entities (a scan of the KB's
+        chunks: for a rollback, which cannot trust a graph a failed write may have left half done)."""
+        query = sa_select(col(ChunkRow.chunk_id), col(ChunkRow.graph)).where(
+            col(ChunkRow.kb_name) == kb, col(ChunkRow.graph).is_not(None)
+        )
+        found = []
+        async with self.engine.connect() as connection:
+            for chunk_id, graph in (await connection.execute(query)).all():
+                nodes = msgspec.json.decode(graph or "{}").get("nodes", [])
+                if any(node.get("id") in entities for node in nodes):
+                    found.append(chunk_id)
+        return found
 
     async def stale_chunks(
         self, kb: str, dataset: str, keep_task: str, keep_files: Sequence[str]

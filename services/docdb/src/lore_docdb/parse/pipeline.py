@@ -544,6 +544,8 @@ class ParsePipeline:
                 return
             gone = {c.chunk_id for c in removed}
             naming = await self.graph.chunks_naming(kb, entities, batch)
+            if task_id is not None:  # a rollback: the failure may have been a rebuild left half done
+                naming.update(await self.kbs.chunks_naming(kb, entities))
             naming = (naming - gone) | {c.chunk_id for c in added}
             contributions = [
                 Contribution(c.chunk_id, c.dataset, c.task_id, *_parts(c.graph))
