@@ -304,16 +304,27 @@ def _marked(raw: str, marks: dict[int, _Mark]) -> str:
 
 
 def _headings_again(text: str, marked: str) -> str:
-    """The headings found in the page's whole text, marked again in its text rebuilt around tables."""
+    """The headings found in the page's whole text, marked again in its text rebuilt around tables
+    (a heading set on two lines, two lines)."""
     headings: dict[str, str] = {}
     for line in marked.split("\r\n"):
         if line.startswith("#"):
             title = line.lstrip("#").strip()
             headings[title] = line
+    lines = text.replace("\r\n", "\n").split("\n")
     out = []
-    for line in text.replace("\r\n", "\n").split("\n"):
-        heading = headings.get(line.strip())
-        out.extend(["", heading, ""] if heading else [_literal(line)])
+    index = 0
+    while index < len(lines):
+        line = lines[index].strip()
+        pair = f"{line} {lines[index + 1].strip()}" if index + 1 < len(lines) else ""
+        if line in headings:
+            out.extend(["", headings[line], ""])
+        elif pair in headings:
+            out.extend(["", headings[pair], ""])
+            index += 1
+        else:
+            out.append(_literal(lines[index]))
+        index += 1
     return "\n".join(out)
 
 
@@ -497,23 +508,24 @@ def _open_sides(boxes: list[Box], edges: list[Edge]) -> list[Edge]:
     return sides
 
 
-def _tables(page: Any, textpage: Any, raw: str) -> list[tuple[Box, str]]:
-    """The page's ruled tables (two rows and two columns at least), top first, with where they stand.
-    pdfplumber's table finder (snapping, joining and intersecting the rules into cells) runs on the
-    rules pdfium found; only a page with two horizontal and two vertical rules loads pdfplumber."""
+def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], list[_Char]]:
+    """The page's ruled tables (two rows and two columns at least), top first, with where they stand,
+    and its characters with their places when it has tables. pdfplumber's table finder (snapping,
+    joining and intersecting the rules into cells) runs on the rules pdfium found; only a page with
+    two horizontal and two vertical rules loads pdfplumber."""
     edges = _rules(page)
     if (
         sum(1 for e in edges if e["orientation"] == "h") < 2
         or sum(1 for e in edges if e["orientation"] == "v") < 2
     ):
-        return []
+        return [], []
     from pdfplumber.table import TableFinder
 
     left, bottom, right, top = page.get_bbox()
     bbox = (left, -top, right, -bottom)
     finder = TableFinder(_Drawn(edges, bbox))  # type: ignore[arg-type]
     if not finder.tables:
-        return []
+        return [], []
     sides = _open_sides([table.bbox for table in finder.tables], edges)
     if sides:
         finder = TableFinder(_Drawn(edges + sides, bbox))  # type: ignore[arg-type]
@@ -529,28 +541,42 @@ def _tables(page: Any, textpage: Any, raw: str) -> list[tuple[Box, str]]:
             if markdown.count("\n") >= 2:
                 box = tuple(float(v) for v in table.bbox)
                 tables.append(((box[0], box[1], box[2], box[3]), markdown))
-    return sorted(tables, key=lambda t: (t[0][1], t[0][0]))
+    return sorted(tables, key=lambda t: (t[0][1], t[0][0])), chars
 
 
-def _with_tables(page: Any, textpage: Any, tables: list[tuple[Box, str]]) -> str:
-    """The page's text with each table in place: the text above it, beside it and below it, bounded by
-    its box, and the table itself as Markdown instead of its cells' loose words."""
-    page_left, page_bottom, page_right, page_top = page.get_bbox()
-
-    def text(left: float, top: float, right: float, bottom: float) -> str:
-        if right - left < 1 or bottom - top < 1:
-            return ""
-        return str(textpage.get_text_bounded(left, -bottom, right, -top)).strip("\r\n")
-
-    parts, above = [], -page_top
-    for (left, top, right, bottom), markdown in tables:
-        parts.append(text(page_left, above, page_right, top))
-        parts.append(text(page_left, top, left, bottom))
-        parts.append("\n" + markdown + "\n")  # a blank line before and after: a block of its own
-        parts.append(text(right, top, page_right, bottom))
-        above = max(above, bottom)
-    parts.append(text(page_left, above, page_right, -page_bottom))
-    return "\n".join(p for p in parts if p.strip())
+def _with_tables(chars: list[_Char], tables: list[tuple[Box, str]]) -> str:
+    """The page's text in pdfium's order with each table, as Markdown, where its first character was
+    read, instead of its cells' loose words: the text beside a table keeps its own order (a column
+    beside a table in the other column is not cut at the table's top)."""
+    owners: list[int | None] = []  # per character, the table whose box holds its centre
+    for _char, x, y in chars:
+        if x != x:  # nan: a space or line break, decided below
+            owners.append(-1)
+            continue
+        owners.append(
+            next((k for k, (b, _) in enumerate(tables) if b[0] <= x < b[2] and b[1] <= y < b[3]), None)
+        )
+    after: list[int | None] = [None] * len(owners)  # the owner of the next character that is not blank
+    following: int | None = None
+    for index in range(len(owners) - 1, -1, -1):
+        after[index] = following
+        if owners[index] != -1:
+            following = owners[index]
+    before: int | None = None  # a space or line break between two characters of a table is the table's
+    for index, owner in enumerate(owners):
+        if owner == -1:
+            owners[index] = before if before == after[index] else None
+        else:
+            before = owner
+    out: list[str] = []
+    placed: set[int] = set()
+    for (char, _x, _y), owner in zip(chars, owners, strict=True):
+        if owner is None:
+            out.append(char)
+        elif owner not in placed:
+            placed.add(owner)
+            out.append("\n\n" + tables[owner][1] + "\n\n")  # a block of its own
+    return "".join(out)
 
 
 def pdf_pages(path: Path) -> list[str]:
@@ -574,9 +600,9 @@ def pdf_pages(path: Path) -> list[str]:
                     styles.append(_styles(textpage, raw))
                     pages.append([])
                     raws[index] = raw
-                    tables = _tables(page, textpage, raw)
+                    tables, chars = _tables(page, textpage, raw)
                     if tables:
-                        tabled[index] = _with_tables(page, textpage, tables)
+                        tabled[index] = _with_tables(chars, tables)
             finally:
                 textpage.close()
                 page.close()
