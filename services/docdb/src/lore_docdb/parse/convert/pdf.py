@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -114,6 +115,7 @@ class _Style(NamedTuple):
     italic: bool
     font: str  # the font of its first and last characters (without a subset's prefix), "" if they differ
     ends: bool  # it ends a sentence (or is empty): a line after it starts a block of its own
+    top: float = 0.0  # the top of its first letter's box, from the page's bottom
 
 
 class _Mark(NamedTuple):
@@ -178,12 +180,13 @@ def _styles(textpage: Any, raw: str) -> list[_Style]:
         # the larger of two sizes, its first three letters' and its last three's (a label in small
         # type, "Chapter 1.", may open a title set large); letters only, as a `|` stands taller
         letters = [first + i for i, c in enumerate(line[len(line) - len(line.lstrip()) :]) if c.isalnum()]
-        size = 0.0
+        size = top = 0.0
         for span in (letters[:3], letters[-3:]):
             sizes = []
             for at in span:
                 if pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, at, box):
                     sizes.append(box.top - box.bottom)
+                    top = top or box.top
             size = max(size, sorted(sizes)[len(sizes) // 2] if sizes else 0.0)
         head, tail = _font(textpage, first, buffer, flags), _font(textpage, last, buffer, flags)
         styles.append(
@@ -194,6 +197,7 @@ def _styles(textpage: Any, raw: str) -> list[_Style]:
                 head[2] and tail[2],
                 head[0] if head[0] == tail[0] else "",
                 stripped.endswith((".", "!", "?", ":", "。", "！", "？", "：")),
+                top,
             )
         )
     return styles
@@ -264,16 +268,34 @@ def _literal(line: str) -> str:
     return "\\" + stripped if stripped.startswith("#") else line
 
 
-def _marked(raw: str, marks: dict[int, _Mark]) -> str:
+def _gaps(styles: list[_Style]) -> set[int]:
+    """Lines that a wider space than the page's usual line spacing separates from the line above in
+    the same type (a paragraph's first line, where paragraphs are set apart)."""
+    steps = [
+        (i, above.top - line.top)
+        for i, (above, line) in enumerate(pairwise(styles), start=1)
+        if above.length and line.length and above.size == line.size and above.top and line.top
+    ]
+    usual = sorted(step for _, step in steps if step > 0)
+    if len(usual) < 4:
+        return set()
+    spacing = usual[len(usual) // 2]
+    return {i for i, step in steps if step > 1.4 * spacing and step < 4 * spacing}
+
+
+def _marked(raw: str, marks: dict[int, _Mark], styles: list[_Style] | None = None) -> str:
     """The page's text with its heading lines as `#` lines in blocks of their own. Lines marked alike
     one after another are one heading when they are few and short (a title set on two or three
-    lines), else a paragraph set in bold or large type (a block of its own, no heading)."""
+    lines), else lines of a paragraph set in bold or large type."""
     lines = raw.split("\r\n")
+    breaks = _gaps(styles) if styles and len(styles) == len(lines) else set()
     out: list[str] = []
     index = 0
     while index < len(lines):
         mark = marks.get(index)
         if mark is None:
+            if index in breaks and out and out[-1].strip():
+                out.append("")  # a paragraph set apart from the one before
             out.append(_literal(lines[index]))
             index += 1
             continue
@@ -295,10 +317,8 @@ def _marked(raw: str, marks: dict[int, _Mark]) -> str:
             if numbered:
                 level = min(6, max(level, numbered.group(1).count(".") + 1))
             out.extend(["", "#" * min(level, 6) + " " + title, ""])
-        elif len(run) > 1:
-            out.extend(["", *(_literal(line) for line in lines[index:end]), ""])
-        else:
-            out.append(_literal(lines[index]))
+        else:  # a paragraph in bold or large type, or one that goes on in body type
+            out.extend(_literal(line) for line in lines[index:end])
         index = end
     return "\r\n".join(out)
 
@@ -610,7 +630,7 @@ def pdf_pages(path: Path) -> list[str]:
         document.close()
     marks = _heading_marks(styles, [raws.get(index, "") for index in range(len(styles))])
     for index, raw in raws.items():
-        marked = _marked(raw, marks[index])
+        marked = _marked(raw, marks[index], styles[index])
         pages[index] = _page_lines(_headings_again(tabled[index], marked) if index in tabled else marked)
     # a line at a page's edge that comes back (digits aside) on several pages is a header or footer
     repeats: Counter[str] = Counter()
