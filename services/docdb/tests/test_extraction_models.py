@@ -277,10 +277,11 @@ async def test_a_parse_interrupted_by_the_process_ending_resumes_at_restart_with
         mock.post(f"{LLM}/chat/completions").mock(side_effect=model)
         async with docdb_factory(**env, LORE__PARAMETER__GRAPH_CONFIG__MAX_WORKERS="1") as client:
             task_id = await upload_parse(client, NOTES)
-            deadline = time.monotonic() + 20
-            while len(asked) < 4 and time.monotonic() < deadline:
+            cache = client.app.state.parse.pipeline.cache
+            deadline = time.monotonic() + 20  # the fourth chunk asked, the first three's results stored
+            while (len(asked) < 4 or await cache.count() < 3) and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
-            assert len(asked) == 4
+            assert len(asked) == 4 and await cache.count() == 3
         hang.set()
         async with docdb_factory(**env) as client:  # the restart: the task runs again
             task = await wait_done(client, task_id)
