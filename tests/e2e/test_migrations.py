@@ -23,7 +23,7 @@ from lore_docdb.database import SCHEMA as DOCDB
 from lore_gen.database import SCHEMA as GEN
 from lore_mem.database import SCHEMA as MEM
 
-HEADS = {"docdb": "0007", "gen": "0002", "mem": "0004"}
+HEADS = {"docdb": "0008", "gen": "0002", "mem": "0004"}
 SCHEMAS = {"docdb": DOCDB, "gen": GEN, "mem": MEM}
 
 
