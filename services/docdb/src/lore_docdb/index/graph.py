@@ -22,43 +22,6 @@ from lore_common.stores.graph import GraphStore
 MAX_DESCRIPTION = 2000
 MAX_MATCHED_ENTITIES = 50
 
-_MERGE_NODES = """
-UNWIND $rows AS row
-MERGE (n:Entity {id: row.id})
-ON CREATE SET n.name = row.name, n.type = row.type, n.description = row.description,
-  n.sources = [row.source], n.datasets = [row.dataset], n.chunk_ids = row.chunk_ids, n.mentions = row.mentions
-ON MATCH SET
-  n.description = CASE WHEN n.description CONTAINS row.description OR size(n.description) > $max_description
-    THEN n.description ELSE n.description + ' | ' + row.description END,
-  n.sources = CASE WHEN row.source IN n.sources THEN n.sources ELSE n.sources + row.source END,
-  n.datasets = CASE WHEN row.dataset IN n.datasets THEN n.datasets ELSE n.datasets + row.dataset END,
-  n.chunk_ids = n.chunk_ids + row.chunk_ids,
-  n.mentions = n.mentions + row.mentions
-"""
-
-_MERGE_EDGES = """
-UNWIND $rows AS row
-MATCH (a:Entity {id: row.source_id}), (b:Entity {id: row.target_id})
-MERGE (a)-[r:RELATED]->(b)
-ON CREATE SET r.description = row.description, r.weight = row.weight, r.sources = [row.source],
-  r.datasets = [row.dataset], r.chunk_ids = row.chunk_ids
-ON MATCH SET
-  r.weight = r.weight + row.weight,
-  r.description = CASE WHEN r.description CONTAINS row.description OR size(r.description) > $max_description
-    THEN r.description ELSE r.description + ' | ' + row.description END,
-  r.sources = CASE WHEN row.source IN r.sources THEN r.sources ELSE r.sources + row.source END,
-  r.datasets = CASE WHEN row.dataset IN r.datasets THEN r.datasets ELSE r.datasets + row.dataset END,
-  r.chunk_ids = r.chunk_ids + row.chunk_ids
-"""
-
-# Parenthesised predicates: FalkorDB binds NOT and + tighter than STARTS/ENDS WITH.
-_FORGET = """
-MATCH {pattern} WHERE any(s IN x.sources WHERE {test})
-SET x.sources = [s IN x.sources WHERE NOT ({test})],
-    x.chunk_ids = [c IN x.chunk_ids WHERE NOT ({chunk_test})]
-WITH x SET x.datasets = [d IN x.datasets WHERE any(s IN x.sources WHERE s STARTS WITH (d + '|'))]
-"""
-
 
 _REPLACE_NODES = """
 UNWIND $rows AS row
@@ -157,19 +120,6 @@ class GraphIndex:
             if "already indexed" not in str(exc).lower():
                 raise
 
-    async def merge(
-        self, kb: str, nodes: Sequence[dict[str, Any]], edges: Sequence[dict[str, Any]], batch: int
-    ) -> None:
-        graph = self._graph(kb)
-        for start in range(0, len(nodes), batch):
-            await graph.query(
-                _MERGE_NODES, {"rows": list(nodes[start : start + batch]), "max_description": MAX_DESCRIPTION}
-            )
-        for start in range(0, len(edges), batch):
-            await graph.query(
-                _MERGE_EDGES, {"rows": list(edges[start : start + batch]), "max_description": MAX_DESCRIPTION}
-            )
-
     async def replace_entities(
         self,
         kb: str,
@@ -219,28 +169,6 @@ class GraphIndex:
             {"ids": list(chunk_ids), "suffix": f"|{task_id}"},
         )
         return {row[0] for row in result.result_set}
-
-    async def _forget(self, kb: str, test: str, chunk_test: str, params: dict[str, Any]) -> None:
-        graph = self._graph(kb)
-        for pattern in ("()-[x:RELATED]->()", "(x:Entity)"):
-            await graph.query(_FORGET.format(pattern=pattern, test=test, chunk_test=chunk_test), params)
-        await graph.query("MATCH ()-[r:RELATED]->() WHERE size(r.sources) = 0 DELETE r")
-        await graph.query("MATCH (n:Entity) WHERE size(n.sources) = 0 DETACH DELETE n")
-
-    async def forget_task(self, kb: str, task_id: str) -> None:
-        """Remove every contribution of one task; nodes and edges left with none are deleted."""
-        if self.store is None or not await self.exists(kb):
-            return
-        await self._forget(
-            kb,
-            "s ENDS WITH $suffix",
-            "c STARTS WITH $prefix",
-            {"suffix": f"|{task_id}", "prefix": f"{task_id}:"},
-        )
-
-    async def forget_tasks(self, kb: str, task_ids: Sequence[str]) -> None:
-        for task_id in task_ids:
-            await self.forget_task(kb, task_id)
 
     async def exists(self, kb: str) -> bool:
         if self.store is None:
