@@ -508,9 +508,10 @@ def _cell_text(chars: list[_Char]) -> str:
 
 
 def _open_sides(boxes: list[Box], edges: list[Edge]) -> list[Edge]:
-    """Vertical edges where a table's horizontal rules end beyond its outer vertical ones: a table
-    ruled between its columns but open at its sides (as papers draw them) keeps its first and last
-    columns, which the rules alone would leave out."""
+    """Vertical edges where a table's horizontal rules end, from the first rule to the last that ends
+    there: a table ruled across and between its columns but open at its sides (as papers and reports
+    draw them, often under a fully ruled header row) keeps its first and last columns, which the
+    rules alone would leave out. Where a border is drawn, the edge adds nothing."""
     sides: list[Edge] = []
     for x0, top, x1, bottom in boxes:
         rules = [
@@ -518,12 +519,11 @@ def _open_sides(boxes: list[Box], edges: list[Edge]) -> list[Edge]:
             for e in edges
             if e["orientation"] == "h" and top - 3 <= e["top"] <= bottom + 3 and e["x0"] < x1 and e["x1"] > x0
         ]
-        for at, reach in (
-            (min((e["x0"] for e in rules), default=x0), x0 - 3),
-            (max((e["x1"] for e in rules), default=x1), x1 + 3),
-        ):
-            ends = [e["top"] for e in rules if abs((e["x0"] if at < x0 else e["x1"]) - at) <= 3]
-            if (at < reach if at < x0 else at > reach) and len(ends) >= 2:
+        if not rules:
+            continue
+        for at, end in ((min(e["x0"] for e in rules), "x0"), (max(e["x1"] for e in rules), "x1")):
+            ends = [e["top"] for e in rules if abs(e[end] - at) <= 3]
+            if len(ends) >= 2 and max(ends) - min(ends) >= 3:
                 sides.append(_edge(at, min(ends), at, max(ends), "v"))
     return sides
 
@@ -565,9 +565,10 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], 
 
 
 def _with_tables(chars: list[_Char], tables: list[tuple[Box, str]]) -> str:
-    """The page's text in pdfium's order with each table, as Markdown, where its first character was
-    read, instead of its cells' loose words: the text beside a table keeps its own order (a column
-    beside a table in the other column is not cut at the table's top)."""
+    """The page's text in pdfium's order with each table as Markdown instead of its cells' loose words,
+    before the line nearest under it in its column (else where its own first character was read):
+    the text beside a table keeps its order (a column beside a table in the other column is not cut
+    at the table's top), and a table drawn after the page's text still stands where it is seen."""
     owners: list[int | None] = []  # per character, the table whose box holds its centre
     for _char, x, y in chars:
         if x != x:  # nan: a space or line break, decided below
@@ -588,14 +589,32 @@ def _with_tables(chars: list[_Char], tables: list[tuple[Box, str]]) -> str:
             owners[index] = before if before == after[index] else None
         else:
             before = owner
+    below: dict[int, int] = {}  # per table, the character nearest under it in its column
+    for k, ((left, _top, right, bottom), _markdown) in enumerate(tables):
+        under = [
+            (y - bottom, i)
+            for i, ((_c, x, y), owner) in enumerate(zip(chars, owners, strict=True))
+            if owner is None and x == x and y > bottom and left <= x < right
+        ]
+        if under:
+            below[min(under)[1]] = k
     out: list[str] = []
-    placed: set[int] = set()
-    for (char, _x, _y), owner in zip(chars, owners, strict=True):
-        if owner is None:
-            out.append(char)
-        elif owner not in placed:
-            placed.add(owner)
-            out.append("\n\n" + tables[owner][1] + "\n\n")  # a block of its own
+    first: dict[int, int] = {}  # where each table's first character was read, in `out`
+    for index, ((char, _x, _y), owner) in enumerate(zip(chars, owners, strict=True)):
+        if owner is not None:
+            if owner not in first:
+                first[owner] = len(out)
+                out.append("")  # a place held for the table, if nothing stands under it
+            continue
+        if index in below:  # the table goes before the line under it
+            start = max((i for i, c in enumerate(out) if c in "\r\n"), default=-1) + 1
+            out.insert(start, "\n\n" + tables[below[index]][1] + "\n\n")
+            first = {t: at + (at >= start) for t, at in first.items()}
+        out.append(char)
+    placed = set(below.values())
+    for k, at in first.items():
+        if k not in placed:
+            out[at] = "\n\n" + tables[k][1] + "\n\n"
     return "".join(out)
 
 
