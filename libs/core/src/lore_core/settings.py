@@ -304,6 +304,12 @@ class GenConfig(Section):
     # A task stopped by an outage (its relational store, or docdb answering 503) waits and runs again
     # (backoff 1 s doubling to 30 s) for this long (seconds) before it fails.
     task_store_retry_for: float = 600.0
+    # A table task whose process died runs again when that replica restarts, from its last stored
+    # step: its design and SQL are kept with the task and its filled rows in the extraction cache, so no
+    # paid model call is repeated. One interrupted more than `resume_attempts` times (it may be what
+    # brings the process down) fails as `interrupted`.
+    resume_interrupted: bool = True
+    resume_attempts: int = 3
 
 
 class MemKbEmbedding(EmbeddingConfig):

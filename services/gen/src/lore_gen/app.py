@@ -68,11 +68,13 @@ def create_app(settings: Settings) -> Litestar:
             imported = await task_store.import_files(data_dir / "tasks") + await task_store.import_table()
             if imported:
                 log.info("task_files_imported", count=imported)
-            tasks = TaskService(task_store, replica_id(config.server.port), config.task_store_retry_for)
-            shared = stores.sql.dialect.name != "sqlite"
-            interrupted = await tasks.recover(shared)
-            if interrupted:
-                log.warning("tasks_interrupted", count=interrupted)
+            tasks = TaskService(
+                task_store,
+                replica_id(config.server.port),
+                config.task_store_retry_for,
+                resume_interrupted=config.resume_interrupted,
+                resume_attempts=config.resume_attempts,
+            )
             leadership = Leadership(stores.sql, "lore-gen-sweeps")
             app.state.stores = stores
             app.state.providers = GenModels(llm, config.docdb_url)
@@ -85,6 +87,10 @@ def create_app(settings: Settings) -> Litestar:
                 cache=ModelCache(stores.sql, MODEL_CACHE) if config.llm.provider != "offline" else None,
             )
             app.state.tag_trees = TagTreeService(llm=llm, docdb=docdb, tasks=tasks)
+            # After the services: each says which of its tasks run again (the others fail).
+            resumed, interrupted = await tasks.recover(shared=stores.sql.dialect.name != "sqlite")
+            if resumed or interrupted:
+                log.warning("tasks_recovered", resumed=resumed, interrupted=interrupted)
             try:
                 maintenance = tasks.maintain(
                     config.task_heartbeat_interval, config.task_stale_after, leadership.is_leader

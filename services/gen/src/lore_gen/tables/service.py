@@ -5,6 +5,11 @@ entity's passages come from docdb's `/retrieve`, and when the table is grounded 
 evidence gets an empty row without asking the model, so nothing is invented. The model's SQL must pass
 the read-only guard and run; a rejected or failing query is regenerated once with the reason shown to the
 model, then the task fails with that reason.
+
+A task whose process died runs again at the next start (`gen.resume_interrupted`) from its last stored
+step: the design and the table's name (and, once it ran, the SQL) are kept in the task's checkpoint and
+each filled row in the extraction cache as soon as it arrives, so the run asks the model only for what
+was not finished, and builds the same table under the same name.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from lore_gen.docdb.models import Passage
 from lore_gen.tables.models import RowReply, SqlReply, SubmitRequest, TableSchema
 from lore_gen.tables.sql_guard import UnsafeSQL, guard_select
 from lore_gen.tables.store import TableStore, coerce, identifier, infer_kinds
-from lore_gen.tasks.models import Report, TaskFailure, TaskRecord
+from lore_gen.tasks.models import Body, Checkpoint, Report, TaskFailure, TaskRecord
 from lore_gen.tasks.service import Listener, TaskService
 
 log = structlog.get_logger("lore.gen.tables")
@@ -103,6 +108,7 @@ class TableService:
         self.tables = tables
         self.tasks = tasks
         self.config = config
+        tasks.resumable("table", self.resumed)
 
     async def submit(
         self, request: SubmitRequest, listener: Listener | None = None, caller: str | None = None
@@ -120,12 +126,29 @@ class TableService:
             check_name("knowledge base", kb_name)
             await self.docdb.require_kb(kb_name)
 
-        async def body(report: Report) -> dict[str, Any]:
-            return await self.run(request, kb_name, report)
-
         return await self.tasks.submit(
-            "table", body, msgspec.to_builtins(request) | {"kb_name": kb_name}, listener, caller
+            "table",
+            self._body(request, kb_name),
+            msgspec.to_builtins(request) | {"kb_name": kb_name},
+            listener,
+            caller,
         )
+
+    def _body(self, request: SubmitRequest, kb_name: str | None) -> Body:
+        async def body(report: Report, checkpoint: Checkpoint) -> dict[str, Any]:
+            return await self.run(request, kb_name, report, checkpoint)
+
+        return body
+
+    def resumed(self, record: TaskRecord) -> Body:
+        """The body of a table task cut off by a stop, from its stored request (the KB as resolved then)."""
+        fields = {k: v for k, v in record.request.items() if k != "kb_name"}
+        try:
+            request = msgspec.convert(fields, SubmitRequest)
+        except msgspec.ValidationError as exc:
+            raise ValueError(f"its request cannot be read again: {exc}") from exc
+        kb_name = record.request.get("kb_name")
+        return self._body(request, kb_name if isinstance(kb_name, str) else None)
 
     async def status(self, task_id: str, caller: str | None = None) -> TaskRecord:
         return await self.tasks.get("table", task_id, caller)
@@ -134,11 +157,20 @@ class TableService:
         """Stop telling `listener` about the task (its WebSocket client left); the task runs on."""
         self.tasks.detach(task_id, listener)
 
-    async def run(self, request: SubmitRequest, kb_name: str | None, report: Report) -> dict[str, Any]:
+    async def run(
+        self, request: SubmitRequest, kb_name: str | None, report: Report, checkpoint: Checkpoint
+    ) -> dict[str, Any]:
         usage = begin_usage(self.config.llm)  # model calls, tokens, cost, rows that failed
         await report(STEP_SCHEMA, "schema")
         known = await self.kb_entities(kb_name)
-        schema = await self.design(request, kb_name, known)
+        designed = checkpoint.get("design")
+        if designed is None:
+            schema = await self.design(request, kb_name, known)
+            table_name = _table_name(schema.title)
+            designed = {"schema": msgspec.to_builtins(schema), "table_name": table_name}
+            await checkpoint.put("design", designed)  # a resumed run builds this table, not another
+        schema = msgspec.convert(designed["schema"], TableSchema)
+        table_name = str(designed["table_name"])
         columns = schema.columns
         total = len(schema.entities)
         await report(STEP_ROWS, "rows", done=0, total=total)
@@ -146,13 +178,14 @@ class TableService:
         check_failed_share(total, self.config.llm.max_failed_share)
 
         await report(STEP_TABLE, "table")
-        table_name = _table_name(schema.title)
         kinds = infer_kinds(columns, rows)
         typed_rows = [{c: coerce(row.get(c), kinds[c]) for c in columns} for row in rows]
         await self.tables.create(table_name, kinds, typed_rows)
 
         await report(STEP_SQL, "sql")
-        sql, results = await self.query(table_name, kinds, request.sql_question or request.question)
+        sql, results = await self.query(
+            table_name, kinds, request.sql_question or request.question, checkpoint
+        )
         return {
             "table_name": table_name,
             "schema": {"title": schema.title, "entities": schema.entities, "columns": columns},
@@ -283,8 +316,12 @@ class TableService:
         return empty
 
     async def query(
-        self, table_name: str, kinds: Mapping[str, str], question: str
+        self, table_name: str, kinds: Mapping[str, str], question: str, checkpoint: Checkpoint
     ) -> tuple[str, list[dict[str, Any]]]:
+        stored = checkpoint.get("sql")
+        if isinstance(stored, str):  # written before the process stopped: run it, ask nothing
+            sql = guard_select(stored, table_name, self.tables.dialect, self.config.sql_row_limit)
+            return sql, await self.tables.query(sql)
         columns = ", ".join(f'"{name}" {kind.upper()}' for name, kind in kinds.items())
         prompt = f'Dialect: {self.tables.dialect}\nTable: "{table_name}" ({columns})\nQuestion: {question}'
         messages = [ChatMessage("system", SQL_SYSTEM), ChatMessage("user", prompt)]
@@ -301,7 +338,9 @@ class TableService:
             )
             try:
                 sql = guard_select(reply.sql, table_name, self.tables.dialect, self.config.sql_row_limit)
-                return sql, await self.tables.query(sql)
+                results = await self.tables.query(sql)
+                await checkpoint.put("sql", sql)
+                return sql, results
             except UnsafeSQL as exc:
                 problem = f"rejected: {exc}"
             except Exception as exc:  # a valid SELECT that fails at run time (a wrong column, say)

@@ -112,6 +112,9 @@ class TableStore:
             table_name, MetaData(), *(Column(name, sql_types[kind]()) for name, kind in kinds.items())
         )
         async with self.engine.begin() as connection:
+            # One transaction: the table is there whole or not at all. A resumed task builds its table
+            # again under the same name, so one left by the run its process stopped goes first.
+            await connection.run_sync(table.drop, checkfirst=True)
             await connection.run_sync(table.create)
             if rows:
                 await connection.execute(table.insert(), [dict(row) for row in rows])

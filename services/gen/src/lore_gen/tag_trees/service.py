@@ -19,7 +19,7 @@ from lore_core.naming import check_name
 from lore_gen.docdb.client import DocdbClient
 from lore_gen.tag_trees.models import GenerateRequest, NodeReply, TreeReply
 from lore_gen.tag_trees.spreadsheet import read_paths
-from lore_gen.tasks.models import Report, TaskRecord
+from lore_gen.tasks.models import Checkpoint, Report, TaskRecord
 from lore_gen.tasks.service import TaskService
 
 MAX_DEPTH = 12
@@ -109,8 +109,8 @@ class TagTreeService:
             kb_name = check_name("knowledge base", request.kb_name)
             await self.docdb.require_kb(kb_name)
 
-        async def body(report: Report) -> dict[str, Any]:
-            return await self._generate(topic, kb_name, report)
+        async def body(report: Report, _checkpoint: Checkpoint) -> dict[str, Any]:
+            return await self._generate(topic, kb_name, report)  # not resumed: a single model call
 
         return await self.tasks.submit(
             "tag_tree", body, {"topic": topic, "mode": request.mode, "kb_name": kb_name}, caller=caller

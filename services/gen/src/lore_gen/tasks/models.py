@@ -19,6 +19,26 @@ TaskKind = Literal["table", "tag_tree"]
 Report = Callable[..., Awaitable[None]]
 
 
+class Checkpoint:
+    """What a running task keeps as it goes (a table's design, its SQL), written with the task at once:
+    the run after its process died starts from there rather than asking the model again."""
+
+    def __init__(self, saved: dict[str, Any], store: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        self.saved = dict(saved)
+        self._store = store
+
+    def get(self, key: str) -> Any:
+        return self.saved.get(key)
+
+    async def put(self, key: str, value: Any) -> None:
+        self.saved[key] = value
+        await self._store(dict(self.saved))
+
+
+# A task's work: given its progress reporter and its checkpoint, it returns the task's result.
+Body = Callable[[Report, Checkpoint], Awaitable[Any]]
+
+
 class TaskRecord(msgspec.Struct, kw_only=True):
     task_id: str
     kind: TaskKind
@@ -32,6 +52,10 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     # The API key that started it (lore_core.internal.CALLER_HEADER; None: not told): a call naming
     # another caller does not see it.
     caller: str | None = None
+    # Not shown: what the task stored as it went (Checkpoint) and how many times it ran again after
+    # its process died.
+    checkpoint: dict[str, Any] = msgspec.field(default_factory=dict)
+    resumed: int = 0
     created_at: str = msgspec.field(default_factory=utc_iso)
     updated_at: str = msgspec.field(default_factory=utc_iso)
 
