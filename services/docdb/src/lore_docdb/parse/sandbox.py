@@ -66,6 +66,9 @@ def sniff(path: Path, max_bytes: int) -> str | None:
     return None
 
 
+STARTUP_TIMEOUT = 120.0  # seconds for a new child to load its converters
+
+
 class Sandbox:
     """The service's end: one child for a parse's files, replaced after a time-out or a crash."""
 
@@ -100,6 +103,17 @@ class Sandbox:
 
     async def _extract(self, path: Path, ocr: bool) -> str:
         worker = await self._child(path, ocr)
+        if worker.process is None:
+            # A new child loads its converters first (seconds, more on a busy machine): that start is
+            # not the file's fault, so the file's time limit counts from when the child is ready.
+            try:
+                async with asyncio.timeout(STARTUP_TIMEOUT):
+                    await worker.call("ready")
+            except TimeoutError:
+                await self._kill(worker)
+                raise ExtractionError(
+                    f"the text extractor did not start within {STARTUP_TIMEOUT:g} s (an overloaded machine?)"
+                ) from None
         try:
             async with asyncio.timeout(self.timeout):
                 ok, payload = await worker.call("extract", str(path))
@@ -134,6 +148,8 @@ class Sandbox:
 
 def _handle(inbox: Inbox, max_bytes: int) -> list[Reply]:
     request = inbox.requests.popleft()  # one file at a time: a time-out then names the right one
+    if request[1] == "ready":  # the converters are loaded (main() preloads them before serving)
+        return [(int(request[0]), True, (True, ""))]
     path = Path(request[2])
     result: Any
     try:
