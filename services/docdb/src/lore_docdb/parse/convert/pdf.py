@@ -82,6 +82,26 @@ def _ligatures_in_order(textpage: Any, raw: str) -> str:
     return "".join(chars)
 
 
+_HEADING = re.compile(r"^(#{1,6}) ")
+LABEL_WORDS = 5  # fewer words than this under a "heading" before the next one: a label in a figure
+
+
+def _labels(lines: list[str]) -> list[str]:
+    """The page's lines with the headings that head almost nothing unmarked: a heading with fewer than
+    LABEL_WORDS words under it before the next heading of its level, or any such heading on a page
+    that has four of them, is a label of a diagram or a chart (boxes of large or bold type); as
+    headings, labels would make passages of a word or two. A heading at the page's end is kept (its
+    text is on the next page), and so is one over a deeper heading on an ordinary page."""
+    heads = [(i, len(m.group(1))) for i, line in enumerate(lines) if (m := _HEADING.match(line))]
+    tiny = {
+        at: next_level == level
+        for (at, level), (following, next_level) in pairwise(heads)
+        if sum(len(line.split()) for line in lines[at + 1 : following]) < LABEL_WORDS
+    }
+    plain = {at for at, same_level in tiny.items() if same_level or len(tiny) >= 4}
+    return [_HEADING.sub("", line) if i in plain else line for i, line in enumerate(lines)]
+
+
 def _edges(lines: list[str]) -> list[int]:
     """Indexes of the first and last non-empty lines of a page."""
     filled = [i for i, line in enumerate(lines) if line.strip()]
@@ -650,7 +670,9 @@ def pdf_pages(path: Path) -> list[str]:
     marks = _heading_marks(styles, [raws.get(index, "") for index in range(len(styles))])
     for index, raw in raws.items():
         marked = _marked(raw, marks[index], styles[index])
-        pages[index] = _page_lines(_headings_again(tabled[index], marked) if index in tabled else marked)
+        pages[index] = _labels(
+            _page_lines(_headings_again(tabled[index], marked) if index in tabled else marked)
+        )
     # a line at a page's edge that comes back (digits aside) on several pages is a header or footer
     repeats: Counter[str] = Counter()
     for lines in pages:
