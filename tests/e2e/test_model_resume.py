@@ -1,8 +1,9 @@
-"""kill -9 in the middle of model work, then restart (issue #43): docdb in a graph-mode parse and mem in
-a kb insert each resume and complete, and the fake model server's log shows that no chunk whose result
-was stored (in the service's extraction cache, read from its SQLite file after the kill) was asked
-again. The fake model names each extraction after the chunk it was asked about, so the cache tells
-which chunks it holds."""
+"""kill -9 in the middle of model work, then restart (issue #43): docdb in a graph-mode parse, mem in
+a kb insert and gen in a table task each resume and complete, and the fake model server's log shows
+that no chunk whose result was stored (in the service's extraction cache, read from its SQLite file
+after the kill; a table's design in its task's checkpoint) was asked again. The fake model names each
+extraction (and notes each table row) after the chunk it was asked about, so the cache tells which
+chunks it holds."""
 
 from __future__ import annotations
 
@@ -23,12 +24,13 @@ import pytest
 
 from lore_common.testing.fake_llm import chunk_key
 from lore_common.testing.processes import ServerProcess, free_port, model_env, poll_status, start_service
-from lore_common.testing.responders import kb
+from lore_common.testing.responders import kb, table
 
 DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
 TASKS = "/api/v1/docdb/files/processing/tasks"
 INSERT = "/api/v1/mem/kb/insert"
+PIPELINE = "/api/v1/gen/pipeline"
 MARK = re.compile(r"Chunk ([0-9a-f]{16})")
 # Enough chunks that the kill lands with some stored and some not, few enough to stay quick.
 TEXT = " ".join(
@@ -39,7 +41,14 @@ TEXT = " ".join(
 
 def respond(body: dict[str, Any]) -> str:
     """The fake model's answers (`--responder test_model_resume:respond`): an extraction names one
-    entity after the chunk it was asked about; other prompts get mem kb's usual answers."""
+    entity after the chunk it was asked about, and a gen table row notes the call it came from; other
+    prompts get mem kb's usual answers."""
+    messages = body.get("messages") or [{}]
+    if str(messages[0].get("content", "")).startswith(("You design", "You fill", "You write")):
+        answer = json.loads(table(body))
+        if "row" in answer:
+            answer["row"]["note"] = f"Chunk {chunk_key(body)}"
+        return json.dumps(answer)
     if (body.get("response_format") or {}).get("type") in ("json_object", "json_schema"):
         entity = {"name": f"Chunk {chunk_key(body)}", "type": "客观实体", "description": "a chunk"}
         return json.dumps({"entities": [entity], "relations": []}, ensure_ascii=False)
@@ -176,3 +185,50 @@ def test_mem_killed_mid_kb_insert_resumes_and_asks_no_stored_chunk_again(
             assert f"Chunk {first}" in answer.json()["rag_memory"]
     finally:
         mem.stop()
+
+
+def test_gen_killed_mid_table_rows_resumes_and_asks_no_stored_row_again(
+    tmp_path: Path, fake_model: str
+) -> None:
+    httpx.post(f"{fake_model}/_reset", timeout=10)
+    (tmp_path / "config").mkdir()
+    env = {
+        **model_env("LORE__GEN__LLM", f"{fake_model}/v1"),
+        "LORE__GEN__LLM__MAX_CONCURRENT_REQUESTS": "1",
+        "LORE__GEN__DOCDB_URL": f"http://127.0.0.1:{free_port()}",  # ungrounded: no docdb call
+    }
+    harbours = [f"Harbour{i:02d}" for i in range(16)]
+    question = "Compare: " + ", ".join(harbours)
+    gen, url = start_service("gen", tmp_path, env)
+    try:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            submitted = client.post(f"{PIPELINE}/submit", json={"question": question, "max_workers": 1})
+            task_id = submitted.json()["task_id"]
+        # The design, then five rows asked (the fifth in flight when the process dies).
+        kill9_when(gen, lambda: len(extractions_asked(fake_model)) >= 6)
+        before = extractions_asked(fake_model)
+        database = tmp_path / "gen" / "gen.db"
+        rows = stored_chunks(database, "lore_gen_model_cache")
+        # The design is stored with the task (its checkpoint), the rows in the extraction cache.
+        with contextlib.closing(sqlite3.connect(database)) as connection:
+            (record,) = connection.execute(
+                "SELECT record FROM lore_gen_jobs WHERE id = ?", (task_id,)
+            ).fetchone()
+        assert json.loads(record)["checkpoint"]["design"]["schema"]["entities"] == harbours
+        stored = rows | {before[0]}
+
+        gen, url = start_service("gen", tmp_path, env, port=int(url.rsplit(":", 1)[1]))
+        with httpx.Client(base_url=url, timeout=30) as client:
+            task = poll_status(client, f"{PIPELINE}/status/{task_id}", {"completed", "failed"})
+            assert task["status"] == "completed", task
+            result = task["result"]
+            assert result["usage"]["cache_hits"] == len(rows)
+            after = check_log(fake_model, before, stored)
+            assert len(after) == len(harbours) - len(rows) + 1  # the rows left, then the SQL
+            # Every harbour has its row, each from one model call, and the SQL answered over all of them.
+            assert [row["name"] for row in result["csv_data"]] == harbours
+            notes = {row["note"] for row in result["csv_data"]}
+            assert len(notes) == len(harbours) and {note[6:] for note in notes} == rows | set(after[:-1])
+            assert result["query_results"][0]["n"] == len(harbours)
+    finally:
+        gen.stop()
