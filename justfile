@@ -16,7 +16,7 @@ up-postgres *args:
 # module's stack is started once. The 15 slowest tests are listed last: the suite must stay under 8
 # minutes on a 2-core machine. `just test -p no:xdist …` runs in one process (for a debugger).
 test *args:
-    uv run --frozen pytest -q -n 4 --dist loadfile --durations=15 "$@"
+    uv run --frozen pytest -q -n 8 --dist loadgroup --durations=15 "$@"
 
 # ruff lint + format check, mypy strict on the packages.
 lint:

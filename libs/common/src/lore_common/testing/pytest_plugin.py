@@ -113,13 +113,21 @@ def pgvector_server() -> Iterator[str]:
             pytest.skip(PGVECTOR_HELP)
         # Not under pytest's basetemp: another pytest session started meanwhile rotates old basetemps
         # away, and the live server's data directory with them.
-        pgdata = Path(tempfile.mkdtemp(prefix="lore-test-pgvector-"))
-        server = get_server(pgdata, cleanup_mode="stop")
+        # The workers of one xdist run share one server (pgserver counts the processes using a data
+        # directory and the last one deletes it); a run without xdist has its own.
+        run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+        if run:
+            pgdata = Path(tempfile.gettempdir()) / f"lore-test-pgvector-{run}"
+            server = get_server(pgdata, cleanup_mode="delete")
+        else:
+            pgdata = Path(tempfile.mkdtemp(prefix="lore-test-pgvector-"))
+            server = get_server(pgdata, cleanup_mode="stop")
     try:
         yield str(server.get_uri())
     finally:
         server.cleanup()
-        shutil.rmtree(pgdata, ignore_errors=True)
+        if not run:
+            shutil.rmtree(pgdata, ignore_errors=True)
 
 
 @pytest.fixture
