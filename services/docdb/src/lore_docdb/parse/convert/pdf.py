@@ -1,9 +1,10 @@
-"""PDF text with pypdfium2: pdfium's reading order, lines in larger or bold type as `#` headings,
+"""PDF text with pypdfium2: pdfium's reading order, headings (larger type, bold, or italic or another
+font on a line of their own) as `#` lines, paragraphs set apart where the page sets them apart,
 running headers, footers and page numbers dropped, words hyphenated at a line end joined again, pages
-separated by a form feed. A page that draws a grid of straight rules goes through pdfplumber's
-ruled-table finder, and each table it finds becomes a Markdown table where it stood on the page (plain
-pages never load pdfplumber, so they stay fast). A page with no text layer but a picture on it (a
-scan) is rendered at 200 dpi and read by OCR (`ocr.py`)."""
+separated by a form feed. A page whose drawing has straight rules in both directions goes through
+pdfplumber's table finder, fed with the rules pdfium reads (pdfminer never parses the page), and each
+table it finds becomes a Markdown table where it stands on the page. A page with no text layer but a
+picture on it (a scan) is rendered at 200 dpi and read by OCR (`ocr.py`)."""
 
 from __future__ import annotations
 
@@ -627,7 +628,7 @@ def _with_tables(chars: list[_Char], tables: list[tuple[Box, str]]) -> str:
                 out.append("")  # a place held for the table, if nothing stands under it
             continue
         if index in below:  # the table goes before the line under it
-            start = max((i for i, c in enumerate(out) if c in "\r\n"), default=-1) + 1
+            start = max((i for i, c in enumerate(out) if c in ("\r", "\n")), default=-1) + 1
             out.insert(start, "\n\n" + tables[below[index]][1] + "\n\n")
             first = {t: at + (at >= start) for t, at in first.items()}
         out.append(char)
