@@ -27,8 +27,9 @@ class Model:
     """The pipeline's three prompts; `hang_at` fills in, the model stops answering (the process is
     stopped while that call is under way). Records each call's prompt by kind."""
 
-    def __init__(self, hang_at: int | None = None) -> None:
+    def __init__(self, hang_at: int | None = None, hang_sql: bool = False) -> None:
         self.hang_at = hang_at
+        self.hang_sql = hang_sql
         self.hang = asyncio.Event()
         self.asked: dict[str, list[str]] = {"design": [], "fill": [], "sql": []}
 
@@ -46,6 +47,8 @@ class Model:
             return reply({"row": {"harbour": entity.group(1), "berths": 10 + int(entity.group(1)[4:])}})
         if system.startswith("You write"):
             self.asked["sql"].append(user)
+            if self.hang_sql:
+                await self.hang.wait()
             table = re.search(r'Table: "([^"]+)"', user)
             assert table is not None
             return reply({"sql": f'SELECT SUM("berths") AS total FROM "{table.group(1)}"'})
@@ -99,6 +102,28 @@ async def test_a_table_task_cut_off_mid_rows_resumes_at_restart_and_pays_for_no_
     for result in (expected, got):
         del result["table_name"], result["sql"]
     assert got == expected
+
+
+async def test_a_task_cut_off_after_its_table_was_built_builds_it_again_asking_only_for_the_sql(
+    gen_factory: Any,
+) -> None:
+    model = Model(hang_sql=True)
+    async with gen_factory(llm=model) as client:
+        task_id = (await client.post(SUBMIT, json={"question": QUESTION})).json()["task_id"]
+        deadline = time.monotonic() + 20
+        while not model.asked["sql"] and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert (await client.get(f"{STATUS}/{task_id}")).json()["step_name"] == "sql"
+    model.hang.set()
+    model.hang_sql = False
+    async with gen_factory(llm=model) as client:
+        resumed = await wait_done(client, f"{STATUS}/{task_id}")
+    assert resumed["status"] == "completed", resumed
+    assert resumed["result"]["usage"]["cache_hits"] == len(PORTS)
+    assert len(model.asked["design"]) == 1 and len(model.asked["fill"]) == len(PORTS)
+    assert len(model.asked["sql"]) == 2  # the one in flight at the stop, asked again
+    # The table left by the run that stopped was replaced, not added to: each row once.
+    assert resumed["result"]["query_results"] == [{"total": sum(10 + i for i in range(8))}]
 
 
 async def test_a_task_interrupted_too_often_or_unreadable_fails_saying_why_and_none_stays_running(
