@@ -544,7 +544,14 @@ def _open_sides(boxes: list[Box], edges: list[Edge]) -> list[Edge]:
             continue
         for at, end in ((min(e["x0"] for e in rules), "x0"), (max(e["x1"] for e in rules), "x1")):
             ends = [e["top"] for e in rules if abs(e[end] - at) <= 3]
-            if len(ends) >= 2 and max(ends) - min(ends) >= 3:
+            if len(ends) < 2 or max(ends) - min(ends) < 3:
+                continue
+            drawn = sum(  # how much of the side a border already draws
+                max(0.0, min(e["bottom"], max(ends)) - max(e["top"], min(ends)))
+                for e in edges
+                if e["orientation"] == "v" and abs(e["x0"] - at) <= 3
+            )
+            if drawn < max(ends) - min(ends) - 3:
                 sides.append(_edge(at, min(ends), at, max(ends), "v"))
     return sides
 
