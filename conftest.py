@@ -32,10 +32,13 @@ def _shares_a_fixture(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """For `--dist loadgroup` (the justfile's test recipe): a module's tests that share a stack go to one
-    worker as a group; every other test is handed out on its own, so a long file of independent tests
-    spreads over the workers instead of running end to end on one of them. A test's own `xdist_group`
-    mark wins (test_fuzz.py groups by the service it fuzzes)."""
+    """For `--dist loadgroup` (the justfile's test recipe): a module's tests run on one worker, as
+    `--dist loadfile` would, unless the module is marked `spread` (its tests share nothing, so a long
+    module is handed out test by test); even then, tests that use one of the module's longer-lived
+    fixtures (a stack started once per module) stay together. A test's own `xdist_group` mark wins
+    (test_fuzz.py groups by the service it fuzzes)."""
     for item in items:
-        if item.get_closest_marker("xdist_group") is None and _shares_a_fixture(item):
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        if item.get_closest_marker("spread") is None or _shares_a_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))

@@ -23,6 +23,8 @@ from lore_docdb.database import SCHEMA as DOCDB
 from lore_gen.database import SCHEMA as GEN
 from lore_mem.database import SCHEMA as MEM
 
+pytestmark = pytest.mark.spread  # independent tests: xdist hands them out one by one
+
 HEADS = {"docdb": "0008", "gen": "0002", "mem": "0004"}
 SCHEMAS = {"docdb": DOCDB, "gen": GEN, "mem": MEM}
 

@@ -23,6 +23,8 @@ from lore_common.providers.embedders import (
 from lore_common.providers.rerank import HTTPReranker, RerankError
 from lore_core.settings import EmbeddingConfig
 
+pytestmark = pytest.mark.spread  # independent tests: xdist hands them out one by one
+
 BASE = "https://embed.example.test/v1"
 
 

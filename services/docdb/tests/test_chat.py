@@ -14,6 +14,8 @@ import respx
 from lore_common.bm25 import rrf
 from lore_common.testing.replies import chat_completion as completion
 
+pytestmark = pytest.mark.spread  # independent tests: xdist hands them out one by one
+
 DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
 TASKS = "/api/v1/docdb/files/processing/tasks"

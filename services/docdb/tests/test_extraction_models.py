@@ -8,11 +8,14 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 import respx
 
 from lore_common.providers.chat import schema_of
 from lore_common.providers.extraction import Extraction
 from lore_common.testing.replies import chat_completion as completion
+
+pytestmark = pytest.mark.spread  # independent tests: xdist hands them out one by one
 
 DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"

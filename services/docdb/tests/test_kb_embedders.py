@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from lore_common.testing.flows import KB, parse, upload, wait_task
+
+pytestmark = pytest.mark.spread  # independent tests: xdist hands them out one by one
 
 LOCAL = {"LORE__DOCDB__EMBEDDING_API__PROVIDER": "local"}
 ENGLISH = {

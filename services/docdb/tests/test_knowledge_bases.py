@@ -9,6 +9,8 @@ import pytest
 from lore_common.testing.flows import CURIE, DS, KB, TASKS, parse, upload, wait_task
 from lore_common.testing.pytest_plugin import StoreProfile
 
+pytestmark = pytest.mark.spread  # independent tests: xdist hands them out one by one
+
 Client = Any
 GRAPH = {"LORE__DOCDB__GRAPH_STORE__ENABLED": "true"}
 

@@ -11,6 +11,8 @@ import respx
 from lore_common.testing.pytest_plugin import StoreProfile
 from lore_common.testing.replies import chat_completion as completion
 
+pytestmark = pytest.mark.spread  # independent tests: xdist hands them out one by one
+
 VG = "/api/v1/mem/vg"
 LLM = "https://llm.example.test/v1"
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from lore_common.testing.processes import (
     ServerProcess,
@@ -22,6 +23,8 @@ from lore_common.testing.processes import (
     python_module,
     start_service,
 )
+
+pytestmark = pytest.mark.spread  # independent tests: xdist hands them out one by one
 
 KB = "/api/v1/docdb/files/knowledge-bases"
 DS = "/api/v1/docdb/files/raw-files/datasets"

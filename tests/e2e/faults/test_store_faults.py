@@ -19,6 +19,8 @@ from lore_common.testing.flows import CURIE, DS, HOPPER
 from lore_common.testing.processes import free_port, model_env, poll_status, start_service, wait_task
 from lore_common.testing.tcp_proxy import TcpProxy
 
+pytestmark = pytest.mark.spread  # independent tests: xdist hands them out one by one
+
 KB = "/api/v1/docdb/files/knowledge-bases"
 CHAT = "/api/v1/docdb/chat"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import socket
@@ -15,12 +16,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+# Under pytest-xdist each worker takes ports from a range of its own, below the kernel's ephemeral
+# ports (32768 and up): a port picked by `bind(0)` is free only until someone binds it, and with eight
+# workers starting stacks at once another worker's pick, or any outgoing connection, took it first.
+PORTS_PER_WORKER = 1000
+FIRST_WORKER_PORT = 20000
+_picked = itertools.count()
+
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or not worker[2:].isdigit() or int(worker[2:]) >= 12:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            port: int = sock.getsockname()[1]
+            return port
+    first = FIRST_WORKER_PORT + int(worker[2:]) * PORTS_PER_WORKER
+    usable = PORTS_PER_WORKER - REPLICA_PORT_STEP  # room for a second replica's port + 100
+    for _ in range(usable):
+        candidate = first + next(_picked) % usable
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return candidate
+    raise RuntimeError(f"no free port in {first}-{first + usable} for xdist worker {worker}")
 
 
 def wait_http(url: str, timeout: float = 60.0, process: subprocess.Popen[bytes] | None = None) -> None:
