@@ -1,6 +1,8 @@
-import inspect
+import re
 import sys
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,34 +13,30 @@ sys.dont_write_bytecode = False
 pytest_plugins = ["lore_common.testing.pytest_plugin"]
 
 ROOT = Path(__file__).resolve().parent
-SHARED_SCOPES = ("module", "package", "class")
+SPREAD = re.compile(r"^pytestmark = pytest\.mark\.spread\b", re.MULTILINE)
 
 
-def _shares_a_fixture(item: pytest.Item) -> bool:
-    """Whether the test uses one of this workspace's fixtures that lives longer than a test (a whole
-    stack started once per module, a browser): such tests must run on the worker that holds it."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    for definitions in info.name2fixturedefs.values():
-        for definition in definitions:
-            if definition.scope not in SHARED_SCOPES:
-                continue
-            source = Path(inspect.getfile(definition.func))
-            if source.is_relative_to(ROOT) and ".venv" not in source.parts:
-                return True
-    return False
+@cache
+def _spread(module: str) -> bool:
+    """Whether the test module says its tests share nothing (`pytestmark = pytest.mark.spread`)."""
+    path = ROOT / module
+    return path.suffix == ".py" and path.exists() and bool(SPREAD.search(path.read_text(encoding="utf-8")))
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """For `--dist loadgroup` (the justfile's test recipe): a module's tests run on one worker, as
-    `--dist loadfile` would, unless the module is marked `spread` (its tests share nothing, so a long
-    module is handed out test by test); even then, tests that use one of the module's longer-lived
-    fixtures (a stack started once per module) stay together. A test's own `xdist_group` mark wins
-    (test_fuzz.py groups by the service it fuzzes)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        if item.get_closest_marker("spread") is None or _shares_a_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile` (the justfile's test recipe), except that a module marked `spread` is handed
+    out test by test. A module's tests otherwise run on one worker, so a stack it starts once serves
+    them all; a long module of independent tests no longer runs end to end on one worker while the
+    others wait. (xdist's own `loadgroup` cannot do this on pytest 9: it renames items by a nodeid
+    attribute that pytest 9 no longer reads.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModuleScheduling(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if _spread(module) else module
+
+    return ModuleScheduling(config, log)

@@ -13,12 +13,12 @@ up-postgres *args:
 
 # The whole test suite (unit, API, e2e), on SQLite and on the PostgreSQL at 127.0.0.1:5432 when it runs.
 # Six workers (whole-stack tests mostly wait on their child processes). A module's tests run on one worker
-# (a stack started once per module serves them all) unless the module is marked `spread`; modules start in
-# the order of `testpaths` (whole-stack tests first). See conftest.py. The 15 slowest tests are listed
+# (a stack started once per module serves them all) unless the module is marked `spread` (conftest.py);
+# modules start in the order of `testpaths` (whole-stack tests first). The 15 slowest tests are listed
 # last: the suite must stay under 8 minutes on a 2-core machine. `just test -p no:xdist …` runs in one
 # process (for a debugger).
 test *args:
-    uv run --frozen pytest -q -n 6 --dist loadgroup --no-loadscope-reorder --durations=15 "$@"
+    uv run --frozen pytest -q -n 6 --dist loadfile --no-loadscope-reorder --durations=15 "$@"
 
 # ruff lint + format check, mypy strict on the packages.
 lint:

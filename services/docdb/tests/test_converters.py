@@ -14,8 +14,6 @@ from lore_docdb.parse.convert.common import PAGE_BREAK
 from lore_docdb.parse.extract import EXTRACTORS, ExtractionError, extract_text
 from lore_docdb.parse.sandbox import sniff
 
-pytestmark = pytest.mark.spread  # independent tests: xdist hands them out one by one
-
 DATA = Path(__file__).parent / "data"
 
 
