@@ -22,7 +22,7 @@ import pytest
 from lore_common.testing.asgi import AppClient
 from lore_core.clock import utcnow
 
-from .test_object_storage import s3
+from .test_object_storage import replica, s3, s3_env
 
 DS = "/api/v1/docdb/files/raw-files/datasets"
 SOURCES = "/api/v1/docdb/files/raw-files/sources"
@@ -350,3 +350,35 @@ async def first_scheduled(client: AppClient, dataset: str) -> dict[str, Any]:
                 return dict(task)
         await asyncio.sleep(0.05)
     raise AssertionError("no scheduled sync ran")
+
+
+@pytest.mark.postgres
+async def test_two_replicas_on_one_postgresql_run_each_interval_s_sync_once(
+    tmp_path: Path, moto_s3: str, postgres_url: str
+) -> None:
+    """Two docdb replicas sharing PostgreSQL and a bucket: the scheduled syncs they start never outnumber
+    the intervals that have passed (one replica runs each interval's sync, not each of them)."""
+    import time
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "vault.txt").write_text("The vault code is 1234.")
+    env = {
+        **roots(tmp_path),
+        **s3_env(moto_s3, f"lore-{uuid.uuid4().hex[:8]}"),
+        "LORE__DOCDB__DATABASE__URL": postgres_url,
+        "LORE__DOCDB__SOURCES__SCHEDULE_CHECK": "0.05",
+    }
+    async with replica(tmp_path, "r1", **env) as one, replica(tmp_path, "r2", **env) as two:
+        await source(one, "notes", {"kind": "folder", "path": str(folder), "interval": 1})
+        set_at = time.monotonic()
+        while True:
+            listing = await two.get(f"{DS}/notes/syncs")
+            assert listing.status_code == 200, listing.text
+            scheduled = [t for t in listing.json()["data"] if t["trigger"] == "schedule"]
+            elapsed = time.monotonic() - set_at
+            assert len(scheduled) <= int(elapsed) + 1, (len(scheduled), elapsed)
+            if len(scheduled) >= 3:
+                break
+            assert elapsed < 60, "the scheduled syncs did not run"
+            await asyncio.sleep(0.05)
