@@ -25,6 +25,7 @@ NEEDS = {
 @contextmanager
 def services(target: str, work: Path, config_dir: Path) -> Iterator[dict[str, str]]:
     """The services `target` needs, on the embedded stores in `work`; yields each one's base URL."""
+    work.mkdir(parents=True, exist_ok=True)
     ports = {name: free_port() for name in ("docdb", "gen", "mem", "gateway")}
     env = {
         "LORE_CONFIG_DIR": str(config_dir),
