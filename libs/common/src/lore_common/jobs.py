@@ -321,10 +321,18 @@ class JobStore(Generic[R]):
             # Another claimer took this one between the read and the write (SQLite): try the next.
 
     async def transition(
-        self, job_id: str, to: str, *, when: Sequence[str], change: Callable[[R], R] | None = None
+        self,
+        job_id: str,
+        to: str,
+        *,
+        when: Sequence[str],
+        change: Callable[[R], R] | None = None,
+        check: Callable[[R], bool] | None = None,
+        beat: bool = False,
     ) -> R | None:
         """Set the job's status to `to` (and apply `change` to its record) only if it is in one of the
-        `when` states; returns the new record, or None when the job was not in them."""
+        `when` states (and its record passes `check`, read under the same lock); returns the new record,
+        or None when it was not. `beat` also freshens its heartbeat (whoever took it is alive)."""
         table = self.table
         query = select(table.c.record).where(table.c.id == job_id, table.c.status.in_(list(when)))
         if self.engine.dialect.name == "postgresql":
@@ -333,8 +341,11 @@ class JobStore(Generic[R]):
             value = (await connection.execute(query)).scalar()
             if value is None:
                 return None
+            current = self._decode(value)
+            if check is not None and not check(current):
+                return None
             stamp = utc_iso()
-            record = msgspec.structs.replace(self._decode(value), status=to)
+            record = msgspec.structs.replace(current, status=to)
             setattr(record, "updated_at", stamp)  # noqa: B010
             if change is not None:
                 record = change(record)
@@ -345,6 +356,8 @@ class JobStore(Generic[R]):
             }
             if to not in self.lifecycle.unfinished:
                 values |= {"owner": None, "heartbeat_at": None}
+            elif beat:
+                values["heartbeat_at"] = time.time()
             await connection.execute(update(table).where(table.c.id == job_id).values(**values))
         metrics.task_state(self.table.name, to)
         if to not in self.lifecycle.unfinished:

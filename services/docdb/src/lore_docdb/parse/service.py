@@ -360,20 +360,33 @@ class ParseService:
 
     async def _close(self, tasks: list[Task]) -> int:
         """Roll back tasks whose process died, then mark them failed (or cancelled, if asked; or pending
-        again with `docdb.resume_interrupted`)."""
+        again with `docdb.resume_interrupted`). Two replicas may find the same task at once (the one that
+        died, restarted, and the leader that saw it go silent): each first takes the task by counting the
+        attempt under the row's lock, and only the one that did rolls it back, so no rollback can remove
+        what the task's next run has written already."""
         closed = 0
         for task in tasks:
+            taken = await self.store.transition(
+                task.task_id,
+                task.status,
+                when=[task.status],
+                check=_attempts_are(task.resumed),
+                change=_attempts(task.resumed + 1),
+                beat=True,  # not silent while this replica rolls it back
+            )
+            if taken is None:  # another replica is closing it, or it ended meanwhile
+                continue
             await self._roll_back(task)
             if task.status == "cancelling":
-                done = await self.store.transition(task.task_id, "cancelled", when=["cancelling"])
+                done = await self.store.transition(
+                    task.task_id, "cancelled", when=["cancelling"], change=_attempts(task.resumed)
+                )
             elif self._resumable(task):  # again; the extraction cache keeps what was paid
                 done = await self.store.transition(
                     task.task_id,
                     "pending",
                     when=["running"],
-                    change=lambda t: msgspec.structs.replace(
-                        t, stage=None, error=None, resumed=t.resumed + 1
-                    ),
+                    change=lambda t: msgspec.structs.replace(t, stage=None, error=None),
                 )
             else:
                 reason = INTERRUPTED
@@ -383,7 +396,7 @@ class ParseService:
                         "this task was running (the task may be what stops it); parse again to retry"
                     )
                 done = await self.store.transition(
-                    task.task_id, "failed", when=["running"], change=_failed(reason)
+                    task.task_id, "failed", when=["running"], change=_failed(reason, resumed=task.resumed)
                 )
             closed += int(done is not None)
             log.warning("task_recovered", task_id=task.task_id, was=task.status)
@@ -406,8 +419,23 @@ class ParseService:
                     await self.cancel(task.task_id)
 
 
-def _failed(message: str) -> Callable[[Task], Task]:
-    return lambda task: msgspec.structs.replace(task, error=message[:4000])
+def _attempts(resumed: int) -> Callable[[Task], Task]:
+    """Set the count of a task's resumes (closing a task takes it by counting one more; a task that is
+    not resumed after all gets its count back)."""
+    return lambda t: msgspec.structs.replace(t, resumed=resumed)
+
+
+def _attempts_are(resumed: int) -> Callable[[Task], bool]:
+    return lambda t: t.resumed == resumed
+
+
+def _failed(message: str, resumed: int | None = None) -> Callable[[Task], Task]:
+    def fail(task: Task) -> Task:
+        return msgspec.structs.replace(
+            task, error=message[:4000], resumed=task.resumed if resumed is None else resumed
+        )
+
+    return fail
 
 
 def _at_stage(stage: str) -> Callable[[Task], Task]:
