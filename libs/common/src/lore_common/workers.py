@@ -138,6 +138,8 @@ class Worker:
         assert process.stdin is not None
         request_id = next(self._ids)
         future: asyncio.Future[Any] = self.loop.create_future()
+        if self.finished:  # the child died while it was starting: its reader has failed what it knew of
+            raise self.error(f"{self.name}: the worker process has stopped")
         self._pending[request_id] = future
         try:
             process.stdin.write(frame((request_id, op, *args)))
