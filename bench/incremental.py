@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from parse import PEOPLE, PLACES  # the parse bench's names, so both benches speak of the same people
 
 from lore_common.testing.asgi import AppClient, running
 from lore_common.testing.processes import start_fake_llm
@@ -37,19 +38,6 @@ DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
 TASKS = "/api/v1/docdb/files/processing/tasks"
 DIM = 256
-PEOPLE = [
-    "Ada Lovelace",
-    "Alan Turing",
-    "Grace Hopper",
-    "Claude Shannon",
-    "Marie Curie",
-    "Niels Bohr",
-    "Rosalind Franklin",
-    "John von Neumann",
-    "Emmy Noether",
-    "Srinivasa Ramanujan",
-]
-PLACES = ["London", "Princeton", "Cambridge", "Paris", "Copenhagen", "Zurich", "Vienna", "Boston"]
 
 
 def document(rng: random.Random, n: int) -> str:
