@@ -140,7 +140,7 @@ def build_server(services: Services) -> MCPServer:
         "passages with their file, dataset and score."
     )
     async def knowledge_search(
-        kb: str, query: str, top_k: int = 8, mode: Literal["naive", "rerank"] = "naive"
+        kb: str, query: str, top_k: int = 8, mode: Literal["naive", "rerank"] = "rerank"
     ) -> CallToolResult:
         body = await services.call(
             "docdb",

@@ -90,6 +90,16 @@ async def test_passages_and_citations_carry_pages_heading_paths_and_whole_table_
         assert lamps["heading_path"] == ["Field Manual", "Lamps"]
         assert lamps["content"].startswith("## Lamps\n\n")
 
+        # without a mode, /retrieve fuses words and meaning (BM25 and vectors, as `rerank`): the
+        # passage whose words a query repeats comes first
+        reply = await client.post(
+            "/api/v1/docdb/retrieve",
+            json={"kb_id": "keepers", "query": "harbour's tides from the almanac of the coming spring"},
+        )
+        body = reply.json()
+        assert body["query_info"]["mode"] == "rerank" and body["query_info"]["candidates"]["bm25"] > 0
+        assert "almanac of the coming spring" in body["data"][0]["content"]
+
         # DOCX: its table in place under its heading, its last section under both headings
         [birds, *_] = await retrieve(client, "Stork arrives March leaves August")
         assert birds["kb_name"] == "field.docx"

@@ -316,7 +316,7 @@ class Docdb(Core):
             yield ChatEvent(event=name, data=data)
 
     async def retrieve(
-        self, kb: str, query: str, *, mode: str = "naive", max_results: int = 20, top_k: int | None = None
+        self, kb: str, query: str, *, mode: str = "rerank", max_results: int = 20, top_k: int | None = None
     ) -> RetrieveResult:
         """The passages a chat would use, without a model call."""
         body: dict[str, Any] = {"query": query, "kb_id": kb, "mode": mode, "max_results": max_results}

@@ -63,8 +63,9 @@ class LoreRetriever(_LoreConnection):
     """The knowledge base to search."""
     k: int = 4
     """How many passages to return (`invoke(query, k=…)` overrides it for one call)."""
-    mode: str = "naive"
-    """`naive` (vectors and graph) or `rerank` (BM25 and vectors fused, then reranked)."""
+    mode: str = "rerank"
+    """`rerank` (BM25 and vectors fused, then reranked when the service has a reranker) or `naive`
+    (vectors and graph)."""
 
     def _documents(self, passages: list[Passage]) -> list[Document]:
         return [

@@ -55,7 +55,7 @@ class LoreRetriever(BaseRetriever):
         kb: str,
         *,
         k: int = 4,
-        mode: str = "naive",
+        mode: str = "rerank",
         url: str | None = None,
         api_key: str | None = None,
         timeout: float = 60.0,

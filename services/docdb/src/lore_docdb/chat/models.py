@@ -44,7 +44,7 @@ class ChatBodyAsSent(msgspec.Struct, kw_only=True):
 class RetrieveRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     kb_id: str
     query: QueryText
-    mode: Literal["naive", "rerank"] = "naive"
+    mode: Literal["naive", "rerank"] = "rerank"
     top_k: TopK | None = None
     max_results: Limit = 20
     threshold: Score | None = None
