@@ -56,6 +56,17 @@ def test_chunks_are_cut_at_headings_and_carry_their_heading_path() -> None:
     assert all(c.page_start is None and c.page_end is None for c in chunks)
 
 
+def test_headings_with_no_text_under_them_are_kept() -> None:
+    # a document that ends in titles, and one that is only an outline, lose none of them
+    [intro, tail] = chunk_structured("# Plan\n\nWhat we do.\n\n## Later\n\n### Much later", 1024, 0)
+    assert intro.text == "# Plan\n\nWhat we do."
+    assert (tail.text, tail.heading_path) == ("## Later\n\n### Much later", ["Plan", "Later", "Much later"])
+    outline = "\n\n".join(f"## Part {n} of the long outline" for n in range(40))
+    parts = chunk_structured(outline, chunk_size=30, overlap=0)
+    assert len(parts) > 1 and all(count_tokens(p.text) <= 30 for p in parts)
+    assert "\n\n".join(p.text for p in parts) == outline
+
+
 def test_paragraphs_are_packed_whole_up_to_the_size() -> None:
     paragraphs = [f"Paragraph {n} says one thing about lighthouses and their keepers." for n in range(6)]
     size = count_tokens(paragraphs[0]) * 2 + 1  # room for two whole paragraphs, not three

@@ -4,6 +4,8 @@ fences, and pages split by form feeds.
 
 - A chunk never spans two sections: it is cut at every heading (a heading with no text of its own
   before the next one goes into the next chunk, so `# Guide` then `## Install` stay together).
+  Headings with no text under them at all (a document's last headings, an outline, a long table of
+  contents) still make chunks of their own, `chunk_size` tokens at most: no title is lost.
 - Inside a section, whole paragraphs and tables are packed up to `chunk_size` tokens (the token rule
   of `lore_common.chunking`); the cut falls at a paragraph's or table's end.
 - A paragraph longer than `chunk_size` is cut at sentence and line ends (a single sentence longer than
@@ -183,8 +185,9 @@ class _Packer:
         self.pieces.append(piece)
         self.path = path
 
-    def flush(self) -> None:
-        if self.has_body:
+    def flush(self, headings_too: bool = False) -> None:
+        """The pieces under way as a chunk; `headings_too`: even when they are headings only."""
+        if self.has_body or (headings_too and self.pieces):
             text = "\n\n".join(p.text for p in self.pieces)
             first = min(p.first_page for p in self.pieces)
             last = max(p.last_page for p in self.pieces)
@@ -203,6 +206,8 @@ class _Packer:
         if block.kind == "heading":
             if self.has_body:
                 self.flush()
+            elif self.pieces and self.tokens + count_tokens(block.text) > self.size:
+                self.flush(headings_too=True)  # an outline longer than a chunk: its titles in parts
             self.add(
                 _Piece(block.text, count_tokens(block.text), block.pages[0], block.pages[0], True), block.path
             )
@@ -302,7 +307,7 @@ def chunk_structured(
     packer = _Packer(chunk_size, overlap, paged)
     for block in _blocks(text, paged):
         packer.block(block)
-    packer.flush()
+    packer.flush(headings_too=True)
     return packer.chunks
 
 
