@@ -130,24 +130,71 @@ def test_odt_keeps_heading_levels_in_order() -> None:
 @pytest.mark.parametrize(
     ("name", "sheet"), [("sample.ods", "# Sheet1"), ("sample.xls", "# Duck Observations")]
 )
-def test_sheets_with_a_title_row_keep_the_title_and_name_each_value_by_its_column(
-    name: str, sheet: str
-) -> None:
+def test_sheets_with_a_title_row_keep_the_title_over_a_pipe_table(name: str, sheet: str) -> None:
     text = text_of(name)
     assert in_order(
         text,
         sheet,
         "Number of freshwater ducks per year",
-        "Year: 2019; Freshwater Ducks: 120",
-        "Year: 2024; Freshwater Ducks: 180",
+        "| Year | Freshwater Ducks |\n|---|---|\n| 2019 | 120 |",
+        "| 2024 | 180 |",
     )
 
 
-def test_xlsx_gives_every_sheet_under_its_name() -> None:
+def test_xlsx_gives_every_sheet_under_its_name_as_a_pipe_table() -> None:
     assert text_of("sample.xlsx") == (
-        "# Prices\nItem: Tea; Price: 3.5; Stock: 12\nItem: Coffee; Price: 4; Stock: 0\n\n"
-        "# Staff\nName: Ada; Role: Engineer"
+        "# Prices\n\n| Item | Price | Stock |\n|---|---|---|\n| Tea | 3.5 | 12 |\n| Coffee | 4 | 0 |\n\n"
+        "# Staff\n\n| Name | Role |\n|---|---|\n| Ada | Engineer |"
     )
+
+
+def test_sheet_tables_side_by_side_stay_apart_and_merged_cells_fill_their_range(tmp_path: Path) -> None:
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.title = "Ponds"
+    for row in (["Pond", "Ducks"], ["North", 12], ["South", 30], ["East", 7]):
+        sheet.append(row)
+    # a second table to the right, one empty column apart, its top on the first table's last row
+    second: list[list[object]] = [["Year", "Visitors", ""], ["2024", "Spring", "Summer"], ["", 310, 450]]
+    for i, cells in enumerate(second):
+        for j, value in enumerate(cells):
+            sheet.cell(row=4 + i, column=4 + j, value=value or None)
+    sheet.merge_cells("E4:F4")  # "Visitors" over both seasons
+    sheet.merge_cells("D5:D6")  # the year beside both of its rows
+    book.save(tmp_path / "ponds.xlsx")
+    assert extract_text(tmp_path / "ponds.xlsx") == (
+        "# Ponds\n\n| Pond | Ducks |\n|---|---|\n| North | 12 |\n| South | 30 |\n| East | 7 |\n\n"
+        "| Year | Visitors | Visitors |\n|---|---|---|\n| 2024 | Spring | Summer |\n| 2024 | 310 | 450 |"
+    )
+
+
+def test_a_form_on_a_sheet_keeps_each_line_in_one_row_across_its_spacer_column(tmp_path: Path) -> None:
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["Power system"])
+    sheet.append([1, None, "Rated voltage", None, "kV", "130"])
+    sheet.append([2, None, "Frequency", None, "Hz", "50"])
+    sheet.append([3, None, "Phases", None, None, "3"])
+    book.save(tmp_path / "form.xlsx")
+    lines = extract_text(tmp_path / "form.xlsx").splitlines()
+    assert "| 1 | Rated voltage | kV | 130 |" in lines
+    assert "| 3 | Phases |  | 3 |" in lines
+
+
+def test_csv_rows_longer_than_the_header_keep_every_cell(tmp_path: Path) -> None:
+    (tmp_path / "wide.csv").write_text("name,pond\nMallard,North,seen twice\nTeal,South\n")
+    assert extract_text(tmp_path / "wide.csv").splitlines() == [
+        "| name | pond |  |",
+        "|---|---|---|",
+        "| Mallard | North | seen twice |",
+        "| Teal | South |  |",
+    ]
 
 
 def test_epub_follows_the_spine_not_the_manifest() -> None:

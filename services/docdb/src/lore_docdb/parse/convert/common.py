@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 PAGE_BREAK = "\f"  # between two pages of a paged document (PDF)
 _SPACES = re.compile(r"\s+")
@@ -52,7 +53,7 @@ def cell_text(value: object) -> str:
     return _SPACES.sub(" ", str(value)).strip().replace("|", "\\|")
 
 
-def md_table(rows: list[list[object]]) -> str:
+def md_table(rows: Sequence[Sequence[object]]) -> str:
     """A Markdown table, its first row the header; empty rows and columns dropped."""
     cells = [[cell_text(c) for c in row] for row in rows]
     cells = [row for row in cells if any(row)]
