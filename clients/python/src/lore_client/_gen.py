@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from websockets.asyncio.client import connect
-from websockets.exceptions import InvalidStatus, WebSocketException
 
 from lore_client._core import API, Core
 from lore_client.errors import Unreachable, error_for
@@ -47,6 +45,10 @@ class Gen(Core):
     ) -> AsyncIterator[TableEvent]:
         """Build a table over the WebSocket: `progress` events per step (step 2 with `done`/`total`
         rows), then `result` (its `data` is the table) or `error`. Leaving early lets the task run on."""
+        # websockets loads here, for the one stream that needs it, not with every client (or `lore chat`).
+        from websockets.asyncio.client import connect
+        from websockets.exceptions import InvalidStatus, WebSocketException
+
         body = _table_body(question, kb_name, sql_question, top_k, threshold, max_workers)
         url = "ws" + self.base_url.removeprefix("http") + f"{API}/gen/pipeline/stream"
         headers = (

@@ -7,18 +7,28 @@ included) or file/system functions. What runs is the canonical SQL that sqlglot 
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import TYPE_CHECKING
 
-import sqlglot
-from sqlglot import exp
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 _FORBIDDEN_NAMES = (
     "Insert Update Delete Drop Create Alter Command Pragma Attach Detach Into Lock Merge TruncateTable "
     "Copy Set Transaction Commit Rollback Use LoadData Analyze"
 ).split()
-_FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = tuple(
-    node for node in (getattr(exp, name, None) for name in _FORBIDDEN_NAMES) if isinstance(node, type)
-)
+
+
+@functools.cache
+def _forbidden_nodes() -> tuple[type[exp.Expression], ...]:
+    from sqlglot import exp
+
+    return tuple(
+        node for node in (getattr(exp, name, None) for name in _FORBIDDEN_NAMES) if isinstance(node, type)
+    )
+
+
 _FORBIDDEN_FUNCTION = re.compile(
     r"^(load_extension|readfile|writefile|edit|fts3_tokenizer|sqlite_\w*|pg_\w*|lo_\w*|dblink\w*|"
     r"current_setting|set_config|query_to_xml\w*|table_to_xml\w*|copy\w*|txid_\w*)$",
@@ -32,6 +42,11 @@ class UnsafeSQL(ValueError):
 
 def guard_select(sql: str, table: str, dialect: str, row_limit: int) -> str:
     """The canonical, row-limited text of `sql` if it only reads `table`; `UnsafeSQL` otherwise."""
+    # sqlglot (a parser for some thirty dialects) loads with the first query guarded, not at gen's start.
+    import sqlglot
+    from sqlglot import exp
+
+    forbidden = _forbidden_nodes()
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except sqlglot.errors.SqlglotError as exc:
@@ -42,7 +57,7 @@ def guard_select(sql: str, table: str, dialect: str, row_limit: int) -> str:
     if not isinstance(tree, (exp.Select, exp.SetOperation)):
         raise UnsafeSQL(f"only SELECT queries may run, not {tree.key.upper()}")
     for node in tree.walk():
-        if isinstance(node, _FORBIDDEN_NODES):
+        if isinstance(node, forbidden):
             raise UnsafeSQL(f"{node.key.upper()} is not allowed in a read-only query")
         if isinstance(node, exp.Select) and node.args.get("locks"):
             raise UnsafeSQL("locking clauses (FOR UPDATE/SHARE) are not allowed")

@@ -8,10 +8,13 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from lore_common.stores.graph import GraphStore
 from lore_common.text import keywords
 from lore_mem.vg.models import GraphRelation, Relation
+
+if TYPE_CHECKING:  # the FalkorDB client loads only where a vg graph is enabled (off by default)
+    from lore_common.stores.graph import GraphStore
 
 GRAPH = "memoryvg"
 
