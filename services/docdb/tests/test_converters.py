@@ -227,6 +227,28 @@ def test_html_table_cells_spanning_rows_or_columns_are_repeated_in_each_row() ->
     ]
 
 
+def test_html_cells_keep_their_lines_paragraphs_lists_and_inner_tables_apart() -> None:
+    from lore_docdb.parse.convert.markup import html_markdown
+
+    html = (
+        "<table><tr><th>Duck</th><th>Notes</th></tr>"
+        "<tr><td>Teal<br>(common)</td><td><p>Small.</p><p>Fast.</p></td></tr>"
+        "<tr><td>Steps</td><td><ol><li>Fly south</li><li>Nest</li></ol></td></tr>"
+        "<tr><td><table><tr><td>A1</td><td>B1</td></tr></table></td>"
+        '<td><img src="x.png" alt="Yes"></td></tr></table>'
+        "<p>Water is H<sub>2</sub>O, as the report<sup>3</sup> says.</p>"
+    )
+    assert html_markdown(html).splitlines() == [
+        "| Duck | Notes |",
+        "|---|---|",
+        "| Teal (common) | Small. Fast. |",
+        "| Steps | 1. Fly south 2. Nest |",
+        "| A1 B1 | Yes |",
+        "",
+        "Water is H 2 O, as the report 3 says.",
+    ]
+
+
 def test_xhtml_with_its_xml_declaration_reads_as_html() -> None:
     from lore_docdb.parse.convert.markup import html_markdown
 

@@ -18,12 +18,39 @@ _BLOCKS = {
     "figure", "footer", "form", "header", "html", "li", "main", "nav", "ol", "p", "pre", "section",
     "summary", "table", "td", "th", "ul",
 }  # fmt: skip
+# inline elements set apart by a space: a line break; superscripts and subscripts, so a footnote mark
+# does not join its word ("policy<sup>3</sup>" is not "policy3"); a picture, by its alt text
+_APART = {"br", "sup", "sub", "img"}
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 _DROPPED = "//script|//style|//noscript|//template|//head"
 
 
 def _text(element: Any) -> str:
-    return _SPACES.sub(" ", element.text_content()).strip()
+    """The element's text on one line, its blocks, line breaks and list items apart (a table cell's
+    lines, paragraphs or inner table do not run into one word), an ordered list's items numbered."""
+    parts: list[str] = []
+
+    def flat(node: Any, number: str = "") -> None:
+        tag = _tag(node)
+        apart = tag in _APART or tag in _BLOCKS or bool(_HEADING.fullmatch(tag))
+        if apart:
+            parts.append(" ")
+        parts.append(number + (node.text or "") if tag else "")
+        if tag == "img":
+            parts.append(node.get("alt") or "")  # a picture in a cell or a line: its alt text says what
+        items = 0
+        for child in node:
+            if tag == "ol" and _tag(child) == "li":
+                items += 1
+                flat(child, f"{items}. ")
+            else:
+                flat(child)
+            parts.append(child.tail or "")
+        if apart:
+            parts.append(" ")
+
+    flat(element)
+    return _SPACES.sub(" ", "".join(parts)).strip()
 
 
 def _tag(element: Any) -> str:
@@ -76,10 +103,8 @@ class _Walker:
                 self.emit("".join(inline))
                 inline = []
                 self.walk(child, depth)
-            elif child_tag == "br":
-                inline.append(" ")
             elif child_tag:
-                inline.append(child.text_content())
+                inline.append(f" {_text(child)} " if child_tag in _APART else _text(child))
             inline.append(child.tail or "")
         self.emit("".join(inline))
 
