@@ -249,6 +249,18 @@ def test_html_cells_keep_their_lines_paragraphs_lists_and_inner_tables_apart() -
     ]
 
 
+def test_markdown_setext_headings_become_heading_lines_and_html_tables_pipe_tables(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text(
+        "---\ntitle: Ducks\n---\nField Notes\n===========\n\nSeen at the\npond\n---\n\n"
+        "<table>\n  <tr><th>Duck</th><th>Count</th></tr>\n\n  <tr><td>Teal</td><td>4</td></tr>\n</table>\n\n"
+        "```\ncode\n---\n<table>\n```\n"
+    )
+    assert extract_text(tmp_path / "notes.md") == (
+        "---\ntitle: Ducks\n---\n# Field Notes\n\n## Seen at the pond\n\n"
+        "| Duck | Count |\n|---|---|\n| Teal | 4 |\n\n```\ncode\n---\n<table>\n```"
+    )
+
+
 def test_xhtml_with_its_xml_declaration_reads_as_html() -> None:
     from lore_docdb.parse.convert.markup import html_markdown
 

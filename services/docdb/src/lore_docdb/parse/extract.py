@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lore_docdb.parse.convert.common import decode
 from lore_docdb.parse.convert.mail import eml_markdown, rtf_text
-from lore_docdb.parse.convert.markup import epub_markdown, html_file
+from lore_docdb.parse.convert.markup import epub_markdown, html_file, markdown_file
 from lore_docdb.parse.convert.ocr import IMAGE_SUFFIXES, image_text
 from lore_docdb.parse.convert.office import docling_markdown
 from lore_docdb.parse.convert.pdf import NeedsOCR, pdf_text
@@ -50,8 +50,8 @@ def _json(path: Path) -> str:
 
 EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".txt": _text,
-    ".md": _text,
-    ".markdown": _text,
+    ".md": markdown_file,
+    ".markdown": markdown_file,
     ".text": _text,
     ".log": _text,
     ".html": html_file,

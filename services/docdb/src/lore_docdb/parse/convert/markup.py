@@ -216,3 +216,74 @@ def epub_markdown(path: Path) -> str:
             if href:
                 parts.append(html_markdown(read(archive, posixpath.normpath(posixpath.join(base, href)))))
     return "\n\n".join(p for p in parts if p)
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
+_HTML_BLOCK = re.compile(r"^ {0,3}<(/?)([A-Za-z][A-Za-z0-9]*)[\s/>]|^ {0,3}<([A-Za-z][A-Za-z0-9]*)$")
+_HTML_BLOCK_TAGS = _BLOCKS - {"html", "body"} | {"center", "hr", "thead", "tbody", "tfoot", "tr"}
+_NOT_PARAGRAPH = re.compile(r"^ {0,3}(#|>|[-*+] |\d+[.)] |\||```|~~~)|^\s*$")
+
+
+def markdown_text(markdown: str) -> str:
+    """Markdown as the converters write it: setext headings (a line underlined with `===` or `---`)
+    as `#` lines, and HTML blocks (a `<table>`, `<div>`... standing on their own lines, as READMEs
+    write tables with spans) through the HTML converter, so their rows are one line each. Code
+    fences and a YAML front matter are left as they are; the rest is kept verbatim."""
+    lines = markdown.splitlines()
+    out: list[str] = []
+    i, fence = 0, ""
+    if lines and lines[0].strip() == "---":  # front matter: up to its closing line, untouched
+        end = next((j for j in range(1, len(lines)) if lines[j].strip() in ("---", "...")), 0)
+        out, i = lines[: end + 1], end + 1
+    floor = len(out)  # no heading reaches back into the front matter
+    while i < len(lines):
+        line = lines[i]
+        opened = _FENCE.match(line)
+        if fence:
+            fence = (
+                ""
+                if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence)
+                else fence
+            )
+        elif opened:
+            fence = opened.group(1)
+        elif _SETEXT.match(line) and len(out) > floor and not _NOT_PARAGRAPH.match(out[-1]):
+            start = len(out)  # the heading is the whole paragraph above the underline
+            while start > floor and not _NOT_PARAGRAPH.match(out[start - 1]):
+                start -= 1
+            title = " ".join(part.strip() for part in out[start:])
+            out[start:] = ["#" * (1 if line.strip()[0] == "=" else 2) + " " + title]
+            i += 1
+            continue
+        else:
+            tag = _HTML_BLOCK.match(line)
+            name = (tag.group(2) or tag.group(3) or "").lower() if tag else ""
+            if name in _HTML_BLOCK_TAGS:  # such a block may interrupt a paragraph (CommonMark)
+                end = _html_block_end(lines, i, name)
+                out.extend(html_markdown("\n".join(lines[i:end])).splitlines())
+                i = end
+                continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)
+
+
+def _html_block_end(lines: list[str], start: int, name: str) -> int:
+    """Where an HTML block that starts at `start` ends: at a blank line once its `name` elements are
+    all closed (a table with blank lines inside stays whole); if they never are, at the first blank
+    line (CommonMark's rule)."""
+    opens = re.compile(rf"<{name}[\s>/]|<{name}$", re.IGNORECASE)
+    closes = re.compile(rf"</{name}\s*>", re.IGNORECASE)
+    depth, first_blank = 0, None
+    for j in range(start, len(lines)):
+        if not lines[j].strip():
+            if depth <= 0:
+                return j
+            first_blank = j if first_blank is None else first_blank
+        depth += len(opens.findall(lines[j])) - len(closes.findall(lines[j]))
+    return first_blank if first_blank is not None else len(lines)
+
+
+def markdown_file(path: Path) -> str:
+    return markdown_text(decode(path.read_bytes()))
