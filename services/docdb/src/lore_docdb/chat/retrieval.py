@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -215,16 +216,18 @@ class Retriever:
             self.bm25_hits(kb.name, query, bm25_pool, trace),
         )
         hits = {h.chunk_id: h for h in (*bm25, *vector_hits)}
-        if isinstance(fusion, Scores):
-            fused = fuse_scores(vector_hits, bm25, fusion.cosine_weight)[:top_k]
+        if isinstance(fusion, Scores):  # over the wide pools, the best `top_k` kept
+            fused = fuse_scores(vector_hits, bm25, fusion.cosine_weight)
+            keep = top_k
         else:
             fused = rrf(
                 [[h.chunk_id for h in vector_hits], [h.chunk_id for h in bm25]],
                 k=fusion.k,
                 weights=[1.0, fusion.bm25_weight],
             )
-        ordered = [hits[cid].scored(score) for cid, score in fused]
-        return [h for h in ordered if h.text]
+            keep = len(fused)
+        ordered = titles_first(query, [hits[cid].scored(score) for cid, score in fused])
+        return [h for h in ordered if h.text][:keep]
 
     async def rerank(self, kb: KbTarget, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
         """RRF candidates, then the cross-encoder when `reranker_url` is set (RRF order otherwise)."""
@@ -237,6 +240,37 @@ class Retriever:
         for hit, score in zip(candidates, scores, strict=True):
             hit.score = float(score)
         return sorted(candidates, key=lambda h: -h.score)
+
+
+_TITLE_WORD = re.compile(r"[^\W_]+")
+TITLE_WORDS = 16  # a query longer than a title is never taken for one
+
+
+def _title_words(text: str) -> list[str]:
+    return _TITLE_WORD.findall(text.lower())
+
+
+def _title_rank(hit: Hit, wanted: list[str]) -> int:
+    """0: the chunk opens the section titled `wanted`; 1: it sits in that section; 2: neither."""
+    for line in hit.text.splitlines():
+        if line.lstrip().startswith("#") and _title_words(line) == wanted:
+            return 0
+    return 1 if hit.heading_path and _title_words(hit.heading_path[-1]) == wanted else 2
+
+
+def titles_first(query: str, ranked: list[Hit]) -> list[Hit]:
+    """A query that is a section's title (`Installation`, `2.3 Results`, `CLAIMS`) puts that section
+    first: the chunk that opens it (its `#` line), then the section's other chunks, each group in its
+    fused order. Field weighting as search engines do for titles: words alone rank a section's title
+    below passages that repeat the word (`claims` in every claim) and it would drop out of the results."""
+    wanted = _title_words(query)
+    if not wanted or len(wanted) > TITLE_WORDS:
+        return ranked
+
+    ranks = {hit.chunk_id: _title_rank(hit, wanted) for hit in ranked}
+    if all(r == 2 for r in ranks.values()):
+        return ranked
+    return sorted(ranked, key=lambda hit: ranks[hit.chunk_id])  # stable: fused order within a group
 
 
 def fuse_scores(
