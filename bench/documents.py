@@ -20,6 +20,10 @@ read back through the public API, per format:
   services/docdb/tests/data), with every format or when `ocr` is named;
 - and the PDF libraries compared on the same text PDFs (pages per CPU-second, peak memory).
 
+It prints a table per format, then (last line) every figure flat, with each goal's ratio: the worst
+format's share over the goal (paragraphs 0.95, headings 0.90, rows 0.90 and 0.80 for PDF), the OCR goal
+(5 % error) over the worst error rate, pages/s over 20 and 1 GB over the PDF child's peak.
+
 At most 10 paragraphs, rows and headings per file, spread evenly over it. Nothing here is tuned to this
 corpus. Data: copy the repository's `tests/data` to `$LORE_BENCH_DATA/docling` (see bench_data.py).
 
@@ -458,7 +462,91 @@ def main() -> None:
         result["libraries"] = libraries(text_pdfs)
         for name, row in result["libraries"].items():
             print(f"library {name:18} {row}", flush=True)
-    print(json.dumps(result, ensure_ascii=False))
+    print("details " + json.dumps(result, ensure_ascii=False))
+    figures = flat(result)
+    summary(result, figures)
+    print(json.dumps(figures))
+
+
+GOALS = {"paragraph_recall": 0.95, "heading_recall": 0.90, "table_row_integrity": 0.90}
+PDF_ROWS_GOAL = 0.80
+OCR_CER_GOAL = 0.05
+PDF_PAGES_PER_S_GOAL = 20.0
+CHILD_MB_GOAL = 1024.0
+
+
+def flat(result: dict[str, Any]) -> dict[str, float]:
+    """Every figure as `name: number`, and each goal's ratio (figure / goal; >= 1 meets it, for the
+    error rate and memory goal / figure)."""
+    figures: dict[str, float] = {}
+    api = result.get("api", {})
+    for name, row in api.items():
+        for key in ("files", "parsed", "parse_s", *GOALS):
+            if row.get(key) is not None:
+                figures[f"{name}_{key}"] = row[key]
+    for name, row in result.get("converters", {}).items():
+        for key, value in row.items():
+            if isinstance(value, int | float):
+                figures[f"{name}_converter_{key}"] = value
+    for case, row in result.get("ocr", {}).items():
+        if isinstance(row, dict):
+            figures[f"ocr_{case}_cer"] = row["cer"]
+            figures[f"ocr_{case}_seconds"] = row["seconds"]
+        else:
+            figures[f"ocr_{case}"] = row
+    for lib, row in result.get("libraries", {}).items():
+        for key in ("pages_per_cpu_s", "peak_mb"):
+            if key in row:
+                figures[f"library_{lib}_{key}"] = row[key]
+    if api:
+        files = sum(row["files"] for row in api.values())
+        figures["files_parsed_ratio"] = round(sum(row["parsed"] for row in api.values()) / max(1, files), 3)
+        for key, goal in GOALS.items():
+            scored = {n: row[key] for n, row in api.items() if row.get(key) is not None}
+            if not scored:
+                continue
+            figures[f"{key}_mean"] = round(statistics.fmean(scored.values()), 3)
+            figures[f"{key}_min"] = min(scored.values())
+            pdf_rows = key == "table_row_integrity"
+            goals = {n: PDF_ROWS_GOAL if pdf_rows and n == "pdf" else goal for n in scored}
+            figures[f"{key}_goal_ratio"] = round(min(scored[n] / goals[n] for n in scored), 3)
+            figures[f"{key}_formats_meeting_goal"] = sum(scored[n] >= goals[n] for n in scored)
+            figures[f"{key}_formats_scored"] = len(scored)
+    cers = [row["cer"] for row in result.get("ocr", {}).values() if isinstance(row, dict)]
+    if cers:
+        figures["ocr_cer_max"] = max(cers)
+        figures["ocr_cer_goal_ratio"] = round(OCR_CER_GOAL / max(max(cers), 1e-4), 3)
+    pdf = result.get("converters", {}).get("pdf", {})
+    if pdf.get("pages_per_s"):
+        figures["pdf_pages_per_s_goal_ratio"] = round(pdf["pages_per_s"] / PDF_PAGES_PER_S_GOAL, 3)
+        figures["pdf_child_mb_goal_ratio"] = round(CHILD_MB_GOAL / max(1, pdf["child_peak_mb"]), 3)
+    return figures
+
+
+def summary(result: dict[str, Any], figures: dict[str, float]) -> None:
+    """Per format: through the API, then in the converter's own text."""
+
+    def cell(value: Any) -> str:
+        return "   -" if value is None else f"{value:4.2f}"
+
+    print("\nformat        parsed   paragraphs rows headings | text: paragraphs rows headings | child MB")
+    converters = result.get("converters", {})
+    for name in sorted(set(result.get("api", {})) | set(converters)):
+        api, conv = result.get("api", {}).get(name, {}), converters.get(name, {})
+        parsed = f"{api['parsed']}/{api['files']}" if api else "-"
+        print(
+            f"{name:12} {parsed:>7}   {cell(api.get('paragraph_recall'))}       "
+            f"{cell(api.get('table_row_integrity'))} {cell(api.get('heading_recall'))}     |       "
+            f"{cell(conv.get('text_paragraphs'))}       {cell(conv.get('text_rows'))} "
+            f"{cell(conv.get('text_headings'))}     | {conv.get('child_peak_mb', '-')}"
+        )
+    goals = ", ".join(
+        f"{key} {figures[f'{key}_formats_meeting_goal']}/{figures[f'{key}_formats_scored']} formats"
+        for key in GOALS
+        if f"{key}_formats_scored" in figures
+    )
+    if goals:
+        print(f"goals met: {goals}; files parsed {figures['files_parsed_ratio']:.1%}")
 
 
 if __name__ == "__main__":
