@@ -26,6 +26,10 @@ def _converter() -> Any:
 
 
 def docling_markdown(path: Path) -> str:
-    """The document as Markdown, tables compacted to one line per row."""
+    """The document as Markdown, tables compacted to one line per row; a presentation's speaker notes
+    and the reviewers' comments (docling's notes layer) after the slide or paragraph they belong to."""
+    from docling_core.types.doc import ContentLayer
+
     result = _converter().convert(str(path))
-    return tidy_markdown(str(result.document.export_to_markdown()))
+    layers = {ContentLayer.BODY, ContentLayer.NOTES}
+    return tidy_markdown(str(result.document.export_to_markdown(included_content_layers=layers)))
