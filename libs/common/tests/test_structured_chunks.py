@@ -67,14 +67,6 @@ def test_headings_with_no_text_under_them_are_kept() -> None:
     assert "\n\n".join(p.text for p in parts) == outline
 
 
-def test_setext_headings_are_headings() -> None:
-    text = "Guide\n=====\n\nRead this first.\n\nInstall\n-------\n\nRun the installer.\n\n---\n\nThe end."
-    chunks = chunk_structured(text, chunk_size=1024, overlap=0)
-    assert [c.heading_path for c in chunks] == [["Guide"], ["Guide", "Install"]]
-    assert chunks[1].text.startswith("## Install\n\nRun the installer.")
-    assert "---\n\nThe end." in chunks[1].text  # a rule under no paragraph is not a heading
-
-
 def test_paragraphs_are_packed_whole_up_to_the_size() -> None:
     paragraphs = [f"Paragraph {n} says one thing about lighthouses and their keepers." for n in range(6)]
     size = count_tokens(paragraphs[0]) * 2 + 1  # room for two whole paragraphs, not three

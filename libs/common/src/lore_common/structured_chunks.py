@@ -32,8 +32,6 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|(\s*:?-+:?\s*\|)+\s*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")  # the rule under a setext heading
 _UNIT_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\n+")
 _EMPHASIS = re.compile(r"[*_`]+")
 
@@ -143,23 +141,6 @@ def _blocks(text: str, paged: bool) -> list[_Block]:
                 continue
             if current is not None and current.kind == "table":
                 close()
-            setext = _SETEXT.match(line)
-            if (
-                setext
-                and current is not None
-                and len(current.lines) == 1
-                and not _LIST_ITEM.match(current.lines[0])
-                and heading_title("# " + current.lines[0].strip())
-            ):
-                # `Title` over `=====` (level 1) or `-----` (level 2): Markdown's other heading form
-                level = 1 if setext.group(1)[0] == "=" else 2
-                title = heading_title("# " + current.lines[0].strip()) or ""
-                current = None
-                while stack and stack[-1][0] >= level:
-                    stack.pop()
-                stack.append((level, title))
-                blocks.append(_Block("heading", [f"{'#' * level} {title}"], [page], path()))
-                continue
             if current is None:
                 current = _Block("paragraph", [], [], path())
             current.lines.append(line)
