@@ -28,7 +28,7 @@ def _converter() -> Any:
 def docling_markdown(path: Path) -> str:
     """The document as Markdown, tables compacted to one line per row; a presentation's speaker notes
     and the reviewers' comments (docling's notes layer) after the slide or paragraph they belong to."""
-    from docling_core.types.doc import ContentLayer
+    from docling_core.types.doc.common.content_layer import ContentLayer
 
     result = _converter().convert(str(path))
     layers = {ContentLayer.BODY, ContentLayer.NOTES}
