@@ -193,6 +193,39 @@ def test_a_form_on_a_sheet_keeps_each_line_in_one_row_across_its_spacer_column(t
     assert "| 3 | Phases |  | 3 |" in lines
 
 
+def test_xlsx_keeps_chart_titles_and_cell_comments_under_their_sheet(tmp_path: Path) -> None:
+    from openpyxl import Workbook
+    from openpyxl.chart import BarChart, Reference
+    from openpyxl.comments import Comment
+
+    book = Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.title = "Counts"
+    for row in (["Year", "Ducks"], [2023, 160], [2024, 180]):
+        sheet.append(row)
+    sheet["B3"].comment = Comment("Counted twice in May", "Ada")
+    chart = BarChart()
+    chart.title = "Ducks per year"
+    chart.add_data(Reference(sheet, min_col=2, min_row=1, max_row=3), titles_from_data=True)
+    sheet.add_chart(chart, "D2")
+    charts = book.create_chartsheet("Trend")
+    trend = BarChart()
+    trend.title = "Ducks over time"
+    trend.add_data(Reference(sheet, min_col=2, min_row=1, max_row=3), titles_from_data=True)
+    charts.add_chart(trend)
+    book.save(tmp_path / "counts.xlsx")
+    text = extract_text(tmp_path / "counts.xlsx")
+    assert in_order(
+        text,
+        "# Counts",
+        "| 2024 | 180 |",
+        "\n\nChart: Ducks per year\n\n",
+        "[author: Ada, cell B3]: Counted twice in May",
+        "# Trend\n\nChart: Ducks over time",
+    )
+
+
 def test_csv_rows_longer_than_the_header_keep_every_cell(tmp_path: Path) -> None:
     (tmp_path / "wide.csv").write_text("name,pond\nMallard,North,seen twice\nTeal,South\n")
     assert extract_text(tmp_path / "wide.csv").splitlines() == [

@@ -26,20 +26,139 @@ def sheets_markdown(path: Path) -> str:
     from python_calamine import CalamineWorkbook
 
     book = CalamineWorkbook.from_path(str(path))
+    notes = _workbook_notes(path)
     parts = []
-    for name in book.sheet_names:
-        sheet = book.get_sheet_by_name(name)
-        rows: list[list[str]] = []
-        for row in sheet.iter_rows():
-            rows.append([cell_text(c) for c in row])
-            if len(rows) >= MAX_ROWS:
-                break
-        merged = sheet.merged_cell_ranges or []
-        _fill_merged(rows, merged, sheet.start)
-        text = sheet_text(rows)
+    names = list(book.sheet_names)
+    names += [name for name in notes if name not in names]  # chart sheets: no cells, a chart
+    for name in names:
+        text = ""
+        if name in book.sheet_names:
+            sheet = book.get_sheet_by_name(name)
+            rows: list[list[str]] = []
+            for row in sheet.iter_rows():
+                rows.append([cell_text(c) for c in row])
+                if len(rows) >= MAX_ROWS:
+                    break
+            _fill_merged(rows, sheet.merged_cell_ranges or [], sheet.start)
+            text = sheet_text(rows)
+        text = "\n\n".join(filter(None, [text, *notes.get(name, [])]))
         if text:
             parts.append(f"# {name}\n\n{text}")
     return "\n\n".join(parts)
+
+
+MAX_XML_PART = 16 * 1024 * 1024  # one comments, chart or drawing part of a workbook, uncompressed
+_REL = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+
+
+def _workbook_notes(path: Path) -> dict[str, list[str]]:
+    """Per sheet of an XLSX/XLSM workbook, what calamine does not read: its charts' titles and its
+    cells' comments (threaded ones with their author and time, the way the Office converter writes
+    a document's comments), in workbook order; a chart sheet by its name. {} for other formats or
+    an unreadable part: these are extras, the cells are the sheet."""
+    import posixpath
+    import zipfile
+
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, recover=True)
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError):
+        return {}
+
+    def xml(name: str) -> Any:
+        if name not in archive.namelist() or archive.getinfo(name).file_size > MAX_XML_PART:
+            return None
+        return etree.fromstring(archive.read(name), parser)
+
+    def rels(part: str) -> list[tuple[str, str, str]]:
+        """(id, type's last word, target path) of a part's relationships."""
+        folder, name = posixpath.split(part)
+        root = xml(posixpath.join(folder, "_rels", name + ".rels"))
+        if root is None:
+            return []
+        return [
+            (
+                r.get("Id", ""),
+                r.get("Type", "").rsplit("/", 1)[-1],
+                # a target is relative to the part's folder, or from the package's root ("/xl/...")
+                posixpath.normpath(posixpath.join(folder, r.get("Target", ""))).lstrip("/"),
+            )
+            for r in root
+            if r.get("TargetMode") != "External"
+        ]
+
+    def texts(node: Any) -> str:
+        return " ".join(" ".join(node.xpath(".//*[local-name()='t']/text()")).split())
+
+    def charts(part: str) -> list[str]:
+        found = []
+        for _, kind, target in rels(part):
+            if kind == "drawing":
+                found += charts(target)
+            elif kind == "chart":
+                root = xml(target)
+                titles = (
+                    [] if root is None else root.xpath("/*/*[local-name()='chart']/*[local-name()='title']")
+                )
+                if titles and texts(titles[0]):
+                    found.append(f"Chart: {texts(titles[0])}")
+        return found
+
+    def comments(part: str) -> list[str]:
+        found: list[tuple[str, str]] = []  # (cell, line)
+        threaded = False
+        people: dict[str, str] = {}
+        for _, kind, target in rels("xl/workbook.xml"):
+            root = xml(target) if kind == "person" else None
+            if root is not None:
+                people.update((p.get("id", ""), p.get("displayName", "")) for p in root)
+        for _, kind, target in rels(part):
+            root = xml(target) if kind == "threadedComment" else None
+            for note in [] if root is None else root:
+                threaded = True
+                who = people.get(note.get("personId", ""), "")
+                said = " ".join(" ".join(note.xpath(".//*[local-name()='text']/text()")).split())
+                cell = note.get("ref", "")
+                found.append((cell, f"[author: {who}, time: {note.get('dT', '')}, cell {cell}]: {said}"))
+        for _, kind, target in rels(part):
+            root = xml(target) if kind == "comments" else None
+            if root is None:
+                continue
+            authors = [
+                " ".join(a.xpath("string()").split()) for a in root.xpath("//*[local-name()='author']")
+            ]
+            for note in root.xpath("//*[local-name()='comment']"):
+                index = int(note.get("authorId") or 0)
+                who = authors[index] if index < len(authors) else ""
+                if threaded and who.startswith("tc="):
+                    continue  # the legacy copy of a threaded comment, read above
+                cell = note.get("ref", "")
+                found.append((cell, f"[author: {who}, cell {cell}]: {texts(note)}"))
+        return [line for _, line in sorted(found, key=lambda f: _cell_order(f[0]))]  # stable: replies
+
+    notes: dict[str, list[str]] = {}
+    try:
+        with archive:
+            workbook = xml("xl/workbook.xml")
+            if workbook is None:
+                return {}
+            targets = {rid: target for rid, _, target in rels("xl/workbook.xml")}
+            for sheet in workbook.xpath("//*[local-name()='sheet']"):
+                part = targets.get(sheet.get(_REL, ""))
+                if part:
+                    notes[sheet.get("name", "")] = charts(part) + comments(part)
+    except (etree.Error, KeyError, ValueError, zipfile.BadZipFile):
+        return {}
+    return {name: found for name, found in notes.items() if found}
+
+
+def _cell_order(ref: str) -> tuple[int, int, str]:
+    """An A1-style reference's place in reading order: its row, then its column."""
+    letters = ref.rstrip("0123456789")
+    digits = ref[len(letters) :]
+    return (int(digits) if digits.isdigit() else 0, len(letters), letters)
 
 
 def csv_markdown(path: Path) -> str:
