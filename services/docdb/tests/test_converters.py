@@ -61,6 +61,34 @@ def test_pdf_ruled_table_becomes_a_markdown_table_where_it_stood() -> None:
     assert "Route Departs" not in text  # the cells' words are not also left loose
 
 
+@pytest.mark.parametrize("turn", [90, 270])
+def test_pdf_table_on_a_page_set_sideways_reads_by_its_rows(tmp_path: Path, turn: int) -> None:
+    import pypdfium2 as pdfium
+
+    # table.pdf drawn turned a quarter on its page, shown upright by the page's /Rotate, as a landscape
+    # slide or table is exported onto a portrait page
+    document = pdfium.PdfDocument(str(DATA / "table.pdf"))
+    page = document[0]
+    width, height = page.get_size()
+    turned = (
+        pdfium.PdfMatrix(0, -1, 1, 0, 0, width) if turn == 270 else pdfium.PdfMatrix(0, 1, -1, 0, height, 0)
+    )
+    for obj in list(page.get_objects()):
+        obj.transform(turned)
+    page.set_mediabox(0, 0, height, width)
+    page.set_rotation(turn)
+    page.gen_content()
+    document.save(str(tmp_path / "sideways.pdf"))
+    document.close()
+    assert in_order(
+        extract_text(tmp_path / "sideways.pdf"),
+        "The crossing takes an hour.",
+        "| Route | Departs | Arrives |\n|---|---|---|\n| Oban to Mull | 07:30 | 08:20 |\n"
+        "| Mull to Iona | 09:15 | 09:25 |",
+        "Tickets are sold on board.",
+    )
+
+
 def test_pdf_headings_in_body_type_and_a_table_open_at_its_sides() -> None:
     text = text_of("headings.pdf")
     headings = [line for line in text.splitlines() if line.startswith("#")]

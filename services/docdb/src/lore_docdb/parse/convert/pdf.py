@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -147,6 +148,7 @@ class _Mark(NamedTuple):
     larger: bool
 
 
+VIEW_SAMPLE = 64  # characters whose angle tells which way a page's text runs
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
 _SENTENCE_END = (".", ",", ";", ":", "\ufffe")
 _BOLD_NAME = re.compile(r"bold|black|heavy|demi|semibold|^(cm|sf|ec|lm|tc)bx|[-,](bd|b)$", re.IGNORECASE)
@@ -389,7 +391,36 @@ def _then(inner: tuple[float, ...], outer: tuple[float, ...]) -> tuple[float, ..
     return (a * g + b * i, a * h + b * j, c * g + d * i, c * h + d * j, e * g + f * i + k, e * h + f * j + m)
 
 
-def _rules(page: Any) -> list[Edge]:
+_Point = tuple[float, float]
+
+
+def _view(page: Any, textpage: Any) -> Callable[[float, float], _Point] | None:
+    """From the page's space to one in which its text runs left to right (y still up), for a page
+    whose text is set sideways (a landscape slide or table drawn turned a quarter on a portrait page,
+    shown upright by the page's /Rotate): a table's rows are then the rows its reader sees, not its
+    columns. None where the text is upright already."""
+    import math
+
+    import pypdfium2.raw as pdfium_c
+
+    turns: Counter[int] = Counter()
+    count = textpage.count_chars()
+    for index in range(0, count, max(1, count // VIEW_SAMPLE)):
+        angle = pdfium_c.FPDFText_GetCharAngle(textpage.raw, index)
+        if angle >= 0:
+            turns[round(math.degrees(angle) / 90) % 4] += 1
+    turn = turns.most_common(1)[0][0] if turns else 0
+    if not turn:
+        return None
+    left, bottom, right, top = page.get_bbox()
+    if turn == 1:  # text running down the page (pdfium's angles go clockwise)
+        return lambda x, y: (top - y, x - right)
+    if turn == 2:  # upside down
+        return lambda x, y: (right - x, bottom - y)
+    return lambda x, y: (y - bottom, left - x)  # text running up the page
+
+
+def _rules(page: Any, view: Callable[[float, float], _Point] | None = None) -> list[Edge]:
     """The page's straight horizontal and vertical strokes and rectangle sides, in page space (forms
     entered, each path's matrix applied), as pdfplumber's edges. pdfium hands the paths over without
     parsing the page again, where pdfplumber would have pdfminer lay out the whole page (about 0.05 to
@@ -427,6 +458,8 @@ def _rules(page: Any) -> list[Edge]:
             kind = pdfium_c.FPDFPathSegment_GetType(segment)
             pdfium_c.FPDFPathSegment_GetPoint(segment, x, y)
             point = (a * x.value + c * y.value + e, b * x.value + d * y.value + f)
+            if view is not None:
+                point = view(*point)
             if kind == pdfium_c.FPDF_SEGMENT_MOVETO:
                 start = point
             elif kind == pdfium_c.FPDF_SEGMENT_LINETO and previous is not None:
@@ -485,7 +518,7 @@ class _Drawn:
 _Char = tuple[str, float, float]  # a character and its centre (x, top); a space or line break: nan
 
 
-def _chars(textpage: Any, raw: str) -> list[_Char]:
+def _chars(textpage: Any, raw: str, view: Callable[[float, float], _Point] | None = None) -> list[_Char]:
     """The page's characters in the text page's order with their centres, one pdfium call each."""
     import ctypes
 
@@ -500,7 +533,10 @@ def _chars(textpage: Any, raw: str) -> list[_Char]:
         if char.isspace():
             chars.append((char, nan, nan))  # a gap between words, wherever pdfium put it
         elif pdfium_c.FPDFText_GetCharBox(textpage.raw, index, left, right, bottom, top):
-            chars.append((char, (left.value + right.value) / 2, -(bottom.value + top.value) / 2))
+            x, y = (left.value + right.value) / 2, (bottom.value + top.value) / 2
+            if view is not None:
+                x, y = view(x, y)
+            chars.append((char, x, -y))
     return chars
 
 
@@ -561,7 +597,8 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], 
     and its characters with their places when it has tables. pdfplumber's table finder (snapping,
     joining and intersecting the rules into cells) runs on the rules pdfium found; only a page with
     two horizontal and two vertical rules loads pdfplumber."""
-    edges = _rules(page)
+    view = _view(page, textpage)
+    edges = _rules(page, view)
     if (
         sum(1 for e in edges if e["orientation"] == "h") < 2
         or sum(1 for e in edges if e["orientation"] == "v") < 2
@@ -570,6 +607,10 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], 
     from pdfplumber.table import TableFinder
 
     left, bottom, right, top = page.get_bbox()
+    if view is not None:
+        corners = [view(x, y) for x in (left, right) for y in (bottom, top)]
+        left, right = min(c[0] for c in corners), max(c[0] for c in corners)
+        bottom, top = min(c[1] for c in corners), max(c[1] for c in corners)
     bbox = (left, -top, right, -bottom)
     finder = TableFinder(_Drawn(edges, bbox))  # type: ignore[arg-type]
     if not finder.tables:
@@ -577,7 +618,7 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], 
     sides = _open_sides([table.bbox for table in finder.tables], edges)
     if sides:
         finder = TableFinder(_Drawn(edges + sides, bbox))  # type: ignore[arg-type]
-    chars = _chars(textpage, raw)
+    chars = _chars(textpage, raw, view)
     tables: list[tuple[Box, str]] = []
     for table in finder.tables:
         rows: list[list[object]] = []
