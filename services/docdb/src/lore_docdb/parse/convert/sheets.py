@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,6 @@ MAX_ROWS = 100_000  # rows read per sheet: an inflated sheet stops here instead 
 # Empty cells a table may have between two filled ones in a row or a column and still be one table:
 # forms and data sheets leave a spacer column or row; two tables are set apart by more.
 TABLE_GAP = 1
-
-Cell = tuple[int, int]
 
 
 def sheets_markdown(path: Path) -> str:
@@ -172,7 +171,7 @@ def csv_markdown(path: Path) -> str:
     return table_text([row for row in rows if any(row)])  # a CSV file is one table
 
 
-def _fill_merged(rows: list[list[str]], merged: Iterable[Any], start: Cell | None) -> None:
+def _fill_merged(rows: list[list[str]], merged: Iterable[Any], start: tuple[int, int] | None) -> None:
     """A merged cell's value in every cell of its range (calamine leaves all but the first empty), so
     each row reads whole, as HTML's spanned cells do. Ranges are in the sheet's coordinates, `rows`
     starts at the sheet's first used cell."""
@@ -189,25 +188,35 @@ def _fill_merged(rows: list[list[str]], merged: Iterable[Any], start: Cell | Non
                     row[c] = value
 
 
-def _blocks(rows: list[list[str]]) -> list[list[Cell]]:
-    """Groups of filled cells that touch through their rows and columns."""
-    filled = {(r, c) for r, row in enumerate(rows) for c, value in enumerate(row) if value}
-    seen: set[Cell] = set()
-    groups: list[list[Cell]] = []
-    for cell in sorted(filled):
-        if cell in seen:
-            continue
-        seen.add(cell)
-        group, stack = [], [cell]
-        while stack:
-            r, c = stack.pop()
-            group.append((r, c))
-            for near in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
-                if near in filled and near not in seen:
-                    seen.add(near)
-                    stack.append(near)
-        groups.append(group)
-    return groups
+Run = tuple[int, int, int]  # a row's filled cells side by side: (row, first column, last column)
+
+
+def _runs(rows: list[list[str]]) -> list[Run]:
+    runs: list[Run] = []
+    for r, row in enumerate(rows):
+        start = -1
+        for c, value in enumerate(row):
+            if value and start < 0:
+                start = c
+            elif not value and start >= 0:
+                runs.append((r, start, c - 1))
+                start = -1
+        if start >= 0:
+            runs.append((r, start, len(row) - 1))
+    return runs
+
+
+def _facing(upper: list[int], lower: list[int], runs: list[Run]) -> Iterator[tuple[int, int]]:
+    """Pairs of runs, one from each list (each in column order), that share a column."""
+    a = b = 0
+    while a < len(upper) and b < len(lower):
+        x, y = runs[upper[a]], runs[lower[b]]
+        if x[1] <= y[2] and y[1] <= x[2]:
+            yield upper[a], lower[b]
+        if x[2] < y[2]:
+            a += 1
+        else:
+            b += 1
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -216,16 +225,17 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return shared * 2 >= max(a[1] - a[0], b[1] - b[0]) + 1
 
 
-def _tables(rows: list[list[str]]) -> list[list[Cell]]:
+def _tables(rows: list[list[str]]) -> list[list[Run]]:
     """The sheet's tables in reading order: blocks of touching cells, two of them one table when at
     most TABLE_GAP empty columns (rows) part them and they share half their rows (columns) or more, as
     the parts of a form around a spacer column do; a table beside another that shares only a row or
-    two with it stays apart."""
-    groups = _blocks(rows)
-    owner = {cell: i for i, group in enumerate(groups) for cell in group}
-    rows_of = [(min(r for r, _ in g), max(r for r, _ in g)) for g in groups]
-    cols_of = [(min(c for _, c in g), max(c for _, c in g)) for g in groups]
-    parent = list(range(len(groups)))
+    two with it stays apart. Worked out on runs of filled cells, so a sheet of a million cells takes
+    about a second."""
+    runs = _runs(rows)
+    by_row: dict[int, list[int]] = {}
+    for index, (r, _, _) in enumerate(runs):
+        by_row.setdefault(r, []).append(index)
+    parent = list(range(len(runs)))
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -233,36 +243,46 @@ def _tables(rows: list[list[str]]) -> list[list[Cell]]:
             i = parent[i]
         return i
 
-    for i, group in enumerate(groups):
-        for r, c in group:
-            for step in range(2, TABLE_GAP + 2):
-                for near, across in (((r, c + step), True), ((r + step, c), False)):
-                    j = owner.get(near)
-                    if j is None or j == i or root(i) == root(j):
-                        continue
-                    spans = (rows_of[i], rows_of[j]) if across else (cols_of[i], cols_of[j])
-                    if _overlap(*spans):
-                        parent[root(j)] = root(i)
-    tables: dict[int, list[Cell]] = {}
-    for i, group in enumerate(groups):
-        tables.setdefault(root(i), []).extend(group)
-    return sorted(tables.values(), key=lambda g: (min(r for r, _ in g), min(c for _, c in g)))
+    for r, here in by_row.items():  # blocks: runs that touch the run under them
+        for i, j in _facing(here, by_row.get(r + 1, []), runs):
+            parent[root(j)] = root(i)
+    block = [root(i) for i in range(len(runs))]
+    rows_of: dict[int, tuple[int, int]] = {}
+    cols_of: dict[int, tuple[int, int]] = {}
+    for (r, first, last), b in zip(runs, block, strict=True):
+        top, bottom = rows_of.get(b, (r, r))
+        rows_of[b] = (min(top, r), max(bottom, r))
+        left, right = cols_of.get(b, (first, last))
+        cols_of[b] = (min(left, first), max(right, last))
+    for r, here in by_row.items():  # tables: blocks a gap of TABLE_GAP cells or fewer parts
+        pairs = [(i, j, True) for i, j in pairwise(here) if runs[j][1] - runs[i][2] - 1 <= TABLE_GAP]
+        for step in range(2, TABLE_GAP + 2):
+            pairs += [(i, j, False) for i, j in _facing(here, by_row.get(r + step, []), runs)]
+        for i, j, across in pairs:
+            a, b = block[i], block[j]
+            if a == b or root(a) == root(b):
+                continue
+            if _overlap(*((rows_of[a], rows_of[b]) if across else (cols_of[a], cols_of[b]))):
+                parent[root(b)] = root(a)
+    tables: dict[int, list[Run]] = {}
+    for index, run in enumerate(runs):
+        tables.setdefault(root(index), []).append(run)
+    return sorted(tables.values(), key=lambda t: (t[0][0], min(first for _, first, _ in t)))
 
 
 def sheet_text(rows: list[list[str]]) -> str:
     """Each table of the sheet as a pipe table, a lone cell as a line of text."""
     parts = []
-    for group in _tables(rows):
-        if len(group) == 1:
-            r, c = group[0]
+    for table in _tables(rows):
+        if len(table) == 1 and table[0][1] == table[0][2]:
+            r, c, _ = table[0]
             parts.append(rows[r][c])
             continue
-        r0, c0 = min(r for r, _ in group), min(c for _, c in group)
-        height = max(r for r, _ in group) + 1 - r0
-        width = max(c for _, c in group) + 1 - c0
-        block = [[""] * width for _ in range(height)]
-        for r, c in group:  # only the table's own cells: another table may lie within its bounds
-            block[r - r0][c - c0] = rows[r][c]
+        r0, c0 = table[0][0], min(first for _, first, _ in table)
+        width = max(last for _, _, last in table) + 1 - c0
+        block = [[""] * width for _ in range(table[-1][0] + 1 - r0)]
+        for r, first, last in table:  # only the table's own cells: another may lie within its bounds
+            block[r - r0][first - c0 : last + 1 - c0] = rows[r][first : last + 1]
         parts.append(table_text([row for row in block if any(row)]))
     return "\n\n".join(p for p in parts if p)
 
