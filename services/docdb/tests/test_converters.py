@@ -320,11 +320,12 @@ def test_markdown_setext_headings_become_heading_lines_and_html_tables_pipe_tabl
     (tmp_path / "notes.md").write_text(
         "---\ntitle: Ducks\n---\nField Notes\n===========\n\nSeen at the\npond\n---\n\n"
         "<table>\n  <tr><th>Duck</th><th>Count</th></tr>\n\n  <tr><td>Teal</td><td>4</td></tr>\n</table>\n\n"
-        "```\ncode\n---\n<table>\n```\n"
+        "```\ncode\n---\n<table>\n```\n\n<div>never closed\n\n## Next\n"
     )
     assert extract_text(tmp_path / "notes.md") == (
         "---\ntitle: Ducks\n---\n# Field Notes\n\n## Seen at the pond\n\n"
-        "| Duck | Count |\n|---|---|\n| Teal | 4 |\n\n```\ncode\n---\n<table>\n```"
+        "| Duck | Count |\n|---|---|\n| Teal | 4 |\n\n```\ncode\n---\n<table>\n```\n\n"
+        "never closed\n\n## Next"  # an unclosed block ends at its blank line
     )
 
 

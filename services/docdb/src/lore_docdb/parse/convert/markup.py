@@ -218,6 +218,7 @@ def epub_markdown(path: Path) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+HTML_BLOCK_LOOKAHEAD = 500  # lines an HTML block's closing tag is looked for past its first blank line
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
 _HTML_BLOCK = re.compile(r"^ {0,3}<(/?)([A-Za-z][A-Za-z0-9]*)[\s/>]|^ {0,3}<([A-Za-z][A-Za-z0-9]*)$")
@@ -281,6 +282,8 @@ def _html_block_end(lines: list[str], start: int, name: str) -> int:
             if depth <= 0:
                 return j
             first_blank = j if first_blank is None else first_blank
+        if first_blank is not None and j - first_blank > HTML_BLOCK_LOOKAHEAD:
+            break  # never closed: each unclosed `<p>` of a long file would read it to its end
         depth += len(opens.findall(lines[j])) - len(closes.findall(lines[j]))
     return first_blank if first_blank is not None else len(lines)
 
