@@ -64,12 +64,14 @@ def test_every_supported_type_yields_its_text(tmp_path: Path) -> None:
     assert "markdown body" in extract_text(tmp_path / "b.md")
     html = extract_text(tmp_path / "c.html")
     assert "Hello" in html and "web" in html and "var x" not in html
-    assert extract_text(tmp_path / "d.csv") == "name: Ada; city: London\nname: Alan; city: Manchester"
+    assert extract_text(tmp_path / "d.csv") == (
+        "| name | city |\n|---|---|\n| Ada | London |\n| Alan | Manchester |"
+    )
     assert extract_text(tmp_path / "e.json") == "person.name: Grace\nperson.langs[0]: COBOL"
     assert "Portable text inside" in extract_text(tmp_path / "f.pdf")
     word = extract_text(tmp_path / "g.docx")
     assert "Word paragraph" in word and "cell one | cell two" in word
-    assert extract_text(tmp_path / "h.xlsx") == "# People\nname: Ada; born: 1815"
+    assert extract_text(tmp_path / "h.xlsx") == "# People\n\n| name | born |\n|---|---|\n| Ada | 1815 |"
     assert extract_text(tmp_path / "i.txt") == "中文文本"
 
 
