@@ -254,6 +254,37 @@ def test_xlsx_keeps_chart_titles_and_cell_comments_under_their_sheet(tmp_path: P
     )
 
 
+def test_xlsx_whose_drawing_refers_to_itself_is_read_once(tmp_path: Path) -> None:
+    import zipfile
+
+    from openpyxl import Workbook
+    from openpyxl.chart import BarChart, Reference
+
+    book = Workbook()
+    sheet = book.active
+    assert sheet is not None
+    for row in (["Year", "Ducks"], [2024, 180]):
+        sheet.append(row)
+    chart = BarChart()
+    chart.title = "Ducks per year"
+    chart.add_data(Reference(sheet, min_col=2, min_row=1, max_row=2), titles_from_data=True)
+    sheet.add_chart(chart, "D2")
+    book.save(tmp_path / "plain.xlsx")
+    loop = (
+        '<Relationship Id="loop" Target="/xl/drawings/drawing1.xml" '
+        'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/drawing"/>'
+    )
+    source = zipfile.ZipFile(tmp_path / "plain.xlsx")
+    with source, zipfile.ZipFile(tmp_path / "loop.xlsx", "w") as out:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "xl/drawings/_rels/drawing1.xml.rels":
+                data = data.replace(b"</Relationships>", loop.encode() + b"</Relationships>")
+            out.writestr(item, data)
+    text = extract_text(tmp_path / "loop.xlsx")
+    assert "| 2024 | 180 |" in text and text.count("Chart: Ducks per year") == 1
+
+
 def test_csv_rows_longer_than_the_header_keep_every_cell(tmp_path: Path) -> None:
     (tmp_path / "wide.csv").write_text("name,pond\nMallard,North,seen twice\nTeal,South\n")
     assert extract_text(tmp_path / "wide.csv").splitlines() == [

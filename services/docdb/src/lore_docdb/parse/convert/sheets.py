@@ -66,8 +66,10 @@ def _workbook_notes(path: Path) -> dict[str, list[str]]:
     except (zipfile.BadZipFile, OSError):
         return {}
 
+    parts = set(archive.namelist())
+
     def xml(name: str) -> Any:
-        if name not in archive.namelist() or archive.getinfo(name).file_size > MAX_XML_PART:
+        if name not in parts or archive.getinfo(name).file_size > MAX_XML_PART:
             return None
         return etree.fromstring(archive.read(name), parser)
 
@@ -91,11 +93,11 @@ def _workbook_notes(path: Path) -> dict[str, list[str]]:
     def texts(node: Any) -> str:
         return " ".join(" ".join(node.xpath(".//*[local-name()='t']/text()")).split())
 
-    def charts(part: str) -> list[str]:
+    def charts(part: str, sheet: bool = True) -> list[str]:
         found = []
         for _, kind, target in rels(part):
-            if kind == "drawing":
-                found += charts(target)
+            if kind == "drawing" and sheet:  # a sheet's drawing holds its charts (one level: no loops)
+                found += charts(target, sheet=False)
             elif kind == "chart":
                 root = xml(target)
                 titles = (
@@ -105,14 +107,9 @@ def _workbook_notes(path: Path) -> dict[str, list[str]]:
                     found.append(f"Chart: {texts(titles[0])}")
         return found
 
-    def comments(part: str) -> list[str]:
+    def comments(part: str, people: dict[str, str]) -> list[str]:
         found: list[tuple[str, str]] = []  # (cell, line)
         threaded = False
-        people: dict[str, str] = {}
-        for _, kind, target in rels("xl/workbook.xml"):
-            root = xml(target) if kind == "person" else None
-            if root is not None:
-                people.update((p.get("id", ""), p.get("displayName", "")) for p in root)
         for _, kind, target in rels(part):
             root = xml(target) if kind == "threadedComment" else None
             for note in [] if root is None else root:
@@ -144,10 +141,15 @@ def _workbook_notes(path: Path) -> dict[str, list[str]]:
             if workbook is None:
                 return {}
             targets = {rid: target for rid, _, target in rels("xl/workbook.xml")}
+            people: dict[str, str] = {}  # the authors of threaded comments
+            for _, kind, target in rels("xl/workbook.xml"):
+                root = xml(target) if kind == "person" else None
+                if root is not None:
+                    people.update((p.get("id", ""), p.get("displayName", "")) for p in root)
             for sheet in workbook.xpath("//*[local-name()='sheet']"):
                 part = targets.get(sheet.get(_REL, ""))
                 if part:
-                    notes[sheet.get("name", "")] = charts(part) + comments(part)
+                    notes[sheet.get("name", "")] = charts(part) + comments(part, people)
     except (etree.Error, KeyError, ValueError, zipfile.BadZipFile):
         return {}
     return {name: found for name, found in notes.items() if found}
