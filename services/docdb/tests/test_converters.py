@@ -89,6 +89,42 @@ def test_pdf_table_on_a_page_set_sideways_reads_by_its_rows(tmp_path: Path, turn
     )
 
 
+def test_pdf_table_cells_merged_over_rows_or_columns_are_repeated_in_each(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_table_pdf", DATA / "make_table_pdf.py")
+    assert spec is not None and spec.loader is not None
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    xs, top, height = [72, 200, 330, 460], 620, 22
+    y = [top - height * r for r in range(5)]
+    ops = [
+        make.text(78, y[1] - 4, 11, "Year"),  # over two rows
+        make.text(206, y[1] + 7, 11, "Visitors"),  # over two columns
+        make.text(206, y[2] + 7, 11, "Spring"),
+        make.text(336, y[2] + 7, 11, "Summer"),
+        *(
+            make.text(x + 6, y[3 + r] + 7, 11, v)
+            for r, row in enumerate([["2024", "310", "450"], ["2025", "330", "470"]])
+            for x, v in zip(xs, row, strict=False)
+        ),
+        "0.5 w",
+        f"{xs[0]} {y[0]} m {xs[3]} {y[0]} l S",
+        f"{xs[1]} {y[1]} m {xs[3]} {y[1]} l S",  # no rule under "Year": it goes on down
+        *(f"{xs[0]} {y[r]} m {xs[3]} {y[r]} l S" for r in (2, 3, 4)),
+        *(f"{x} {y[0]} m {x} {y[4]} l S" for x in (xs[0], xs[1], xs[3])),
+        f"{xs[2]} {y[1]} m {xs[2]} {y[4]} l S",  # no rule inside "Visitors"
+    ]
+    (tmp_path / "merged.pdf").write_bytes(make.pdf("\n".join(ops)))
+    assert extract_text(tmp_path / "merged.pdf").splitlines() == [
+        "| Year | Visitors | Visitors |",
+        "|---|---|---|",
+        "| Year | Spring | Summer |",
+        "| 2024 | 310 | 450 |",
+        "| 2025 | 330 | 470 |",
+    ]
+
+
 def test_pdf_headings_in_body_type_and_a_table_open_at_its_sides() -> None:
     text = text_of("headings.pdf")
     headings = [line for line in text.splitlines() if line.startswith("#")]

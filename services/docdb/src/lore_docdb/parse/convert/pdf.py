@@ -592,6 +592,41 @@ def _open_sides(boxes: list[Box], edges: list[Edge]) -> list[Edge]:
     return sides
 
 
+def _table_rows(table: Any, chars: list[_Char]) -> list[list[object]]:
+    """A table's rows of cell text, a cell merged over several rows or columns repeated in each of
+    them (pdfplumber leaves the places it covers empty), so every row reads whole: a header over two
+    rows, a group's label beside each of its rows. Only in a table whose grid is mostly cells of one
+    place (a quarter merged at most): in a drawing taken for a table, repeats would be noise."""
+    in_row = [_inside(chars, row.bbox) for row in table.rows]
+    # per place, its cell and the row the cell starts in (whose box holds all of the cell's letters)
+    grid: list[list[tuple[Box, int] | None]] = [
+        [(cell, r) if cell else None for cell in row.cells] for r, row in enumerate(table.rows)
+    ]
+    places = sum(len(row) for row in grid)
+    if 0 < sum(place is None for row in grid for place in row) <= places // 4:
+        xs = [(column.bbox[0] + column.bbox[2]) / 2 for column in table.columns]
+        ys = [(row.bbox[1] + row.bbox[3]) / 2 for row in table.rows]
+        origins = [(r, j, place[0]) for r, row in enumerate(grid) for j, place in enumerate(row) if place]
+        for r, j, cell in origins:  # the places whose centres a cell covers, right of and under its own
+            right, down = j + 1, r + 1
+            while right < len(xs) and xs[right] < cell[2]:
+                right += 1
+            while down < len(ys) and ys[down] < cell[3]:
+                down += 1
+            if (right - j) * (down - r) > places // 2:
+                continue  # a frame drawn round the table, not a merged cell
+            for rr in range(r, down):
+                for jj in range(j, min(right, len(grid[rr]))):
+                    if grid[rr][jj] is None:
+                        grid[rr][jj] = (cell, r)
+    texts: dict[tuple[Box, int], str] = {}
+    for row in grid:
+        for place in row:
+            if place is not None and place not in texts:
+                texts[place] = _cell_text(_inside(in_row[place[1]], place[0]))
+    return [[texts[place] if place else None for place in row] for row in grid]
+
+
 def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], list[_Char]]:
     """The page's ruled tables (two rows and two columns at least), top first, with where they stand,
     and its characters with their places when it has tables. pdfplumber's table finder (snapping,
@@ -621,10 +656,7 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], 
     chars = _chars(textpage, raw, view)
     tables: list[tuple[Box, str]] = []
     for table in finder.tables:
-        rows: list[list[object]] = []
-        for row in table.rows:
-            in_row = _inside(chars, row.bbox)
-            rows.append([_cell_text(_inside(in_row, cell)) if cell else None for cell in row.cells])
+        rows = _table_rows(table, chars)
         if len(rows) >= 2 and max(len(row) for row in rows) >= 2:
             markdown = md_table(rows)
             if markdown.count("\n") >= 2:
