@@ -9,7 +9,8 @@ ports. It times, wall and CPU:
   environment synced (the recipe's line, echoed by just), the launcher started, each service healthy;
 - `uv run lore --help`: the first run (nothing of the CLI compiled yet), then `--runs` more (p50);
 - a first answered chat: `uv run lore ingest examples/people --kb people`, then `uv run lore chat`
-  (whose answer must name Hopper), and `--runs` more chats (p50: the local embedding model loaded);
+  (whose answer must name Hopper), and `--runs` more chats (p50); the command to the first answer is
+  the sum of the health, ingest and chat times (the `--help` runs in between are the bench's own);
 - Ctrl-C to everything stopped, then `uv run just up` again in the same clone (data and compiled
   modules in place: a second start).
 
@@ -52,6 +53,7 @@ HELP_GOAL_S = 0.5
 START_TIMEOUT_S = 300.0
 QUESTION = "Who developed the first compiler?"
 SERVICES = ("docdb", "gen", "mem")
+UV_SAYS = ("Prepared", "Installed", "warning: Failed to hardlink")
 
 
 def free_ports(count: int) -> list[int]:
@@ -250,9 +252,13 @@ def measure_stack(args: argparse.Namespace, stack: Stack, figures: dict[str, Any
     figures["launcher_s"] = round(launched, 2) if launched is not None else None
     for name in SERVICES:
         figures[f"{name}_healthy_s"] = round(ready[name], 2)
-    installed = next((line for _, line in stack.lines if line.startswith("Installed")), "")
+    # uv's own summary: the workspace's packages built, the environment linked (or copied, when the
+    # clone is on another file system than uv's cache: "Failed to hardlink files; falling back to full copy").
+    said = [line.strip() for _, line in stack.lines if line.strip().startswith(UV_SAYS)]
+    installed = "; ".join(said)
+    figures["uv_copied"] = any("full copy" in line for line in said)
     print(f"clone                  {figures['clone_s']:6.2f} s")
-    print(f"uv sync + just         {figures['sync_s']} s  ({installed or 'no install line'})")
+    print(f"uv sync + just         {figures['sync_s']} s  ({installed or 'uv said nothing'})")
     print(f"lore-up started        {figures['launcher_s']} s")
     for name in SERVICES:
         print(f"{name:<6} healthy         {ready[name]:6.2f} s")
@@ -284,7 +290,8 @@ def measure_stack(args: argparse.Namespace, stack: Stack, figures: dict[str, Any
         raise SystemExit(f"the first chat's answer does not name Hopper:\n{out}")
     figures["first_chat_s"], figures["first_chat_cli_cpu_s"] = round(wall, 2), round(cpu_cli, 2)
     figures["first_chat_stack_cpu_s"] = round(stack.cpu() - stack_cpu, 2)
-    answered = time.perf_counter() - stack.started
+    # A user's timeline: the command, then ingest and chat (the --help runs above are the bench's own).
+    answered = health_s + figures["ingest_s"] + figures["first_chat_s"]
     figures["up_to_first_chat_s"] = round(answered, 2)
     figures["clone_to_first_chat_s"] = round(figures["clone_s"] + answered, 2)
     wall, cpu_cli = repeated(["uv", "run", "lore", "chat", "people", QUESTION], clone, env, args.runs)
