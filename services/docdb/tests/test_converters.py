@@ -11,7 +11,7 @@ import pytest
 
 from lore_common.testing.flows import KB, parse, upload, wait_task
 from lore_docdb.parse.convert.common import PAGE_BREAK
-from lore_docdb.parse.extract import EXTRACTORS, ExtractionError, extract_text
+from lore_docdb.parse.extract import EXTRACTORS, ExtractionError, extract_text, needs_office
 from lore_docdb.parse.sandbox import sniff
 
 DATA = Path(__file__).parent / "data"
@@ -445,6 +445,55 @@ def test_asciidoc_gives_headings_lists_and_tables() -> None:
     )
 
 
+def test_latex_gives_title_sections_lists_and_tables() -> None:
+    text = text_of("sample.tex")
+    assert in_order(
+        text,
+        "# Tide Tables of the Western Isles",
+        "## Introduction",
+        "wrote them in the log book.",
+        "### Times",
+        "- Portree fills first.",
+        "| Harbour | High tide | Low tide |",
+        "| Portree | 06:12 | 12:30 |",
+        "| Oban | 07:05 | 13:21 |",
+    )
+    assert "\\section" not in text and "textbf" not in text
+
+
+def test_webvtt_gives_the_cues_text_in_order_without_timings() -> None:
+    text = text_of("sample.vtt")
+    assert in_order(
+        text,
+        "When did you first light the lamp?",
+        "In the winter of 1952, on the night of the great storm.",
+        "The fog signal sounded every thirty seconds.",
+    )
+    assert "-->" not in text and "WEBVTT" not in text
+
+
+def test_a_text_file_holding_an_article_or_a_page_is_read_as_one(tmp_path: Path) -> None:
+    article = tmp_path / "article.txt"  # an article saved with the wrong name: read as JATS, not markup
+    article.write_bytes((DATA / "sample.xml").read_bytes())
+    assert needs_office(article) and text_of("sample.xml") == extract_text(article)
+    page = tmp_path / "page.txt"
+    page.write_text("<!DOCTYPE html><html><body><h1>Lamps</h1><p>Lit at dusk.</p></body></html>")
+    assert extract_text(page) == "# Lamps\n\nLit at dusk."
+    plain = tmp_path / "plain.txt"
+    plain.write_text("<b> is how HTML marks bold; this note is plain text.")
+    assert not needs_office(plain) and extract_text(plain).startswith("<b> is how")
+
+
+def test_xml_of_no_known_dialect_gives_the_text_of_its_elements(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.xml"
+    path.write_text(
+        '<?xml version="1.0"?><!DOCTYPE c [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+        "<catalog><book><title>The Lighthouse</title><note>A keeper <b>writes</b> at night.</note>"
+        "</book><book><title>Tides</title>&x;</book></catalog>"
+    )
+    assert extract_text(path) == "The Lighthouse\n\nA keeper writes at night.\n\nTides"
+
+
 def test_email_gives_headers_body_and_attachment_names() -> None:
     text = text_of("sample.eml")
     assert in_order(
@@ -537,7 +586,8 @@ CORRUPT = {
 }
 # Text formats have no broken form but binary bytes under their name: refused before parsing.
 BINARY = {
-    suffix: b"\x00\x01garbage\x00" for suffix in (".html", ".adoc", ".eml", ".rtf", ".csv", ".txt", ".md")
+    suffix: b"\x00\x01garbage\x00"
+    for suffix in (".html", ".adoc", ".eml", ".rtf", ".csv", ".txt", ".md", ".tex", ".vtt")
 }
 
 

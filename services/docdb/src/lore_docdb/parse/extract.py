@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lore_docdb.parse.convert.common import decode
 from lore_docdb.parse.convert.mail import eml_markdown, rtf_text
-from lore_docdb.parse.convert.markup import epub_markdown, html_file, markdown_file
+from lore_docdb.parse.convert.markup import epub_markdown, html_file, html_markdown, markdown_file
 from lore_docdb.parse.convert.ocr import IMAGE_SUFFIXES, image_text
 from lore_docdb.parse.convert.office import docling_markdown
 from lore_docdb.parse.convert.pdf import NeedsOCR, pdf_text
@@ -23,8 +23,63 @@ class ExtractionError(ValueError):
     """The file could not be turned into text."""
 
 
+MARKUP_HEAD = 2048  # the characters a text file's markup kind is told by
+
+
+def markup_kind(head: str) -> str | None:
+    """`html` or `xml` for a text file that is really a markup document (an article saved as .txt),
+    told by how it starts; None for text."""
+    start = head.lstrip("\ufeff \t\r\n").lower()
+    if start.startswith(("<!doctype html", "<html")):
+        return "html"
+    if start.startswith(("<?xml", "<!doctype")):
+        return "xml"
+    return None
+
+
 def _text(path: Path) -> str:
-    return decode(path.read_bytes())
+    """Text in any encoding; a text file holding an HTML page or an XML article is read as one."""
+    text = decode(path.read_bytes())
+    kind = markup_kind(text[:MARKUP_HEAD])
+    if kind == "html":
+        return html_markdown(text)
+    if kind == "xml":
+        return _xml(path, as_xml=True)
+    return text
+
+
+def _xml(path: Path, as_xml: bool = False) -> str:
+    """docling-rs for the XML it has a reader for (JATS articles, USPTO patents, XBRL reports), else
+    the text of the elements (docling-rs hands other XML back whole, as a code block of markup).
+    `as_xml`: the file's name says otherwise (.txt)."""
+    markdown = docling_markdown(path, ".xml" if as_xml else None)
+    if not (markdown.startswith("```") and markdown.rstrip().endswith("```")):
+        return markdown
+    return _xml_text(path)
+
+
+def _xml_text(path: Path) -> str:
+    """Any XML as text: each element that holds text of its own is one paragraph with everything
+    inside it (so `A keeper <b>writes</b>` stays one); elements that only hold others are walked."""
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, recover=True, huge_tree=False)
+    root = etree.fromstring(path.read_bytes(), parser)
+    paragraphs: list[str] = []
+    stack = [] if root is None else [root]
+    while stack:
+        element = stack.pop()
+        if not isinstance(element.tag, str):
+            continue  # a comment or a processing instruction
+        if element.text and element.text.strip():
+            paragraphs.append(" ".join("".join(element.itertext()).split()))
+        else:
+            stack.extend(reversed(element))
+        if element is not root and element.tail and element.tail.strip():
+            paragraphs.append(" ".join(element.tail.split()))
+    if not paragraphs:
+        raise ExtractionError(f"{path.name}: no text in this XML (not well-formed, or only markup)")
+    return "\n\n".join(paragraphs)
 
 
 def _json(path: Path) -> str:
@@ -65,9 +120,12 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".odt": docling_markdown,
     ".odp": docling_markdown,
     ".nxml": docling_markdown,  # JATS articles
-    ".xml": docling_markdown,  # JATS articles; docling-rs refuses other XML
+    ".xml": _xml,  # JATS, USPTO, XBRL through docling-rs; other XML as the text of its elements
     ".adoc": docling_markdown,
     ".asciidoc": docling_markdown,
+    ".tex": docling_markdown,  # LaTeX: sections, lists, tables; the macros themselves dropped
+    ".latex": docling_markdown,
+    ".vtt": docling_markdown,  # WebVTT subtitles and transcripts: the cues' text in order
     ".epub": epub_markdown,
     ".eml": eml_markdown,
     ".rtf": rtf_text,
@@ -84,11 +142,25 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
 
 # The formats docling-rs reads. Loading it costs about 2 s of CPU and maps about 700 MiB of address
 # space, so only an extraction child that meets one of these loads it.
-OFFICE_SUFFIXES = frozenset(suffix for suffix, convert in EXTRACTORS.items() if convert is docling_markdown)
+OFFICE_SUFFIXES = frozenset(
+    suffix for suffix, convert in EXTRACTORS.items() if convert in (docling_markdown, _xml)
+)
+TEXT_SUFFIXES = frozenset(suffix for suffix, convert in EXTRACTORS.items() if convert is _text)
 
 
 def needs_office(path: Path) -> bool:
-    return path.suffix.lower() in OFFICE_SUFFIXES
+    """docling-rs is needed: an Office or article format, or a text file holding an XML article."""
+    suffix = path.suffix.lower()
+    if suffix in OFFICE_SUFFIXES:
+        return True
+    if suffix not in TEXT_SUFFIXES:
+        return False
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(MARKUP_HEAD)
+    except OSError:
+        return False
+    return markup_kind(head.decode("utf-8", "ignore")) == "xml"
 
 
 def needs_ocr(path: Path) -> bool:

@@ -25,11 +25,19 @@ def _converter() -> Any:
     )
 
 
-def docling_markdown(path: Path) -> str:
+def docling_markdown(path: Path, as_suffix: str | None = None) -> str:
     """The document as Markdown, tables compacted to one line per row; a presentation's speaker notes
-    and the reviewers' comments (docling's notes layer) after the slide or paragraph they belong to."""
+    and the reviewers' comments (docling's notes layer) after the slide or paragraph they belong to.
+    `as_suffix`: read the file as that type (an XML article saved as .txt)."""
     from docling_core.types.doc.common.content_layer import ContentLayer
 
-    result = _converter().convert(str(path))
+    source: Any = str(path)
+    if as_suffix is not None:
+        from io import BytesIO
+
+        from docling_rs import DocumentStream
+
+        source = DocumentStream(name=path.stem + as_suffix, stream=BytesIO(path.read_bytes()))
+    result = _converter().convert(source)
     layers = {ContentLayer.BODY, ContentLayer.NOTES}
     return tidy_markdown(str(result.document.export_to_markdown(included_content_layers=layers)))
