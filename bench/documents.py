@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import html
 import json
 import re
 import shutil
@@ -63,15 +64,17 @@ OCR_REFERENCE = (
 )
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_]+")
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+# a Markdown link or picture, its text kept: nested brackets (`[[1]](#cite)`) and parentheses in the URL
+_LINK = re.compile(r"!?\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\((?:[^()\s]|\([^()]*\))*\)")
 
 
 # ------------------------------------------------------------------ ground truth
 
 
 def words(text: str) -> list[str]:
-    """Lower-case words; each Chinese character a word of its own."""
-    text = _LINK.sub(r"\1", unicodedata.normalize("NFKC", text)).replace("\\", "")
+    """Lower-case words; each Chinese character a word of its own; Markdown's links, escapes and
+    character references (`&amp;`) read as the text they show."""
+    text = _LINK.sub(r"\1", html.unescape(unicodedata.normalize("NFKC", text))).replace("\\", "")
     return [w.lower() for w in _WORD.findall(text)]
 
 
