@@ -24,6 +24,11 @@ build), search p50/p95 at 1 and 8 clients, recall@10 against exact search, the e
 chunk and the embedded store's restart to its first answer.
 
     uv run python bench/scale.py --vectors-only --sizes 100000,1000000 [--profiles embedded,pgvector]
+
+pgvector maintains its HNSW index on every insert (about 200 points a second here); `--pg-bulk` loads
+it as an operator's first import would instead (COPY, then the store's own index built once:
+`PgBulkLoad`), `--pg-shared-buffers 3GB` sizes the private server for an index of 2 GB. `--keep DIR`
+leaves the embedded store in DIR, to study its restart.
 """
 
 from __future__ import annotations
@@ -257,16 +262,83 @@ def engine_memory_mb(store: Any) -> dict[str, float]:
     }
 
 
-async def vector_store_figures(size: int, profile: str, pg_url: str | None, corpus: str) -> dict[str, float]:
+class PgBulkLoad:
+    """pgvector's initial import as an operator would do it, not how Lore writes (Lore upserts, with the
+    HNSW index maintained on every insert: about 200 points a second here): the collection made by the
+    store (its table, key columns and HNSW index), that index dropped, the rows sent with COPY, and the
+    same index (its definition as the store made it) built once, with `maintenance_work_mem` raised so
+    the graph is built in memory, and parallel workers."""
+
+    def __init__(self, url: str, collection: str, memory: str, workers: int) -> None:
+        from lore_common.stores.pgvector import plain_dsn, table_name
+
+        self.dsn, self.table = plain_dsn(url), table_name(collection)
+        self.memory, self.workers = memory, workers
+        self.index_definition = ""
+        self.copy_s = 0.0
+
+    async def __aenter__(self) -> PgBulkLoad:
+        import asyncpg
+        from pgvector.asyncpg import register_vector
+
+        self.connection = await asyncpg.connect(self.dsn)
+        await register_vector(self.connection)
+        row = await self.connection.fetchrow(
+            "SELECT indexname, indexdef FROM pg_indexes "
+            "WHERE tablename = $1 AND indexdef LIKE '%USING hnsw%'",
+            self.table,
+        )
+        if row is None:
+            raise SystemExit(f"{self.table} has no HNSW index to rebuild")
+        self.index_definition = str(row["indexdef"])
+        await self.connection.execute(f'DROP INDEX "{row["indexname"]}"')
+        return self
+
+    async def write(self, ids: list[str], rows: Any, payloads: list[dict[str, Any]]) -> None:
+        from pgvector import Vector
+
+        started = time.perf_counter()
+        records = [
+            (i, Vector(row), json.dumps(p), p["dataset"], p["task_id"], p["file"])
+            for i, row, p in zip(ids, rows, payloads, strict=True)
+        ]
+        await self.connection.copy_records_to_table(
+            self.table, records=records, columns=["id", "embedding", "payload", "dataset", "task_id", "file"]
+        )
+        self.copy_s += time.perf_counter() - started
+
+    async def build_index(self) -> float:
+        """Seconds to build the HNSW index over every row."""
+        started = time.perf_counter()
+        await self.connection.execute(f"SET maintenance_work_mem = '{self.memory}'")
+        await self.connection.execute(f"SET max_parallel_maintenance_workers = {int(self.workers)}")
+        await self.connection.execute(self.index_definition)
+        await self.connection.execute(f'ANALYZE "{self.table}"')
+        return time.perf_counter() - started
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.connection.close()
+
+
+async def vector_store_figures(
+    size: int,
+    profile: str,
+    pg_url: str | None,
+    corpus: str,
+    keep: Path | None = None,
+    pg_bulk: tuple[str, int] | None = None,
+) -> dict[str, float]:
     """`size` chunks straight into the vector store (docdb's collection, payload keys and ids): load
-    time, search p50/p95 at 1 and 8 clients, recall@10 against exact search, RSS, disk, restart."""
+    time, search p50/p95 at 1 and 8 clients, recall@10 against exact search, RSS, disk, restart.
+    With `keep`, the embedded store is made under that folder and left there (to study its restart);
+    with `pg_bulk` (maintenance_work_mem, parallel workers), pgvector is loaded by `PgBulkLoad`."""
     import numpy as np
 
     from lore_common.providers.embedders import HashingEmbedder
     from lore_common.stores import open_vector_store
     from lore_core.settings import DatabaseConfig, VectorStoreConfig
 
-    work = Path(tempfile.mkdtemp(prefix="lore-bench-scale-vectors-"))
+    work = Path(tempfile.mkdtemp(prefix="lore-bench-scale-vectors-", dir=keep))
     config = (
         VectorStoreConfig(provider="pgvector", url=pg_url) if profile == "pgvector" else VectorStoreConfig()
     )
@@ -275,8 +347,11 @@ async def vector_store_figures(size: int, profile: str, pg_url: str | None, corp
     questions = np.asarray(await embedder.embed(claims()), dtype=np.float32)
     kept = np.zeros((size, 384), dtype=np.float16)  # for the exact answers (float16: 768 MB at 1M)
     store = await open_vector_store(config, work, DatabaseConfig())
+    bulk = PgBulkLoad(pg_url, "kb_scale", *pg_bulk) if profile == "pgvector" and pg_url and pg_bulk else None
     try:
         await store.create("kb_scale", 384, ("dataset", "task_id", "file"))
+        if bulk is not None:
+            await bulk.__aenter__()
         started = time.perf_counter()
         done = 0
         texts: list[tuple[str, str]] = []
@@ -290,7 +365,10 @@ async def vector_store_figures(size: int, profile: str, pg_url: str | None, corp
                     {"chunk_id": n, "dataset": "corpus", "file": n, "task_id": "t", "text": t[:200]}
                     for n, t in texts
                 ]
-                await store.upsert("kb_scale", ids, rows, payloads)
+                if bulk is not None:
+                    await bulk.write(ids, rows, payloads)
+                else:
+                    await store.upsert("kb_scale", ids, rows, payloads)
                 kept[done : done + len(texts)] = rows
                 done += len(texts)
                 texts = []
@@ -300,6 +378,14 @@ async def vector_store_figures(size: int, profile: str, pg_url: str | None, corp
                     )
         if hasattr(store, "optimize"):
             await store.optimize("kb_scale")
+        if bulk is not None:
+            figures["copy_s"] = round(bulk.copy_s, 1)
+            print(
+                f"    {profile}: {size:,} rows copied in {bulk.copy_s:.0f} s; building the index", flush=True
+            )
+            figures["index_build_s"] = round(await bulk.build_index(), 1)
+            await bulk.__aexit__()
+            bulk = None
         figures["load_s"] = round(time.perf_counter() - started, 1)
         figures["load_points_per_s"] = round(size / figures["load_s"], 1)
         unit = kept.astype(np.float32)
@@ -308,13 +394,18 @@ async def vector_store_figures(size: int, profile: str, pg_url: str | None, corp
         # paragraphs many points tie, and which of the tied ones is "the" 10th is arbitrary.
         tenths = [-np.partition(-(unit @ q), 9)[9] for q in questions]
         del unit
-        for ef in SEARCH_EFS:
+        efs: tuple[int, ...] = SEARCH_EFS
+        if profile == "pgvector":  # the store caps hnsw.ef_search at pgvector's maximum
+            from lore_common.stores.pgvector import MAX_EF_SEARCH
+
+            efs = tuple(sorted({min(ef, MAX_EF_SEARCH) for ef in SEARCH_EFS}))
+        for ef in efs:
             recalls = []
             for q, tenth in zip(questions, tenths, strict=True):
                 found = await store.search("kb_scale", q, 10, ef=ef)
                 recalls.append(sum(1 for p in found if p.score >= tenth - 1e-4) / 10)
             figures[f"recall_at_10_ef{ef}"] = round(float(np.mean(recalls)), 4)
-        for ef in SEARCH_EFS:
+        for ef in efs:
             for clients in (1, 8):
                 times: list[float] = []
 
@@ -330,8 +421,29 @@ async def vector_store_figures(size: int, profile: str, pg_url: str | None, corp
         figures |= {f"engine_{k}": v for k, v in engine_memory_mb(store).items()}
         figures["bench_rss_mb"] = round(psutil.Process().memory_info().rss / 2**20, 1)
         if profile == "pgvector":
+            from lore_common.stores.pgvector import PgVectorStore, table_name
+
+            assert isinstance(store, PgVectorStore)
+            table, pool = f'"{table_name("kb_scale")}"', store.pool
+            figures["disk_bytes_per_chunk"] = round(
+                await pool.fetchval("SELECT pg_total_relation_size($1::regclass)", table) / size
+            )
+            figures["hnsw_index_mb"] = round(
+                float(
+                    await pool.fetchval(
+                        "SELECT sum(pg_relation_size(indexrelid)) FROM pg_index i JOIN pg_class c "
+                        "ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
+                        "WHERE indrelid = $1::regclass AND a.amname = 'hnsw'",
+                        table,
+                    )
+                )
+                / 2**20,
+                1,
+            )
             await store.drop("kb_scale")
     finally:
+        if bulk is not None:
+            await bulk.__aexit__()
         await store.close()
     if profile == "embedded":
         figures["disk_bytes_per_chunk"] = round(disk_bytes(work) / size)
@@ -340,23 +452,37 @@ async def vector_store_figures(size: int, profile: str, pg_url: str | None, corp
         try:
             await store.search("kb_scale", questions[0], 5, ef=SEARCH_EFS[0])
             figures["restart_to_first_search_s"] = round(time.perf_counter() - started, 2)
+            engine = getattr(store, "_worker", None)
+            if engine is not None and engine.process is not None:  # CPU it took, whatever the load
+                spent = psutil.Process(engine.process.pid).cpu_times()
+                figures["restart_engine_cpu_s"] = round(spent.user + spent.system, 2)
             figures |= {f"engine_after_restart_{k}": v for k, v in engine_memory_mb(store).items()}
         finally:
             await store.close()
-    shutil.rmtree(work, ignore_errors=True)
+    if keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"    the store is kept in {work}", flush=True)
     shown = ", ".join(f"{k} {v}" for k, v in figures.items())
     print(f"{size:>9,} points, {profile}, {corpus}: {shown}", flush=True)
     return figures
 
 
-def pgvector_admin_url() -> tuple[str, Any]:
-    """A PostgreSQL with pgvector: LORE_TEST_PGVECTOR_URL, else a private pgserver (stopped at exit)."""
+def pgvector_admin_url(shared_buffers: str | None = None) -> tuple[str, Any]:
+    """A PostgreSQL with pgvector: LORE_TEST_PGVECTOR_URL, else a private pgserver (stopped at exit),
+    restarted with `shared_buffers` when given (initdb's 128 MB hold a tenth of a million-point index)."""
     configured = os.environ.get("LORE_TEST_PGVECTOR_URL")
     if configured:
         return configured, None
+    from pgserver import _commands
     from pgserver.postgres_server import get_server
 
     server = get_server(Path(tempfile.mkdtemp(prefix="lore-bench-pgvector-")), cleanup_mode="delete")
+    if shared_buffers:
+        server.psql(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}';")
+        vars(_commands)["pg_ctl"](
+            ["-w", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=60
+        )
     return str(server.get_uri()), server
 
 
@@ -367,11 +493,13 @@ def vectors_only(args: argparse.Namespace) -> None:
         server = None
         url = None
         if profile == "pgvector":
-            url, server = pgvector_admin_url()
+            url, server = pgvector_admin_url(args.pg_shared_buffers)
             url = url.replace("postgresql://", "postgresql+asyncpg://", 1)
         try:
             for size in sizes:
-                for key, value in asyncio.run(vector_store_figures(size, profile, url, args.corpus)).items():
+                bulk = (args.pg_bulk_memory, args.pg_bulk_workers) if args.pg_bulk else None
+                figures = asyncio.run(vector_store_figures(size, profile, url, args.corpus, args.keep, bulk))
+                for key, value in figures.items():
                     all_figures[f"{profile}_{args.corpus}_n{size}_{key}"] = value
         finally:
             if server is not None:
@@ -391,6 +519,17 @@ def main() -> None:
     parser.add_argument(
         "--corpus", default="template", help="with --vectors-only: template (as docdb's run) or sentences"
     )
+    parser.add_argument(
+        "--keep", type=Path, help="with --vectors-only: make the embedded store under this folder and keep it"
+    )
+    parser.add_argument(
+        "--pg-bulk",
+        action="store_true",
+        help="with --vectors-only: load pgvector by COPY, then build its HNSW index once (PgBulkLoad)",
+    )
+    parser.add_argument("--pg-bulk-memory", default="3GB", help="maintenance_work_mem of the index build")
+    parser.add_argument("--pg-bulk-workers", type=int, default=1, help="parallel workers of the index build")
+    parser.add_argument("--pg-shared-buffers", help="shared_buffers of the private pgserver (e.g. 3GB)")
     args = parser.parse_args()
     if args.vectors_only:
         vectors_only(args)

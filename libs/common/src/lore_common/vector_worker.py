@@ -92,8 +92,8 @@ class Shards:
             EdgeShard,
             EdgeVectorParams,
             HnswIndexConfig,
+            KeywordIndexParams,
             Memory,
-            PayloadSchemaType,
             ScalarQuantizationConfig,
             ScalarType,
             UpdateOperation,
@@ -115,8 +115,11 @@ class Shards:
             payload_memory=Memory.Cold,
         )
         shard = EdgeShard.create(str(folder / "shard"), config)
+        # The keyword indexes stay in their files, mapped and read into the page cache when the shard
+        # opens, rather than rebuilt as hash maps in the engine's own memory: at 1,000,000 points (one
+        # file name each) that took half of the opening's CPU and 170 MB.
         for key in keys:
-            shard.update(UpdateOperation.create_field_index(key, PayloadSchemaType.Keyword))
+            shard.update(UpdateOperation.create_field_index(key, KeywordIndexParams(memory=Memory.Cached)))
         shard.flush()
         written = folder / (META + ".tmp")
         written.write_text(json.dumps({"dim": dim, "keys": keys}))
