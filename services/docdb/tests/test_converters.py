@@ -479,6 +479,21 @@ def test_a_text_file_holding_an_article_or_a_page_is_read_as_one(tmp_path: Path)
     page = tmp_path / "page.txt"
     page.write_text("<!DOCTYPE html><html><body><h1>Lamps</h1><p>Lit at dusk.</p></body></html>")
     assert extract_text(page) == "# Lamps\n\nLit at dusk."
+    patent = tmp_path / "patent.txt"  # USPTO full text (APS): tagged lines under PATN
+    patent.write_text(
+        "PATN\nWKU  057006474\nTTL  Lamp wick of woven glass fibre\nABST\nPAL  A wick that does not"
+        " burn down.\nBSUM\nPAC  BACKGROUND OF THE INVENTION\nPAR  Cotton wicks must be trimmed.\n"
+        "CLMS\nNUM  1.\nPAR  1. A lamp wick woven of glass fibre.\n"
+    )
+    assert needs_office(patent)
+    assert in_order(
+        extract_text(patent),
+        "# Lamp wick of woven glass fibre",
+        "A wick that does not burn down.",
+        "BACKGROUND OF THE INVENTION",
+        "Cotton wicks must be trimmed.",
+        "A lamp wick woven of glass fibre.",
+    )
     plain = tmp_path / "plain.txt"
     plain.write_text("<b> is how HTML marks bold; this note is plain text.")
     assert not needs_office(plain) and extract_text(plain).startswith("<b> is how")

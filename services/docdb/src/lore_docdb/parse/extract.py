@@ -28,12 +28,15 @@ MARKUP_HEAD = 2048  # the characters a text file's markup kind is told by
 
 def markup_kind(head: str) -> str | None:
     """`html` or `xml` for a text file that is really a markup document (an article saved as .txt),
-    told by how it starts; None for text."""
+    `patent` for a USPTO full-text (APS) patent, whose tagged lines start `PATN`; told by how the
+    file starts; None for text."""
     start = head.lstrip("\ufeff \t\r\n").lower()
     if start.startswith(("<!doctype html", "<html")):
         return "html"
     if start.startswith(("<?xml", "<!doctype")):
         return "xml"
+    if start.startswith(("patn\n", "patn\r\n")):
+        return "patent"
     return None
 
 
@@ -45,6 +48,8 @@ def _text(path: Path) -> str:
         return html_markdown(text)
     if kind == "xml":
         return _xml(path, as_xml=True)
+    if kind == "patent":  # docling-rs reads APS text by its content: title, abstract, sections, claims
+        return docling_markdown(path)
     return text
 
 
@@ -149,7 +154,8 @@ TEXT_SUFFIXES = frozenset(suffix for suffix, convert in EXTRACTORS.items() if co
 
 
 def needs_office(path: Path) -> bool:
-    """docling-rs is needed: an Office or article format, or a text file holding an XML article."""
+    """docling-rs is needed: an Office or article format, or a text file holding an XML article or
+    an APS patent."""
     suffix = path.suffix.lower()
     if suffix in OFFICE_SUFFIXES:
         return True
@@ -160,7 +166,7 @@ def needs_office(path: Path) -> bool:
             head = handle.read(MARKUP_HEAD)
     except OSError:
         return False
-    return markup_kind(head.decode("utf-8", "ignore")) == "xml"
+    return markup_kind(head.decode("utf-8", "ignore")) in ("xml", "patent")
 
 
 def needs_ocr(path: Path) -> bool:
