@@ -61,7 +61,7 @@ KB = "/api/v1/docdb/files/knowledge-bases"
 GOAL_RETRIEVE_P50_MS = 25.0
 GOAL_RSS_GB = 1.5
 # HNSW search breadths of the --vectors-only searches: recall against time.
-SEARCH_EFS = (64, 256, 1024, 2048)
+SEARCH_EFS = (64, 256, 512, 1024, 2048)
 # chat.py's topics, and more of SciFact's kind, so the synthetic paragraphs vary at 100k.
 TOPICS = [
     *CHAT_TOPICS,
