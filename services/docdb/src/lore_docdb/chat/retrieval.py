@@ -251,9 +251,14 @@ def _title_words(text: str) -> list[str]:
 
 
 def _title_rank(hit: Hit, wanted: list[str]) -> int:
-    """0: the chunk opens the section titled `wanted`; 1: it sits in that section; 2: neither."""
-    for line in hit.text.splitlines():
-        if line.lstrip().startswith("#") and _title_words(line) == wanted:
+    """0: the chunk opens the section titled `wanted`; 1: it sits in that section; 2: neither. A chunk's
+    headings come before its text (chunks are cut at headings), so only its first lines are read."""
+    for line in hit.text.lstrip().split("\n", 8)[:8]:
+        if not line.strip():
+            continue
+        if not line.lstrip().startswith("#"):
+            break
+        if _title_words(line) == wanted:
             return 0
     return 1 if hit.heading_path and _title_words(hit.heading_path[-1]) == wanted else 2
 
