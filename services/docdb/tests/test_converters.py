@@ -668,3 +668,9 @@ def test_glyph_codes_of_a_font_without_a_unicode_map_add_no_page_break() -> None
     lines = _page_lines("Chapter 1\r\n\x0f\x07\x0c\x08\x0c\r\nData breaches\x0c")
     assert lines == ["Chapter 1", "", "Data breaches"]
     assert not any(PAGE_BREAK in line for line in lines)
+
+
+def test_a_table_of_contents_loses_its_dot_leaders_and_an_ellipsis_stays(tmp_path: Path) -> None:
+    path = tmp_path / "contents.txt"
+    path.write_text("Contents\n\nPreface . . . . . . . . . . xi\nAuthors..........xii\n\nWait... the end.")
+    assert extract_text(path) == "Contents\n\nPreface … xi\nAuthors … xii\n\nWait... the end."

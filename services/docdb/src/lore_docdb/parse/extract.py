@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from lore_docdb.parse.convert.common import decode
+from lore_docdb.parse.convert.common import decode, drop_leaders
 from lore_docdb.parse.convert.mail import eml_markdown, rtf_text
 from lore_docdb.parse.convert.markup import epub_markdown, html_file, html_markdown, markdown_file
 from lore_docdb.parse.convert.ocr import IMAGE_SUFFIXES, image_text
@@ -208,7 +208,7 @@ def extract_text(path: Path) -> str:
             f"supported: {', '.join(sorted(EXTRACTORS))}"
         )
     try:
-        return extractor(path)
+        return drop_leaders(extractor(path))
     except (ExtractionError, NeedsOCR):
         raise
     except Exception as exc:

@@ -9,6 +9,8 @@ PAGE_BREAK = "\f"  # between two pages of a paged document (PDF)
 _SPACES = re.compile(r"\s+")
 _CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 _TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
+# A table of contents' dot leaders (`Preface . . . . . . xi`, `Authors.......xi`): four dots or more
+_LEADER = re.compile(r"[ \t]*(?:\.[ \t]?){4,}[ \t]*")
 
 
 def decode(data: bytes) -> str:
@@ -82,3 +84,9 @@ def tidy_markdown(markdown: str) -> str:
                 line = _SPACES.sub(" ", line)
         lines.append(line.rstrip())
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def drop_leaders(text: str) -> str:
+    """Dot leaders (`Preface . . . . . . . . xi`) become one ` … `: as dots they filled passages and
+    quoted answers with punctuation, and each dot was a token."""
+    return _LEADER.sub(" … ", text)
