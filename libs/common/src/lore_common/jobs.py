@@ -30,7 +30,7 @@ import msgspec
 import structlog
 from sqlalchemy import JSON, Column, Float, String, Table, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlmodel import SQLModel
 
 from lore_common.providers.chat import ModelError
@@ -329,10 +329,13 @@ class JobStore(Generic[R]):
         change: Callable[[R], R] | None = None,
         check: Callable[[R], bool] | None = None,
         beat: bool = False,
+        also: Callable[[AsyncConnection], Awaitable[None]] | None = None,
     ) -> R | None:
         """Set the job's status to `to` (and apply `change` to its record) only if it is in one of the
         `when` states (and its record passes `check`, read under the same lock); returns the new record,
-        or None when it was not. `beat` also freshens its heartbeat (whoever took it is alive)."""
+        or None when it was not. `beat` also freshens its heartbeat (whoever took it is alive). `also`
+        writes what goes with the new status in the same transaction (a reader who sees the status sees
+        it too)."""
         table = self.table
         query = select(table.c.record).where(table.c.id == job_id, table.c.status.in_(list(when)))
         if self.engine.dialect.name == "postgresql":
@@ -359,6 +362,8 @@ class JobStore(Generic[R]):
             elif beat:
                 values["heartbeat_at"] = time.time()
             await connection.execute(update(table).where(table.c.id == job_id).values(**values))
+            if also is not None:
+                await also(connection)
         metrics.task_state(self.table.name, to)
         if to not in self.lifecycle.unfinished:
             self._remember(record)

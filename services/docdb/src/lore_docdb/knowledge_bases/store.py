@@ -11,8 +11,9 @@ from typing import NamedTuple
 import msgspec
 from sqlalchemy import bindparam, delete, func
 from sqlalchemy import select as sa_select
+from sqlalchemy import update as sa_update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -206,14 +207,18 @@ class KnowledgeBaseStore:
             await session.merge(row)
             await session.commit()
 
-    async def mark_parsed(self, kb: str, dataset: str, task_id: str, parsed_at: datetime) -> None:
-        async with self.session() as session:
-            row = await session.get(KbDatasetRow, (kb, dataset))
-            if row is not None and row.task_id == task_id:
-                row.parsed = True
-                row.parsed_at = parsed_at
-                session.add(row)
-                await session.commit()
+    @staticmethod
+    async def mark_parsed(
+        connection: AsyncConnection, kb: str, dataset: str, task_id: str, parsed_at: datetime
+    ) -> None:
+        """The dataset is parsed into the KB by `task_id` (if that task still owns it), written in the
+        caller's transaction: the one that marks the task completed."""
+        table = KbDatasetRow.__table__  # type: ignore[attr-defined]
+        await connection.execute(
+            sa_update(table)
+            .where(table.c.kb_name == kb, table.c.dataset == dataset, table.c.task_id == task_id)
+            .values(parsed=True, parsed_at=parsed_at)
+        )
 
     async def remove_kb_dataset(self, kb: str, dataset: str) -> None:
         async with self.session() as session:

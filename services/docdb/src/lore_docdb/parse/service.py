@@ -293,6 +293,7 @@ class ParseService:
             await self.pipeline.finish(task, outcome)
             skipped = outcome.skipped
             files = json.dumps(outcome.diff.counts())
+            parsed_at = utcnow()
             done = await self.store.transition(
                 task_id,
                 "completed",
@@ -300,10 +301,12 @@ class ParseService:
                 change=lambda t: msgspec.structs.replace(
                     t, stage="done", skipped_files=skipped_json(skipped), usage=usage.json(), files=files
                 ),
+                # completed and parsed in one transaction: a client that sees the task completed
+                # sees its dataset parsed in the KB
+                also=lambda c: self.kbs.mark_parsed(c, task.kb_name, task.dataset, task_id, parsed_at),
             )
             if done is None:
                 raise Cancelled("done")
-            await self.kbs.mark_parsed(task.kb_name, task.dataset, task_id, utcnow())
             log.info("parse_completed", kb=task.kb_name, dataset=task.dataset, skipped=len(skipped))
         except Cancelled as stop:
             await self._roll_back(task)
