@@ -72,10 +72,8 @@ async def run(size: int, n_docs: int) -> dict[str, Any]:
     query_vectors = {q: await embedder.embed_query(text) for q, text in queries.items()}
     await embedder.aclose()
     bm25 = {
-        "plain": Bm25Index.build([ChunkSource(str(i), c[1], "", c[0]) for i, c in enumerate(chunks)]),
-        "path": Bm25Index.build(
-            [ChunkSource(str(i), c[1], "", c[0], tuple(c[2])) for i, c in enumerate(chunks)]
-        ),
+        "plain": Bm25Index.build([ChunkSource(str(i), c[1]) for i, c in enumerate(chunks)]),
+        "path": Bm25Index.build([ChunkSource(str(i), prefixed(c[1], c[2])) for i, c in enumerate(chunks)]),
     }
     figures: dict[str, Any] = {"chunk_size": size, "documents": len(docs), "chunks": len(chunks)}
     for vector_side, vectors in (("plain", plain), ("path", with_path)):
@@ -87,7 +85,7 @@ async def run(size: int, n_docs: int) -> dict[str, Any]:
                 vector_hits = [Hit(str(i), float(similarity[i])) for i in top]
                 ranked = list(dict.fromkeys(chunks[int(h.chunk_id)][0] for h in vector_hits))
                 naive.append(ndcg10(ranked, qrels[qid]))
-                bm25_hits = [Hit(c.chunk_id, s) for c, s in index.search(text, 100)]
+                bm25_hits = [Hit(cid, s) for cid, s in index.search(text, 100)]
                 fused = fuse_scores(vector_hits[:50], bm25_hits, 0.7)
                 ranked = list(dict.fromkeys(chunks[int(cid)][0] for cid, _ in fused))
                 rerank.append(ndcg10(ranked, qrels[qid]))

@@ -79,8 +79,8 @@ async def parse(client: AppClient, llm: httpx.AsyncClient, **options: Any) -> di
 async def leftovers(client: AppClient, file: str, chunk_ids: set[str]) -> dict[str, int]:
     """What the KB still holds of a deleted file, store by store."""
     state = client.app.state
-    rows = [c for c in await state.kb_store.passages_of_kb("bench") if c.file == file]
-    bm25 = [c for c in (await state.bm25.get("bench")).chunks if c.file == file]
+    rows = [c for c in await state.kb_store.chunks_of_kb("bench") if c[3] == file]
+    bm25 = [i for i in (await state.bm25.get("bench")).ids if i.decode() in chunk_ids]
     graph = state.graph.store.graph(graph_name("bench"))
     found = 0
     for pattern in ("(x:Entity)", "()-[x:RELATED]->()"):
@@ -143,7 +143,7 @@ async def run(args: argparse.Namespace, work: Path, llm_url: str) -> dict[str, A
 
         deleted = names[len(names) // 3]
         state = client.app.state
-        doomed = {c.chunk_id for c in await state.kb_store.passages_of_kb("bench") if c.file == deleted}
+        doomed = {c[0] for c in await state.kb_store.chunks_of_kb("bench") if c[3] == deleted}
         before = await entity_chunks(client)
         own = {e for e, ids in before.items() if ids and ids <= doomed}  # named by the deleted file only
         shared = {e for e, ids in before.items() if ids & doomed} - own

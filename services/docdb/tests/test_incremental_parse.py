@@ -49,15 +49,14 @@ async def parsed(client: Client, kb: str, dataset: str, **options: Any) -> dict[
 async def snapshot(client: Client, kb: str) -> dict[str, Any]:
     """What a KB holds, named by file and position rather than by the ids of the tasks that made it."""
     state = client.app.state
-    rows = await state.kb_store.passages_of_kb(kb)
-    chunk_ids = [r.chunk_id for r in rows]
-    places = {c.chunk_id: (c.file, c.position) for c in await state.kb_store.get_chunks(chunk_ids)}
+    rows = await state.kb_store.get_chunks([r[0] for r in await state.kb_store.chunks_of_kb(kb)])
+    places = {c.chunk_id: (c.file, c.position) for c in rows}
     chunks = sorted((places[r.chunk_id], r.text, r.heading_path, r.page_start, r.page_end) for r in rows)
     vectors: dict[tuple[str, int], np.ndarray[Any, Any]] = {}
     async for page in state.vectors.store.pages(collection_name(kb)):
         for payload, vector in zip(page.payloads, page.vectors, strict=True):
             vectors[places[payload["chunk_id"]]] = vector
-    bm25 = sorted((places[c.chunk_id], c.text) for c in (await state.bm25.get(kb)).chunks)
+    bm25 = sorted(places[i.decode()] for i in (await state.bm25.get(kb)).ids)
     graph = state.graph.store.graph(graph_name(kb))
 
     def place_of(ids: list[str]) -> list[tuple[str, int]]:
@@ -87,7 +86,7 @@ async def snapshot(client: Client, kb: str) -> dict[str, Any]:
 
 def assert_same(incremental: dict[str, Any], full: dict[str, Any]) -> None:
     assert incremental["chunks"] == full["chunks"]
-    assert incremental["bm25"] == full["bm25"] == [(c[0], c[1]) for c in full["chunks"]]
+    assert incremental["bm25"] == full["bm25"] == [c[0] for c in full["chunks"]]
     assert incremental["vectors"].keys() == full["vectors"].keys() == {c[0] for c in full["chunks"]}
     for place, vector in full["vectors"].items():
         assert np.allclose(incremental["vectors"][place], vector, atol=1e-5), place

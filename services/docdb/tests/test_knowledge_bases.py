@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -213,7 +214,7 @@ async def test_dataset_delete_is_409_while_its_parse_is_active(docdb: Client) ->
     assert (await docdb.delete(f"{DS}/d1")).status_code == 200
 
 
-async def test_another_replicas_bm25_index_catches_up_with_new_chunks(docdb: Client) -> None:
+async def test_another_replicas_bm25_index_catches_up_with_new_chunks(docdb: Client, tmp_path: Path) -> None:
     """A second docdb on the same database never sees this one's `bump`: the KB's version, written
     with the chunks, tells its next question to rebuild."""
     from lore_docdb.index.bm25 import Bm25Cache
@@ -222,8 +223,8 @@ async def test_another_replicas_bm25_index_catches_up_with_new_chunks(docdb: Cli
     await upload(docdb, "d1", {"curie.txt": CURIE.encode()})
     await docdb.post(KB, json={"name": "kb"})
     await wait_task(docdb, (await parse(docdb, "kb", ["d1"]))[0])
-    replica = Bm25Cache(index.chunks_of_kb, index.kb_version)
-    before = len((await replica.get("kb")).chunks)
+    replica = Bm25Cache(index.passages_of_kb, index.kb_version, tmp_path, shared=True)
+    before = len((await replica.get("kb")).ids)
     assert before > 0 and await index.kb_version("kb") > 0
     assert not (await replica.get("kb")).search("Madman Diary Peking", 5)
 
@@ -231,10 +232,11 @@ async def test_another_replicas_bm25_index_catches_up_with_new_chunks(docdb: Cli
         docdb, "d2", {"luxun.txt": b"Lu Xun taught at Peking University and wrote A Madman's Diary."}
     )
     await wait_task(docdb, (await parse(docdb, "kb", ["d2"]))[0])
-    assert len((await replica.get("kb")).chunks) > before
-    assert (await replica.get("kb")).search("Madman Diary Peking", 5)[0][0][3] == "luxun.txt"
+    assert len((await replica.get("kb")).ids) > before
+    [best, *_] = (await replica.get("kb")).search("Madman Diary Peking", 5)
+    assert [row.file for row in await index.get_chunks([best[0]])] == ["luxun.txt"]
     assert (await docdb.delete(f"{KB}/kb/datasets/d2")).status_code == 200
-    assert len((await replica.get("kb")).chunks) == before  # a removal moves the version too
+    assert len((await replica.get("kb")).ids) == before  # a removal moves the version too
 
 
 async def test_questions_that_find_the_kb_cache_expired_share_one_read(docdb: Client) -> None:

@@ -155,7 +155,8 @@ def test_the_model_is_shown_where_each_passage_sits() -> None:
     assert "[2] (notes.txt)\nTea is served at four." in shown
 
 
-def test_retrieval_indexes_the_heading_path_but_returns_the_text_alone() -> None:
+def test_bm25_finds_a_chunk_by_the_titles_of_its_sections() -> None:
+    from lore_common.structured_chunks import indexed_text
     from lore_docdb.index.bm25 import Bm25Index, ChunkSource
     from lore_docdb.parse.pipeline import Chunk
 
@@ -163,10 +164,9 @@ def test_retrieval_indexes_the_heading_path_but_returns_the_text_alone() -> None
     assert chunk.indexed == "Guide > Install\n\nRun the two commands."  # what the vectors embed
     index = Bm25Index.build(
         [
-            ChunkSource("a", "Run the two commands.", "docs", "guide.md", ("Guide", "Install")),
-            ("b", "Lamps are trimmed at midnight.", "docs", "notes.md"),  # a source with no place
+            ChunkSource("a", indexed_text(chunk.text, chunk.heading_path)),  # as the store reads it
+            ChunkSource("b", indexed_text("Lamps are trimmed at midnight.", ())),  # a source with no place
         ]
     )
-    [(found, _)] = index.search("install", 5)
-    assert found.chunk_id == "a" and found.text == "Run the two commands."
-    assert index.search("midnight", 5)[0][0].heading_path == ()
+    assert [cid for cid, _ in index.search("install", 5)] == ["a"]
+    assert [cid for cid, _ in index.search("midnight", 5)] == ["b"]

@@ -153,7 +153,9 @@ async def wire(settings: Settings, config: ConfigService, stores: Stores, provid
     indexes = SearchIndexes(
         vectors=VectorIndex(stores.vector),
         graph=GraphIndex(stores.graph),
-        bm25=Bm25Cache(kb_store.passages_of_kb, kb_store.fresh_version.get if kb_store.shared else None),
+        bm25=Bm25Cache(
+            kb_store.passages_of_kb, kb_store.fresh_version.get, data_dir / "kbs", shared=kb_store.shared
+        ),
     )
     embedders = KbEmbedders(providers.embedders, kb_store)
     schemas = SchemaService(SchemaStore(sql))

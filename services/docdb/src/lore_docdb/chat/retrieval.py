@@ -161,10 +161,8 @@ class Retriever:
         started = time.perf_counter()
         index = await self.bm25.get(kb)
         # Scoring is one sparse column sum (~0.1 ms at 10k chunks): cheaper inline than a thread hop.
-        hits = [
-            Hit(c.chunk_id, score, c.text, c.dataset, c.file, c.heading_path, c.page_start, c.page_end)
-            for c, score in index.search(query, k)
-        ]
+        # The index holds ids only: `fill` reads the text of the hits a question keeps.
+        hits = [Hit(chunk_id, score) for chunk_id, score in index.search(query, k)]
         trace.candidates["bm25"] = trace.candidates.get("bm25", 0) + len(hits)
         trace.time("bm25_ms", started)
         return hits
@@ -216,6 +214,7 @@ class Retriever:
             self.bm25_hits(kb.name, query, bm25_pool, trace),
         )
         hits = {h.chunk_id: h for h in (*bm25, *vector_hits)}
+        await self.fill(hits)
         if isinstance(fusion, Scores):  # over the wide pools, the best `top_k` kept
             fused = fuse_scores(vector_hits, bm25, fusion.cosine_weight)
             keep = top_k

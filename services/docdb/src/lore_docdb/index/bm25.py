@@ -1,55 +1,97 @@
-"""BM25 over a KB's chunks (bm25s), for the chat `rerank` mode, with the tokenizer of
-`lore_common.bm25`.
+"""BM25 over a KB's chunks (bm25s), for the `rerank` mode, with the tokenizer of `lore_common.bm25`.
 
-The index is derived from the chunk rows, cached per KB and rebuilt when the KB's chunks change
-(bm25s indexes 10k short chunks in ~0.2 s), so a rolled-back task can never linger in it."""
+The index is derived from the chunk rows and rebuilt when the KB's chunks change, so a rolled-back task
+can never linger in it. What keeps it cheap at a million chunks:
+- it holds chunk ids, not texts: a hit's text and source are read from the chunk rows, for the few
+  hits a question keeps (at a million chunks the texts alone would be gigabytes of the service's memory);
+- each build is saved under the KB's folder, labelled with the KB's stored version, and a restart maps
+  that copy (numpy memory maps) instead of tokenizing every chunk again (minutes at a million);
+- a large KB's index is built in a child process, whose tokens and score triples (about 1 KB a chunk
+  while building) go back to the system when it exits instead of staying in the service's heap."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import sys
+import tempfile
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from pathlib import Path
+from typing import IO, Any, NamedTuple
 
+import msgspec
 import numpy as np
 
 from lore_common.bm25 import new_index, tokenize
 from lore_common.matrix import top_rows
-from lore_common.structured_chunks import indexed_text
+
+# A KB past this many chunks is indexed in a child process (its start, ~1 s, is paid by a large build
+# only: 50,000 chunks take ~10 s to tokenize).
+CHILD_BUILD_CHUNKS = 50_000
+_IDS = "chunk_ids.npy"
+_EMPTY = "\u0000"  # the token of a chunk with no word, so that every chunk is a row of the index
 
 
 class ChunkSource(NamedTuple):
-    """A chunk as BM25 indexes and returns it (a plain 4-tuple reads as one with no place)."""
+    """A chunk as the index reads it: its id and the text retrieval indexes (heading path, then text)."""
 
     chunk_id: str
     text: str
-    dataset: str
-    file: str
-    heading_path: tuple[str, ...] = ()
-    page_start: int | None = None
-    page_end: int | None = None
 
 
 @dataclass
 class Bm25Index:
-    """The index plus each chunk's text and source, so a hit needs no database read."""
+    """The bm25s index, and the chunk id of each of its rows (bytes: ids are ASCII)."""
 
-    chunks: list[ChunkSource]
+    ids: np.ndarray[Any, np.dtype[np.bytes_]]
     retriever: Any = None
 
     @classmethod
-    def build(cls, chunks: Sequence[ChunkSource]) -> Bm25Index:
-        index = cls(chunks=[c if isinstance(c, ChunkSource) else ChunkSource(*c) for c in chunks])
-        texts = [indexed_text(c.text, c.heading_path) for c in index.chunks]
-        if texts:
+    def build(cls, chunks: Iterable[ChunkSource]) -> Bm25Index:
+        """Tokens become vocabulary ids as they come, so no list of token strings is held for the KB."""
+        vocab: dict[str, int] = {}
+        ids: list[bytes] = []
+        rows: list[list[int]] = []
+        for chunk in chunks:
+            ids.append(chunk.chunk_id.encode())
+            rows.append([vocab.setdefault(t, len(vocab)) for t in tokenize(chunk.text) or [_EMPTY]])
+        index = cls(np.array(ids, dtype=np.bytes_))
+        if rows:
             retriever = new_index()
-            retriever.index([tokenize(t) or ["\u0000"] for t in texts], show_progress=False)
+            retriever.index((rows, vocab), show_progress=False)
             index.retriever = retriever
         return index
 
-    def search(self, query: str, k: int) -> list[tuple[ChunkSource, float]]:
-        if self.retriever is None or not self.chunks:
+    def save(self, folder: Path) -> None:
+        """Into `folder`, whole or not at all (written aside, then renamed)."""
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+        try:
+            np.save(staging / _IDS, self.ids)
+            if self.retriever is not None:
+                self.retriever.save(str(staging), show_progress=False)
+            os.replace(staging, folder)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    @classmethod
+    def load(cls, folder: Path) -> Bm25Index:
+        """A saved index, its arrays mapped from disk (pages read as questions touch them)."""
+        index = cls(np.load(folder / _IDS, mmap_mode="r"))
+        if len(index.ids):
+            new_index()  # quiets bm25s's logger
+            import bm25s
+
+            index.retriever = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
+        return index
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The `k` best chunk ids with their scores."""
+        if self.retriever is None:
             return []
         # Scored directly from the index's sparse matrix: `retrieve` starts a thread pool per call,
         # which costs more than scoring 10k chunks.
@@ -61,30 +103,39 @@ class Bm25Index:
         # those runs on the event loop of every question (at 10k chunks, a third of them matching:
         # 80 µs instead of 105 µs; less when fewer match).
         matching = np.flatnonzero(scores)
-        return [(self.chunks[int(i)], float(scores[i])) for i in matching[top_rows(scores[matching], k)]]
+        best = matching[top_rows(scores[matching], k)]
+        return [(self.ids[i].decode(), float(scores[i])) for i in best]
 
 
 @dataclass
 class _Cached:
-    version: int
-    shared: int
+    version: int  # this process's count of the KB's changes when it was built
+    stored: int  # the KB's stored version its chunks were read at
     index: Bm25Index
 
 
-class Bm25Cache:
-    """The latest index per KB, rebuilt from the chunk rows whenever the KB's chunks changed.
+Passages = Callable[[str], AsyncIterator[list[ChunkSource]]]
 
-    This process's own changes `bump` the KB at once. With replicas on one PostgreSQL, every question
-    also reads the KB's version from the store (one primary-key lookup; written in the transactions
-    that change the chunks), so no replica answers from chunks older than the last committed change."""
+
+class Bm25Cache:
+    """The latest index per KB, rebuilt from the chunk rows whenever the KB's chunks changed, and kept on
+    disk under `root/<kb>/bm25/<stored version>` for the next start.
+
+    This process's own changes `bump` the KB at once. With replicas on one PostgreSQL (`shared`), every
+    question also reads the KB's stored version (one primary-key lookup, written in the transactions that
+    change the chunks), so no replica answers from chunks older than the last committed change."""
 
     def __init__(
         self,
-        load_chunks: Callable[[str], Awaitable[list[ChunkSource]]],
-        shared_version: Callable[[str], Awaitable[int]] | None = None,
+        passages: Passages,
+        stored_version: Callable[[str], Awaitable[int]],
+        root: Path,
+        shared: bool = False,
     ) -> None:
-        self.load_chunks = load_chunks
-        self.shared_version = shared_version
+        self.passages = passages
+        self.stored_version = stored_version
+        self.root = root
+        self.shared = shared
         self.versions: dict[str, int] = {}
         self.indexes: dict[str, _Cached] = {}
         self.lock = threading.Lock()
@@ -96,11 +147,11 @@ class Bm25Cache:
             self.versions[kb] = self.versions.get(kb, 0) + 1
 
     async def get(self, kb: str) -> Bm25Index:
-        shared = await self.shared_version(kb) if self.shared_version is not None else 0
+        shared = await self.stored_version(kb) if self.shared else -1
         with self.lock:
             version = self.versions.get(kb, 0)
             cached = self.indexes.get(kb)
-        if cached and cached.version == version and cached.shared >= shared:
+        if cached and cached.version == version and cached.stored >= shared:
             return cached.index
         return await self._rebuild(kb, version, shared)
 
@@ -115,10 +166,104 @@ class Bm25Cache:
         return await asyncio.shield(building)
 
     async def _build(self, kb: str, version: int, shared: int) -> Bm25Index:
-        rows = await self.load_chunks(kb)  # read after `shared`: it holds at least that version
-        index = await asyncio.to_thread(Bm25Index.build, rows)
+        # Read before the chunks: they hold at least this version's changes, so a copy labelled with it
+        # is never older than its label.
+        stored = shared if shared >= 0 else await self.stored_version(kb)
+        folder = self.root / kb / "bm25" / str(stored)
+        index = await asyncio.to_thread(_load_saved, folder)
+        if index is None:
+            index = await self._index_rows(kb, folder)
         with self.lock:
             current = self.indexes.get(kb)
-            if self.versions.get(kb, 0) == version and (current is None or current.shared <= shared):
-                self.indexes[kb] = _Cached(version, shared, index)
+            if self.versions.get(kb, 0) == version and (current is None or current.stored <= stored):
+                self.indexes[kb] = _Cached(version, stored, index)
         return index
+
+    async def _index_rows(self, kb: str, folder: Path) -> Bm25Index:
+        """Build from the chunk rows, save beside the older copies, then remove those."""
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        rows: list[ChunkSource] = []
+        spill: Path | None = None
+        encoder = msgspec.msgpack.Encoder()
+        with tempfile.TemporaryDirectory(prefix=".build-", dir=folder.parent) as scratch:
+            out = None
+            try:
+                async for batch in self.passages(kb):
+                    rows.extend(batch)
+                    if out is None and len(rows) > CHILD_BUILD_CHUNKS:
+                        spill = Path(scratch) / "passages.msgpack"
+                        out = spill.open("wb")
+                    if out is not None:
+                        _write_frame(out, encoder, rows)
+                        rows = []
+            finally:
+                if out is not None:
+                    out.close()
+            if spill is None:
+                index = await asyncio.to_thread(Bm25Index.build, rows)
+                await asyncio.to_thread(index.save, folder)
+            else:
+                await _build_in_child(spill, folder)
+                index = await asyncio.to_thread(Bm25Index.load, folder)
+        await asyncio.to_thread(_remove_other_copies, folder)
+        return index
+
+
+def _load_saved(folder: Path) -> Bm25Index | None:
+    if not folder.is_dir():
+        return None
+    try:
+        return Bm25Index.load(folder)
+    except (OSError, ValueError, KeyError):  # a copy damaged on disk is rebuilt
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+
+
+def _remove_other_copies(folder: Path) -> None:
+    for other in folder.parent.iterdir():
+        if other != folder and not other.name.startswith(".build-"):
+            shutil.rmtree(other, ignore_errors=True)
+
+
+async def _build_in_child(passages: Path, folder: Path) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "lore_docdb.index.bm25",
+        str(passages),
+        str(folder),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        _, errors = await process.communicate()
+    except asyncio.CancelledError:
+        process.kill()
+        await process.wait()
+        raise
+    if process.returncode != 0:
+        raise RuntimeError(f"BM25 index build failed: {errors.decode(errors='replace')[-2000:]}")
+
+
+def _write_frame(out: IO[bytes], encoder: msgspec.msgpack.Encoder, rows: list[ChunkSource]) -> None:
+    """A batch as a length-prefixed msgpack frame."""
+    payload = encoder.encode(rows)
+    out.write(len(payload).to_bytes(8, "little"))
+    out.write(payload)
+
+
+def _read_passages(path: Path) -> Iterator[ChunkSource]:
+    decoder = msgspec.msgpack.Decoder(list[ChunkSource])
+    with path.open("rb") as source:
+        while size := int.from_bytes(source.read(8), "little"):
+            yield from decoder.decode(source.read(size))
+
+
+def main() -> None:
+    """`python -m lore_docdb.index.bm25 PASSAGES FOLDER`: the child of a large build."""
+    source, folder = Path(sys.argv[1]), Path(sys.argv[2])
+    Bm25Index.build(_read_passages(source)).save(folder)
+
+
+if __name__ == "__main__":
+    main()

@@ -13,4 +13,4 @@ from lore_docdb.index.vectors import VectorIndex
 class SearchIndexes:
     vectors: VectorIndex  # a collection of chunk vectors per KB
     graph: GraphIndex  # a knowledge graph per KB (disabled without a graph store)
-    bm25: Bm25Cache  # an in-memory BM25 index per KB, rebuilt when its chunks change
+    bm25: Bm25Cache  # a BM25 index per KB (chunk ids, mapped from disk), rebuilt when its chunks change

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -18,6 +18,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from lore_common.stores.sql import increment
+from lore_common.structured_chunks import indexed_text
 from lore_core.tasks import FreshReads
 from lore_docdb.index.bm25 import ChunkSource
 from lore_docdb.knowledge_bases.models import (
@@ -380,20 +381,16 @@ class KnowledgeBaseStore:
             )
             return [(r[0], r[1], r[2], r[3]) for r in rows.all()]
 
-    async def passages_of_kb(self, kb: str) -> list[ChunkSource]:
-        """Every chunk of the KB with its source and place (heading path, pages), for BM25."""
-        query = sa_select(
-            col(ChunkRow.chunk_id),
-            col(ChunkRow.text),
-            col(ChunkRow.dataset),
-            col(ChunkRow.file),
-            col(ChunkRow.heading_path),
-            col(ChunkRow.page_start),
-            col(ChunkRow.page_end),
-        ).where(col(ChunkRow.kb_name) == kb)
+    async def passages_of_kb(self, kb: str, batch: int = 5000) -> AsyncIterator[list[ChunkSource]]:
+        """Every chunk of the KB as BM25 indexes it (heading path, then text), in batches read from
+        one cursor: a million chunks are never all in memory."""
+        query = sa_select(col(ChunkRow.chunk_id), col(ChunkRow.text), col(ChunkRow.heading_path)).where(
+            col(ChunkRow.kb_name) == kb
+        )
         async with self.engine.connect() as connection:
-            rows = await connection.execute(query)
-            return [ChunkSource(r[0], r[1], r[2], r[3], heading_path(r[4]), r[5], r[6]) for r in rows.all()]
+            result = await connection.stream(query)
+            async for rows in result.partitions(batch):
+                yield [ChunkSource(r[0], indexed_text(r[1], heading_path(r[2]))) for r in rows]
 
     async def get_chunks(self, chunk_ids: Sequence[str]) -> list[ChunkRow]:
         if not chunk_ids:
