@@ -157,13 +157,30 @@ async def load(base: str, path: str, clients: int, total: int, questions: list[s
     return times
 
 
-def build(client: httpx.Client, size: int) -> dict[str, float]:
+def sectioned_files(size: int, corpus: str, per_file: int) -> Iterator[tuple[str, str]]:
+    """(file name, Markdown text): `size` chunks in files of `per_file` sections each (a section is
+    a chunk: docdb cuts at headings), so a million chunks need a thousand files, not a million."""
+    texts = sentence_pairs(size) if corpus == "sentences" else documents(size)
+    sections: list[str] = []
+    number = 0
+    for i, (_, text) in enumerate(texts):
+        sections.append(f"## Passage {i}\n\n{text}")
+        if len(sections) == per_file:
+            yield f"f{number:05d}.md", "\n\n".join(sections) + "\n"
+            sections, number = [], number + 1
+    if sections:
+        yield f"f{number:05d}.md", "\n\n".join(sections) + "\n"
+
+
+def build(client: httpx.Client, size: int, corpus: str = "template", per_file: int = 1) -> dict[str, float]:
     client.post(DS, json={"name": "corpus"}).raise_for_status()
     batch: list[tuple[str, tuple[str, bytes]]] = []
     started = time.perf_counter()
-    for name, text in documents(size):
+    plain = per_file == 1 and corpus == "template"
+    files = documents(size) if plain else sectioned_files(size, corpus, per_file)
+    for name, text in files:
         batch.append(("files", (name, text.encode())))
-        if len(batch) == 500:
+        if len(batch) == max(1, 500 // per_file):
             client.post(f"{DS}/corpus/files", files=batch).raise_for_status()
             batch = []
     if batch:
@@ -196,7 +213,7 @@ def measure(size: int, args: argparse.Namespace, questions: list[str]) -> dict[s
     docdb, base = start_service("docdb", work, env)
     try:
         with httpx.Client(base_url=base, timeout=600) as client:
-            figures = build(client, size)
+            figures = build(client, size, args.corpus, args.chunks_per_file)
         print(
             f"{size:>7,} documents -> {figures['chunks']:,} chunks: uploaded in {figures['upload_s']} s, "
             f"parsed in {figures['parse_s']} s ({figures['parse_docs_per_s']} docs/s)",
@@ -235,10 +252,39 @@ def measure(size: int, args: argparse.Namespace, questions: list[str]) -> dict[s
             f"= {figures['disk_bytes_per_chunk']:,} bytes per chunk",
             flush=True,
         )
+        if args.restart:
+            docdb.stop()
+            docdb, again = restart(work, env, questions, args.requests)
+            figures |= again
     finally:
         docdb.stop()
         shutil.rmtree(work, ignore_errors=True)
     return figures
+
+
+def restart(
+    work: Path, env: dict[str, str], questions: list[str], requests: int
+) -> tuple[ServerProcess, dict[str, float]]:
+    """docdb stopped and started again on its data: seconds to `/health`, to the first `/retrieve`
+    answered (the BM25 index included), then `/retrieve` p50 at 1 client and the tree's RSS."""
+    started = time.perf_counter()
+    docdb, base = start_service("docdb", work, env, timeout=600)
+    figures = {"restart_healthy_s": round(time.perf_counter() - started, 2)}
+    asyncio.run(load(base, "/api/v1/docdb/retrieve", 1, 1, questions))
+    figures["restart_first_retrieve_s"] = round(time.perf_counter() - started, 2)
+    times = asyncio.run(load(base, "/api/v1/docdb/retrieve", 1, requests, questions[1:]))
+    figures["restart_retrieve_c1_p50_ms"] = round(percentile(times, 0.5), 2)
+    figures["restart_retrieve_c1_p95_ms"] = round(percentile(times, 0.95), 2)
+    rss = rss_by_process(docdb)
+    figures["restart_rss_mb"] = round(sum(rss.values()), 1)
+    figures |= {f"restart_rss_{name}_mb": mb for name, mb in rss.items()}
+    print(
+        f"    restarted: healthy in {figures['restart_healthy_s']} s, first /retrieve answered at "
+        f"{figures['restart_first_retrieve_s']} s; then p50 {figures['restart_retrieve_c1_p50_ms']} ms; "
+        f"RSS {figures['restart_rss_mb']:.0f} MB",
+        flush=True,
+    )
+    return docdb, figures
 
 
 # ------------------------------------------------------------------ --vectors-only: the store alone
@@ -517,7 +563,16 @@ def main() -> None:
     )
     parser.add_argument("--profiles", default="embedded,pgvector", help="with --vectors-only")
     parser.add_argument(
-        "--corpus", default="template", help="with --vectors-only: template (as docdb's run) or sentences"
+        "--corpus", default="template", help="template (SciFact, then one template) or sentences (real pairs)"
+    )
+    parser.add_argument(
+        "--chunks-per-file",
+        type=int,
+        default=1,
+        help="docdb: files of this many sections (one chunk each), so that a million chunks are 1,000 files",
+    )
+    parser.add_argument(
+        "--restart", action="store_true", help="docdb: stop and start it on its data, to its first /retrieve"
     )
     parser.add_argument(
         "--keep", type=Path, help="with --vectors-only: make the embedded store under this folder and keep it"
