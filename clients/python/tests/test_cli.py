@@ -13,7 +13,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import openpyxl
 import pytest
 from typer.testing import CliRunner
 
@@ -189,6 +188,8 @@ def test_failures_exit_non_zero_with_the_servers_message(run: Any, tmp_path: Pat
 
 
 def test_tree_import(run: Any, tmp_path: Path) -> None:
+    import openpyxl  # here: every xdist worker collects this module
+
     book = openpyxl.Workbook()
     for row in (["Energy", "Solar", "Panels"], ["Energy", "Wind"], ["Water"]):
         book.active.append(row)

@@ -12,7 +12,6 @@ import uuid
 from datetime import datetime
 from pathlib import Path
 
-import openpyxl
 import pytest
 
 from lore_client import (
@@ -273,6 +272,8 @@ def test_tables_and_tag_trees(lore: Lore, tmp_path: Path) -> None:
     tree = lore.wait_tree(lore.generate_tree("science", mode="kb", kb_name=name), timeout=60)
     assert tree.result is not None and tree.result.kb_name == name and tree.result.node_count > 2
     assert lore.tree_status(tree.task_id).result == tree.result
+    import openpyxl  # here: every xdist worker collects this module
+
     book = openpyxl.Workbook()
     sheet = book.active
     for row in (["Energy", "Solar", "Panels"], ["Energy", "Wind"]):

@@ -4,10 +4,11 @@ import asyncio
 import json
 
 import httpx
-import openai
 
 
 async def test_fake_server_answers_the_openai_sdk(fake_llm_url: str) -> None:
+    import openai  # here, not at module level: every xdist worker collects this module
+
     client = openai.AsyncOpenAI(api_key="sk-fake", base_url=fake_llm_url)
     httpx.post(fake_llm_url.replace("/v1", "/_reset"))
     reply = await client.chat.completions.create(
@@ -33,6 +34,8 @@ async def test_fake_server_answers_the_openai_sdk(fake_llm_url: str) -> None:
 
 
 async def test_scripted_replies_and_in_flight_stats(fake_llm_url: str) -> None:
+    import openai
+
     root = fake_llm_url.removesuffix("/v1")
     async with httpx.AsyncClient() as http:
         await http.post(f"{root}/_reset")

@@ -17,7 +17,6 @@ import pytest
 
 from lore_common.stores import open_vector_store
 from lore_common.stores.pgvector import table_name
-from lore_common.stores.qdrant import QdrantStore
 from lore_common.stores.vector import VectorStore, VectorStoreError
 from lore_core.settings import DatabaseConfig, VectorStoreConfig
 
@@ -257,6 +256,9 @@ def test_embedded_store_killed_during_upserts_keeps_every_acknowledged_point(tmp
 
 
 async def test_qdrant_local_mode_collections_move_into_the_embedded_store_at_start(tmp_path: Path) -> None:
+    # Imported here: qdrant_client costs each xdist worker about a second to collect this module.
+    from lore_common.stores.qdrant import QdrantStore
+
     old = QdrantStore.local_mode(tmp_path / "qdrant")
     await old.create("kb_old", 4, ("dataset",))
     vectors = np.random.default_rng(2).normal(size=(30, 4)).astype(np.float32)

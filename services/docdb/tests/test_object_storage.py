@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aioboto3
 import httpx
 
 from lore_common.stores.objects import MIN_PART_SIZE
@@ -33,6 +32,8 @@ def s3_env(endpoint: str, bucket: str) -> dict[str, str]:
 
 def s3(endpoint: str) -> Any:
     """A client of the test's own (the app's client lives on the test client's loop)."""
+    import aioboto3  # here: every xdist worker collects this module, few run it
+
     session = aioboto3.Session(
         aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
     )

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import openpyxl
 import pytest
 import xlwt
 
@@ -29,6 +28,8 @@ ROWS = [
 
 def xlsx(rows: list[list[Any]], rows_first: bool = False) -> bytes:
     """A workbook with sheets `Other` (a decoy row) and `Topics` (the rows); `rows_first` swaps them."""
+    import openpyxl  # here: every xdist worker collects this module
+
     book = openpyxl.Workbook()
     decoy, topics = book.active, book.create_sheet("Topics")
     decoy.title = "Other"
