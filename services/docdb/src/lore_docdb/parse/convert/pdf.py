@@ -27,6 +27,7 @@ OCR_DPI = 200  # 150 loses the spaces between words of a bilevel 150 dpi scan
 MIN_TEXT_CHARS = 8  # a page with fewer characters in its text layer than this, and a picture, is a scan
 ocr_allowed = True  # whether a scanned page may load the OCR engine in this process
 MAX_OBJECTS = 20_000  # a page drawn with more (a map, a chart) is not searched for tables
+MIN_TABLE_TEXTS = 3  # a ruled box holding fewer different texts (a banner, a title beside a logo) is no table
 MAX_SEGMENTS = 400  # a path of more pieces is a drawing, not a table's rules
 
 MAX_FURNITURE_WORDS = 12  # a running header or footer is short; a repeated paragraph is content
@@ -37,8 +38,9 @@ _PAGE_NUMBER = re.compile(r"(page\s*)?#(\s*(of|/)\s*#)?|[-–—]\s*#\s*[-–—
 
 
 def _shape(line: str) -> str:
-    """A line with its digits as `#`: a running header is the same line on every page but its number."""
-    return _DIGITS.sub("#", _SPACES.sub(" ", line.strip().lower()))
+    """A line with its digits as `#`, without a heading's marks: a running header is the same line on
+    every page but its number, whether or not it was taken for a heading."""
+    return _DIGITS.sub("#", _SPACES.sub(" ", _HEADING.sub("", line.strip()).lower()))
 
 
 # Control characters a font without a Unicode map yields for its glyphs (form feeds among them, which
@@ -50,10 +52,16 @@ def _page_lines(raw: str) -> list[str]:
     # pdfium ends lines with \r\n and marks a hyphen it saw at a line end as U+FFFE: join the word again
     text = raw.replace("\ufffe\r\n", "").replace("\ufffe\n", "").replace("\ufffe", "")
     text = _CONTROL.sub("", text)
+    if _RTL.search(text):
+        text = _SCRIPTS_MEET.sub(" ", text)
     return [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
 
 
 _RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")  # Hebrew and Arabic letters
+# A Hebrew or Arabic letter against a Latin one: pdfium drops the space where a line's direction turns
+# ("R وPython" for "R و Python"); the two scripts never share a word.
+_RTL_LETTER = "[\u05d0-\u05ea\u0620-\u064a\u066e-\u06d3\u06fa-\u06ff\ufb1d-\ufdfb\ufe70-\ufefc]"
+_SCRIPTS_MEET = re.compile(rf"(?<={_RTL_LETTER})(?=[A-Za-z])|(?<=[A-Za-z])(?={_RTL_LETTER})")
 
 
 def _ligatures_in_order(textpage: Any, raw: str) -> str:
@@ -138,6 +146,8 @@ class _Style(NamedTuple):
     font: str  # the font of its first and last characters (without a subset's prefix), "" if they differ
     ends: bool  # it ends a sentence (or is empty): a line after it starts a block of its own
     top: float = 0.0  # the top of its first letter's box, from the page's bottom
+    named_bold: bool = False  # its first and last characters' font names say bold
+    lead: int = 0  # words of a label in smaller type that opens it ("Chapter 1." before a title)
 
 
 class _Mark(NamedTuple):
@@ -148,7 +158,13 @@ class _Mark(NamedTuple):
     larger: bool
 
 
+PAGE_BODY_CHARS = 400  # a page's own body type, smaller than the document's, sets this much text at least
+MAX_LABEL_WORDS = 3  # a label that opens a heading in smaller type ("Chapter 12.", "Part II") is short
+FACE_HEADING_WORDS = 12  # a heading told only by its italics or font, in body type, is short
+NOMINAL_SPREAD = 10.0  # a font size this many times its box height or as much less: drawn at its own scale
+LABEL_SIZE = 0.7  # a line's first letters in type smaller than this share of its last letters': a label
 VIEW_SAMPLE = 64  # characters whose angle tells which way a page's text runs
+_BULLET = re.compile(r"[-–•●▪■◦‣⁃∙·*]\s")
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
 _SENTENCE_END = (".", ",", ";", ":", "\ufffe")
 _BOLD_NAME = re.compile(r"bold|black|heavy|demi|semibold|^(cm|sf|ec|lm|tc)bx|[-,](bd|b)$", re.IGNORECASE)
@@ -179,6 +195,7 @@ def _font(textpage: Any, index: int, buffer: Any, flags: Any) -> tuple[str, bool
 def _styles(textpage: Any, raw: str) -> list[_Style]:
     """Each line's size and face, a few pdfium calls a line (its first characters and its last)."""
     import ctypes
+    import math
 
     import pypdfium2.raw as pdfium_c
 
@@ -188,29 +205,48 @@ def _styles(textpage: Any, raw: str) -> list[_Style]:
         text = "".join(chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i)) for i in range(count))
         if text.count("\r\n") != raw.count("\r\n"):
             return []  # lines that do not match the text's: no styles rather than wrong ones
-    box = pdfium_c.FS_RECTF()
+    box, matrix = pdfium_c.FS_RECTF(), pdfium_c.FS_MATRIX()
     buffer, flags = ctypes.create_string_buffer(128), ctypes.c_int()
+
+    def letter_size(at: int) -> float:
+        """A letter's type size: its font's size in the text's matrix (the size the page was set in,
+        whatever the font's ascent and descent), else, where that is far from what the page shows (a
+        Type 3 font drawn at a scale of its own), the height of its font box."""
+        if not pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, at, box):
+            return 0.0
+        height = float(box.top - box.bottom)
+        if pdfium_c.FPDFText_GetMatrix(textpage.raw, at, matrix):
+            nominal = pdfium_c.FPDFText_GetFontSize(textpage.raw, at) * math.hypot(matrix.c, matrix.d)
+            if height / NOMINAL_SPREAD < nominal < height * NOMINAL_SPREAD:
+                return float(nominal)
+        return height
+
+    def median(span: list[int]) -> float:
+        sizes = sorted(size for size in map(letter_size, span) if size)
+        return sizes[len(sizes) // 2] if sizes else 0.0
+
     styles: list[_Style] = []
     start = 0
     for line in text.split("\r\n"):
         stripped = line.strip()
-        first = start + len(line) - len(line.lstrip())
+        indent = len(line) - len(line.lstrip())
+        first = start + indent
         last = start + len(line.rstrip()) - 1
         start += len(line) + 2
         if not stripped:
             styles.append(_Style(0, 0.0, False, False, "", True))
             continue
-        # the larger of two sizes, its first three letters' and its last three's (a label in small
-        # type, "Chapter 1.", may open a title set large); letters only, as a `|` stands taller
-        letters = [first + i for i, c in enumerate(line[len(line) - len(line.lstrip()) :]) if c.isalnum()]
-        size = top = 0.0
-        for span in (letters[:3], letters[-3:]):
-            sizes = []
-            for at in span:
-                if pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, at, box):
-                    sizes.append(box.top - box.bottom)
-                    top = top or box.top
-            size = max(size, sorted(sizes)[len(sizes) // 2] if sizes else 0.0)
+        # the larger of two sizes, its first three letters' and its last three's; letters only, as a
+        # `|` stands taller
+        letters = [first + i for i, c in enumerate(line[indent:]) if c.isalnum()]
+        opening, closing = median(letters[:3]), median(letters[-3:])
+        size = max(opening, closing)
+        top = box.top if letters and pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, letters[0], box) else 0.0
+        lead = 0
+        if opening and opening < LABEL_SIZE * closing:  # a label in small type ("Chapter 1.") opens it
+            large = next((at for at in letters if letter_size(at) >= 0.9 * closing), first)
+            lead = len(text[first:large].split()) if text[large - 1].isspace() else 0
+            lead = lead if lead <= MAX_LABEL_WORDS else 0
         head, tail = _font(textpage, first, buffer, flags), _font(textpage, last, buffer, flags)
         styles.append(
             _Style(
@@ -221,17 +257,37 @@ def _styles(textpage: Any, raw: str) -> list[_Style]:
                 head[0] if head[0] == tail[0] else "",
                 stripped.endswith((".", "!", "?", ":", "。", "！", "？", "：")),
                 top,
+                bool(_BOLD_NAME.search(head[0]) and _BOLD_NAME.search(tail[0])),
+                lead,
             )
         )
     return styles
 
 
+def _plain_body(pages: list[list[_Style]], body: float) -> list[list[_Style]]:
+    """The lines' faces where the body itself reads as bold (fonts whose weights are wrong, a
+    document set all in a bold font): bold by the font's name only, or nowhere, so that bold still
+    tells a heading from the text."""
+    text = by_weight = by_name = 0
+    for styles in pages:
+        for style in styles:
+            if style.size == body:
+                text += style.length
+                by_weight += style.length * style.bold
+                by_name += style.length * style.named_bold
+    if by_weight <= text / 2:
+        return pages
+    named = by_name <= text / 2
+    return [[style._replace(bold=named and style.named_bold) for style in styles] for styles in pages]
+
+
 def _heading_marks(pages: list[list[_Style]], texts: list[str]) -> list[dict[int, _Mark]]:
     """Per page, the lines that are headings and their level: a line in type 1.15 times the body's or
-    larger (levels by size, largest first); or, in body type or larger, a line that is bold, or one
-    that stands alone (the line before it ended a sentence, the line after it is in another face) in
-    italics or in a font other than the body's (not a monospaced one: code). Short lines, not ending a
-    sentence, are checked in `_marked`."""
+    larger (levels by size, largest first), or 1.15 times the page's own body where a page is set in
+    smaller type than the document (a brochure, a sheet of notes); or, in body type or larger, a line
+    that is bold, or one that stands alone (the line before it ended a sentence, the line after it is
+    text in another face) in italics or in a font other than the body's (not a monospaced one: code),
+    and short. Short lines, not ending a sentence, are checked in `_marked`."""
     weights: Counter[float] = Counter()
     fonts: Counter[str] = Counter()
     for styles in pages:
@@ -241,6 +297,7 @@ def _heading_marks(pages: list[list[_Style]], texts: list[str]) -> list[dict[int
     if not weights:
         return [{} for _ in pages]
     body = weights.most_common(1)[0][0]
+    pages = _plain_body(pages, body)
     body_font = next((font for font, _ in fonts.most_common() if font), "")
     larger = sorted({s.size for styles in pages for s in styles if s.size >= 1.15 * body}, reverse=True)
     levels = {size: min(level, 3) for level, size in enumerate(larger, start=1)}
@@ -248,11 +305,13 @@ def _heading_marks(pages: list[list[_Style]], texts: list[str]) -> list[dict[int
     def face(style: _Style) -> tuple[bool, bool, str]:
         return style.bold, style.italic, style.font
 
-    def heading(styles: list[_Style], lines: list[str], i: int) -> bool:
+    def heading(styles: list[_Style], lines: list[str], i: int, local: float) -> bool:
         style = styles[i]
         if not style.length:
             return False
         if style.size in levels:
+            return True
+        if local and style.size >= 1.15 * local and style.size >= 0.9 * body:
             return True
         if style.size < 0.95 * body:
             return False
@@ -263,22 +322,33 @@ def _heading_marks(pages: list[list[_Style]], texts: list[str]) -> list[dict[int
         )
         if other and not style.italic and i < len(lines) and _CODE.search(lines[i]):
             return False  # a line of code in a font of its own
+        if i < len(lines) and len(lines[i].split()) > FACE_HEADING_WORDS:
+            return False  # a running header, a caption or a quotation in a face of its own
         before = next((s for s in reversed(styles[:i]) if s.length), None)
         after = next((s for s in styles[i + 1 :] if s.length), None)
         return (
             other
             and (before is None or before.ends or before.size in levels or before.bold)
-            and (after is None or face(after) != face(style))
+            and (
+                after is None or (face(after) != face(style) and not after.bold and after.size not in levels)
+            )
         )
 
     marks = []
     for styles, text in zip(pages, texts, strict=True):
         lines = text.split("\r\n")
+        sizes: Counter[float] = Counter()
+        for style in styles:
+            if style.size:
+                sizes[style.size] += style.length
+        local = sizes.most_common(1)[0][0] if sizes else 0.0
+        if not 0.7 * body <= local < 0.95 * body or sizes[local] < PAGE_BODY_CHARS:
+            local = 0.0
         marks.append(
             {
                 i: _Mark(levels.get(style.size, len(levels) + 1), style.size, style.size in levels)
                 for i, style in enumerate(styles)
-                if heading(styles, lines, i)
+                if heading(styles, lines, i, local)
             }
         )
     return marks
@@ -306,12 +376,41 @@ def _gaps(styles: list[_Style]) -> set[int]:
     return {i for i, step in steps if step > 1.4 * spacing and step < 4 * spacing}
 
 
+TITLE_LINE_STEP = 2.5  # two lines of one title are at most this many times their type size apart
+
+
+def _apart(styles: list[_Style], index: int) -> bool:
+    """Whether a line stands apart from the line above it: further below it than the lines of one
+    title are set (a heading under a title), or as far above it (the next column, another box)."""
+    above, line = styles[index - 1], styles[index]
+    if not (above.top and line.top and line.size):
+        return False
+    return abs(above.top - line.top) > TITLE_LINE_STEP * line.size
+
+
+def _is_title(run: list[str], mark: _Mark) -> bool:
+    """Whether lines marked alike one after another are a title: few and short, no sentence ended,
+    words in them (not a formula's lone variable) and not a list's item."""
+    most_lines, most_words = (3, 20) if mark.larger else (2, 12)
+    words = sum(len(line.split()) for line in run)
+    return (
+        len(run) <= most_lines
+        and words <= (20 if len(run) == 1 else most_words)
+        and not any(line.endswith(_SENTENCE_END) for line in run)
+        and sum(c.isalpha() for c in "".join(run)) >= 2
+        and not _BULLET.match(run[0])
+    )
+
+
 def _marked(raw: str, marks: dict[int, _Mark], styles: list[_Style] | None = None) -> str:
     """The page's text with its heading lines as `#` lines in blocks of their own. Lines marked alike
     one after another are one heading when they are few and short (a title set on two or three
-    lines), else lines of a paragraph set in bold or large type."""
+    lines; two titles where a wide space parts them, as a subtitle under a title), else lines of a
+    paragraph set in bold or large type. A label in smaller type that opens a title ("Chapter 1.")
+    stays out of it, a line of its own."""
     lines = raw.split("\r\n")
-    breaks = _gaps(styles) if styles and len(styles) == len(lines) else set()
+    spaced = styles if styles and len(styles) == len(lines) else []
+    breaks = _gaps(spaced) if spaced else set()
     out: list[str] = []
     index = 0
     while index < len(lines):
@@ -326,24 +425,44 @@ def _marked(raw: str, marks: dict[int, _Mark], styles: list[_Style] | None = Non
         while end < len(lines) and marks.get(end) == mark:
             end += 1
         run = [line.strip() for line in lines[index:end]]
-        most_lines, most_words = (3, 20) if mark.larger else (2, 12)
-        words = sum(len(line.split()) for line in run)
-        if (
-            len(run) <= most_lines
-            and words <= (20 if len(run) == 1 else most_words)
-            and not any(line.endswith(_SENTENCE_END) for line in run)
-            and sum(c.isalpha() for c in "".join(run)) >= 2  # not a formula's lone variable
-        ):
-            title = " ".join(run)
+        lead = spaced[index].lead if spaced else 0
+        label = ""
+        if 0 < lead < len(run[0].split()):
+            label, run[0] = " ".join(run[0].split()[:lead]), " ".join(run[0].split()[lead:])
+        if not _is_title(run, mark):  # a paragraph in bold or large type, or one that goes on
+            out.extend(_literal(line) for line in lines[index:end])
+            index = end
+            continue
+        if label:
+            out.extend(["", label])
+        cuts = [at - index for at in range(index + 1, end) if spaced and _apart(spaced, at)]
+        for first, last in pairwise([0, *cuts, len(run)]):
+            title = " ".join(run[first:last])
+            if not _is_title(run[first:last], mark):  # a piece of it too slight for a title
+                out.extend(["", title, ""])
+                continue
             level = mark.level
             numbered = _NUMBERED.match(title)
             if numbered:
                 level = min(6, max(level, numbered.group(1).count(".") + 1))
             out.extend(["", "#" * min(level, 6) + " " + title, ""])
-        else:  # a paragraph in bold or large type, or one that goes on in body type
-            out.extend(_literal(line) for line in lines[index:end])
         index = end
     return "\r\n".join(out)
+
+
+def _labelled(line: str, pair: str, headings: dict[str, str]) -> tuple[str, str, int] | None:
+    """A heading that a label in smaller type opens on the line ("Chapter 1." before its title, the
+    title perhaps going on to the next line): the label, the title, and how many lines they take."""
+    for taken, whole in ((1, line), (2, pair)):
+        for title in headings:
+            label = whole[: -len(title)].strip()
+            if (
+                whole.endswith(" " + title)
+                and len(label) < len(line)  # the title starts on the line, after the label
+                and 0 < len(label.split()) <= MAX_LABEL_WORDS
+            ):
+                return label, title, taken
+    return None
 
 
 def _headings_again(text: str, marked: str) -> str:
@@ -365,6 +484,10 @@ def _headings_again(text: str, marked: str) -> str:
         elif pair in headings:
             out.extend(["", headings[pair], ""])
             index += 1
+        elif labelled := _labelled(line, pair, headings):  # a heading opened by a label in small type
+            label, title, taken = labelled
+            out.extend(["", label, headings[title], ""])
+            index += taken - 1
         else:
             out.append(_literal(lines[index]))
         index += 1
@@ -657,7 +780,8 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], 
     tables: list[tuple[Box, str]] = []
     for table in finder.tables:
         rows = _table_rows(table, chars)
-        if len(rows) >= 2 and max(len(row) for row in rows) >= 2:
+        texts = {cell.strip() for row in rows for cell in row if isinstance(cell, str) and cell.strip()}
+        if len(rows) >= 2 and max(len(row) for row in rows) >= 2 and len(texts) >= MIN_TABLE_TEXTS:
             markdown = md_table(rows)
             if markdown.count("\n") >= 2:
                 box = tuple(float(v) for v in table.bbox)
