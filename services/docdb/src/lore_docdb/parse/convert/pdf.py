@@ -101,14 +101,19 @@ def _labels(lines: list[str]) -> list[str]:
     LABEL_WORDS words under it before the next heading of its level, or any such heading on a page
     that has four of them, is a label of a diagram or a chart (boxes of large or bold type); as
     headings, labels would make passages of a word or two. A heading at the page's end is kept (its
-    text is on the next page), and so is one over a deeper heading on an ordinary page."""
+    text is on the next page), and so is one over a deeper heading on an ordinary page, and the one
+    heading of a page straight over another of its level (a title over its subtitle, a subtitle
+    over the first section)."""
     heads = [(i, len(m.group(1))) for i, line in enumerate(lines) if (m := _HEADING.match(line))]
-    tiny = {
-        at: next_level == level
-        for (at, level), (following, next_level) in pairwise(heads)
-        if sum(len(line.split()) for line in lines[at + 1 : following]) < LABEL_WORDS
-    }
+    words_under: dict[int, int] = {}
+    tiny: dict[int, bool] = {}
+    for (at, level), (following, next_level) in pairwise(heads):
+        words_under[at] = sum(len(line.split()) for line in lines[at + 1 : following])
+        if words_under[at] < LABEL_WORDS:
+            tiny[at] = next_level == level
     plain = {at for at, same_level in tiny.items() if same_level or len(tiny) >= 4}
+    if len(plain) == 1 and len(tiny) < 4 and not any(words_under[at] for at in plain):
+        plain = set()
     return [_HEADING.sub("", line) if i in plain else line for i, line in enumerate(lines)]
 
 
