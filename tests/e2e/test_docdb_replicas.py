@@ -56,7 +56,7 @@ def test_replicas_claim_each_task_once_and_one_of_them_sweeps(
     bucket = f"lore-{uuid.uuid4().hex[:8]}"
     (a, url_a), (b, url_b) = (replica(tmp_path / n, postgres_url, moto_s3, bucket) for n in ("a", "b"))
     try:
-        text = " ".join(f"Sentence {n} of a long report about harbour number {n % 13}." for n in range(3000))
+        text = " ".join(f"Sentence {n} of a long report about harbour number {n % 13}." for n in range(1000))
         # Every file reaches one replica only; both parse them (from object storage).
         for index, name in enumerate(DATASETS):
             with httpx.Client(base_url=(url_a, url_b)[index % 2], timeout=30) as client:
