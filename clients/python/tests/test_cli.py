@@ -21,6 +21,9 @@ from lore_client.sync import Lore
 
 from .conftest import ROOT, Stack
 
+# One worker runs the modules that use the session `stack` (conftest.py), so lore-up starts once.
+pytestmark = pytest.mark.together("client-stack")
+
 SCIFACT = ROOT / "tests" / "data" / "scifact-sample"
 PEOPLE = ROOT / "examples" / "people"
 

@@ -30,6 +30,9 @@ from lore_common.testing.processes import ServerProcess, free_port
 
 from .conftest import ROOT, Stack
 
+# One worker runs the modules that use the session `stack` (conftest.py), so lore-up starts once.
+pytestmark = pytest.mark.together("client-stack")
+
 PEOPLE = ROOT / "examples" / "people"
 MIB = 1024 * 1024
 

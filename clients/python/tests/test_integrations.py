@@ -18,6 +18,9 @@ from lore_common.testing.processes import start_fake_llm
 
 from .conftest import ROOT, Stack
 
+# One worker runs the modules that use the session `stack` (conftest.py), so lore-up starts once.
+pytestmark = pytest.mark.together("client-stack")
+
 PEOPLE = ROOT / "examples" / "people"
 MORE_PEOPLE = {
     "lovelace.md": "# Ada Lovelace\n\nAda Lovelace wrote the first program for the Analytical Engine.\n",
