@@ -66,7 +66,7 @@ async def test_cancel_running_task_rolls_back_indexed_chunks_and_graph(docdb_fac
         await asyncio.wait_for(reached_merge.wait(), 30)
         # The chunks, points and BM25 entries of this task exist now; the graph merge is about to start.
         assert await state.kb_store.count_chunks("kb", task_id) > 0
-        assert any(c[0].startswith(f"{task_id}:") for c in (await state.bm25.get("kb")).chunks)
+        assert any(i.decode().startswith(f"{task_id}:") for i in (await state.bm25.get("kb")).ids)
         search = {"kb_id": "kb", "query": "Marie Curie radium", "mode": "naive"}
         assert (await client.post("/api/v1/docdb/retrieve", json=search)).json()["data"]
         r = await client.post(f"{TASKS}/{task_id}/cancel")
@@ -78,7 +78,7 @@ async def test_cancel_running_task_rolls_back_indexed_chunks_and_graph(docdb_fac
         assert await state.kb_store.count_chunks("kb", task_id) == 0
         assert await state.graph.counts("kb", task_id) == (0, 0)
         bm25 = await state.bm25.get("kb")
-        assert not any(c[0].startswith(f"{task_id}:") for c in bm25.chunks)
+        assert not any(i.decode().startswith(f"{task_id}:") for i in bm25.ids)
         # Searches (served from the in-memory copy of the vectors) no longer find the rolled-back chunks.
         assert (await client.post("/api/v1/docdb/retrieve", json=search)).json()["data"] == []
 

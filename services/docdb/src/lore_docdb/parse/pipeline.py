@@ -191,15 +191,13 @@ class ParsePipeline:
         await ctx.check("embed")
         embedder = await self.embedders.for_parse(task.kb_name, [c.indexed for c in chunks[:1000]])
         batch = max(1, self.settings.parameter.vector_config.batch_size)
-        vectors = []
-        for start in range(0, len(chunks), batch):
-            vectors.append(await embedder.embed([c.indexed for c in chunks[start : start + batch]]))
-            await ctx.check("embed")
-
-        await ctx.check("index")
         await self.vectors.ensure(task.kb_name, embedder.dim)
-        for part, start in zip(vectors, range(0, len(chunks), batch), strict=True):
+        # Each window's vectors go to the store as soon as they are made, so a task's vectors are never
+        # all in memory (1.5 GB for a million 384-d chunks); a task that fails or is cancelled part way
+        # has its points removed by `rollback`, as before.
+        for start in range(0, len(chunks), batch):
             window = chunks[start : start + batch]
+            part = await embedder.embed([c.indexed for c in window])
             payloads = [
                 {
                     "dataset": task.dataset,
@@ -214,6 +212,9 @@ class ParsePipeline:
                 for c in window
             ]
             await self.vectors.upsert(task.kb_name, part, payloads)
+            await ctx.check("embed")
+
+        await ctx.check("index")
         await self.kbs.add_chunks(
             [
                 ChunkRow(
