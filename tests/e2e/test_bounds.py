@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from lore_common.testing.asgi import AppClient, running
 from lore_core.settings import load_settings
@@ -31,6 +32,17 @@ async def service(name: str) -> AsyncIterator[AppClient]:
         app = import_module(f"lore_{name}.app").create_app(load_settings(Path(work) / "config", environ=env))
         async with running(app, f"http://{name}.test") as client:
             yield client
+
+
+# Every request here is refused or only reads, so the module's tests share one app per service (on one
+# event loop), instead of each starting its own: 23 app starts become 3.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def services() -> AsyncIterator[dict[str, AppClient]]:
+    async with service("docdb") as docdb, service("gen") as gen, service("mem") as mem:
+        yield {"docdb": docdb, "gen": gen, "mem": mem}
 
 
 # (service, method, path, body or query, the field, what the message must say)
@@ -104,22 +116,27 @@ OUT_OF_RANGE = [
 
 @pytest.mark.parametrize(("name", "method", "path", "payload", "field", "says"), OUT_OF_RANGE)
 async def test_a_value_out_of_range_is_a_4xx_naming_the_field(
-    name: str, method: str, path: str, payload: dict[str, Any], field: str, says: str
+    services: dict[str, AppClient],
+    name: str,
+    method: str,
+    path: str,
+    payload: dict[str, Any],
+    field: str,
+    says: str,
 ) -> None:
-    async with service(name) as client:
-        if method == "get":
-            response = await client.get(path, params=payload)
-        else:
-            response = await client.post(path, json=payload)
+    client = services[name]
+    if method == "get":
+        response = await client.get(path, params=payload)
+    else:
+        response = await client.post(path, json=payload)
     assert 400 <= response.status_code < 500, response.text
     assert field in response.text and says in response.text, response.text
 
 
-async def test_docdb_chat_states_its_range_in_its_envelope() -> None:
+async def test_docdb_chat_states_its_range_in_its_envelope(services: dict[str, AppClient]) -> None:
     """Chat answers 200 with the outcome in `code` (contract 4.2): the range is in the message."""
-    async with service("docdb") as client:
-        body = {"query": "q", "kb_id": "k", "user_id": "u", "top_k": 100000000}
-        answer = (await client.post("/api/v1/docdb/chat", json=body)).json()
+    body = {"query": "q", "kb_id": "k", "user_id": "u", "top_k": 100000000}
+    answer = (await services["docdb"].post("/api/v1/docdb/chat", json=body)).json()
     assert answer["code"] == 400 and "top_k must be an integer from 1 to 1000" in answer["message"]
 
 
@@ -137,10 +154,9 @@ async def test_docdb_chat_states_its_range_in_its_envelope() -> None:
     ],
 )
 async def test_the_openapi_documents_state_the_ranges(
-    name: str, schema: str, field: str, bounds: dict[str, int]
+    services: dict[str, AppClient], name: str, schema: str, field: str, bounds: dict[str, int]
 ) -> None:
-    async with service(name) as client:
-        document = (await client.get("/schema/openapi.json")).json()
+    document = (await services[name].get("/schema/openapi.json")).json()
     schemas = document["components"]["schemas"]
     found = next(v for k, v in schemas.items() if k.endswith(schema))
     prop = found["properties"][field]
