@@ -109,3 +109,17 @@ async def test_a_large_kb_is_indexed_in_a_child_process(
     assert len(index.ids) == len(kb.chunks)
     assert best(index, "lighthouse keeper") == "c9" and best(index, "polonium") == "c1"
     assert not [p for p in (tmp_path / "kb" / "bm25").iterdir() if p.name.startswith(".")]  # no scratch left
+
+
+async def test_builds_of_two_versions_side_by_side_both_finish(tmp_path: Path) -> None:
+    """Two datasets' parses of one KB end together: each saves its version and neither removes the
+    other's copy while it is being written or read."""
+    kb = FakeKb()
+    first = Bm25Cache(kb.passages, kb.stored_version, tmp_path)
+    second = Bm25Cache(kb.passages, kb.stored_version, tmp_path)
+    one = asyncio.ensure_future(first.get("kb"))
+    await asyncio.sleep(0)  # the first build has read version 1 and is reading the rows
+    kb.add("c3", "Ada Lovelace wrote the first program.")
+    both = await asyncio.gather(one, second.get("kb"))
+    assert best(both[1], "Lovelace") == "c3" and best(both[0], "radium") == "c1"
+    assert str(kb.version) in [p.name for p in (tmp_path / "kb" / "bm25").iterdir()]

@@ -74,6 +74,10 @@ class Bm25Index:
             if self.retriever is not None:
                 self.retriever.save(str(staging), show_progress=False)
             os.replace(staging, folder)
+        except OSError:
+            if not folder.is_dir():
+                raise
+            shutil.rmtree(staging, ignore_errors=True)  # another build saved this version first
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -205,7 +209,7 @@ class Bm25Cache:
             else:
                 await _build_in_child(spill, folder)
                 index = await asyncio.to_thread(Bm25Index.load, folder)
-        await asyncio.to_thread(_remove_other_copies, folder)
+        await asyncio.to_thread(_remove_older_copies, folder)
         return index
 
 
@@ -219,9 +223,11 @@ def _load_saved(folder: Path) -> Bm25Index | None:
         return None
 
 
-def _remove_other_copies(folder: Path) -> None:
+def _remove_older_copies(folder: Path) -> None:
+    """Copies of earlier versions; not newer ones, nor those being written (dot names) by builds that
+    run beside this one (two datasets' parses of one KB finish together)."""
     for other in folder.parent.iterdir():
-        if other != folder and not other.name.startswith(".build-"):
+        if other.name.isdigit() and int(other.name) < int(folder.name):
             shutil.rmtree(other, ignore_errors=True)
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -239,9 +240,11 @@ class KnowledgeBaseStore:
 
     # ------------------------------------------------------------ chunks
 
-    async def add_chunks(self, rows: Sequence[ChunkRow]) -> None:
-        for start in range(0, len(rows), self.batch_size):
-            batch = rows[start : start + self.batch_size]
+    async def add_chunks(self, rows: Iterable[ChunkRow]) -> None:
+        """Rows taken from `rows` a batch at a time: a parse passes a generator, so a million chunks never
+        stand as a million ORM objects at once (they held gigabytes)."""
+        pending = iter(rows)
+        while batch := list(itertools.islice(pending, self.batch_size)):
             async with self.session() as session:
                 session.add_all(batch)
                 for kb in {row.kb_name for row in batch}:

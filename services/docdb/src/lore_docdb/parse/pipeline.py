@@ -216,21 +216,19 @@ class ParsePipeline:
 
         await ctx.check("index")
         await self.kbs.add_chunks(
-            [
-                ChunkRow(
-                    chunk_id=c.chunk_id,
-                    kb_name=task.kb_name,
-                    dataset=task.dataset,
-                    task_id=task.task_id,
-                    file=c.file,
-                    position=c.position,
-                    text=c.text,
-                    heading_path=json.dumps(c.heading_path, ensure_ascii=False) if c.heading_path else None,
-                    page_start=c.page_start,
-                    page_end=c.page_end,
-                )
-                for c in chunks
-            ]
+            ChunkRow(
+                chunk_id=c.chunk_id,
+                kb_name=task.kb_name,
+                dataset=task.dataset,
+                task_id=task.task_id,
+                file=c.file,
+                position=c.position,
+                text=c.text,
+                heading_path=json.dumps(c.heading_path, ensure_ascii=False) if c.heading_path else None,
+                page_start=c.page_start,
+                page_end=c.page_end,
+            )
+            for c in chunks
         )
         self.bm25.bump(task.kb_name)
         await self.bm25.get(task.kb_name)  # the BM25 index of the rerank mode now includes these chunks
