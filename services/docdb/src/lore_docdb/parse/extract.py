@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,10 +27,28 @@ class ExtractionError(ValueError):
 MARKUP_HEAD = 2048  # the characters a text file's markup kind is told by
 
 
+_HEADER = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]")
+
+
+def _is_email(start: str) -> bool:
+    """The text opens with an e-mail's header block (a message saved as .txt): header lines up to
+    the first blank line, among them From and one of Subject, Date, MIME-Version or Message-ID."""
+    names = set()
+    for line in start.replace("\r\n", "\n").split("\n\n", 1)[0].split("\n"):
+        found = _HEADER.match(line)
+        if found:
+            names.add(found.group(1).lower())
+        elif not line[:1].isspace():  # a folded header goes on indented; anything else is text
+            return False
+    return "from" in names and bool(names & {"subject", "date", "mime-version", "message-id"})
+
+
 def markup_kind(head: str) -> str | None:
     """`html` or `xml` for a text file that is really a markup document (an article saved as .txt),
-    `patent` for a USPTO full-text (APS) patent, whose tagged lines start `PATN`; told by how the
-    file starts; None for text."""
+    `patent` for a USPTO full-text (APS) patent, whose tagged lines start `PATN`, `email` for a
+    message with its headers; told by how the file starts; None for text."""
+    if _is_email(head.lstrip("\ufeff \t\r\n")):
+        return "email"
     start = head.lstrip("\ufeff \t\r\n").lower()
     if start.startswith(("<!doctype html", "<html")):
         return "html"
@@ -50,6 +69,8 @@ def _text(path: Path) -> str:
         return _xml(path, as_xml=True)
     if kind == "patent":  # docling-rs reads APS text by its content: title, abstract, sections, claims
         return docling_markdown(path)
+    if kind == "email":
+        return eml_markdown(path)
     return text
 
 

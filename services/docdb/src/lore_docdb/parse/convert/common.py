@@ -13,37 +13,112 @@ _TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
 _LEADER = re.compile(r"[ \t]*(?:\.[ \t]?){4,}[ \t]*")
 
 
-def decode(data: bytes) -> str:
-    """UTF-8 (BOM or not), UTF-16 with a BOM, GB18030 when it reads as Chinese, else the encoding
-    charset-normalizer finds (Latin-1, Shift-JIS, Cyrillic code pages...), else lossy UTF-8."""
+def decode(data: bytes, declared: str | None = None) -> str:
+    """UTF-8 (BOM or not), UTF-32 and UTF-16 with a BOM, UTF-16 without one (told by its zero bytes),
+    the `declared` encoding (an HTML page's charset) when the bytes read in it, GB18030 when it reads
+    as Chinese, else the encoding charset-normalizer finds (Latin-1, Shift-JIS,
+    Cyrillic code pages...), else lossy UTF-8; UTF-8 that was once read as Latin-1 is mended."""
+    if data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):  # before UTF-16: the same first bytes
+        try:
+            return data.decode("utf-32")
+        except UnicodeDecodeError:
+            pass
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         try:
             return data.decode("utf-16")
         except UnicodeDecodeError:
             pass
+    wide = utf16_without_bom(data)
+    if wide:
+        try:
+            return data.decode(wide)
+        except UnicodeDecodeError:
+            pass
     try:
-        return data.decode("utf-8-sig")
+        return mend_mojibake(data.decode("utf-8-sig"))
     except UnicodeDecodeError:
         pass
+    if declared:
+        try:
+            return data.decode(declared)
+        except (UnicodeDecodeError, LookupError):
+            pass
     try:  # Chinese text in GB18030/GBK: short samples fool charset-normalizer, so check it first
         chinese = data.decode("gb18030")
     except UnicodeDecodeError:
         chinese = ""
-    wide = [c for c in chinese if ord(c) > 0x7F]
-    if wide and sum(1 for c in wide if _CJK.match(c)) >= 0.8 * len(wide):
+    non_ascii = [c for c in chinese if ord(c) > 0x7F]
+    if non_ascii and sum(1 for c in non_ascii if _CJK.match(c)) >= 0.8 * len(non_ascii):
         return chinese
     from charset_normalizer import from_bytes
 
     matches = list(from_bytes(data[: 1 << 20]))  # the first MiB is enough to choose the encoding
     if matches:
-        # code pages that read the bytes equally well tie; Windows-1252 is the likeliest of them
-        top = [m for m in matches if (m.chaos, m.coherence) == (matches[0].chaos, matches[0].coherence)]
-        encoding = next((m.encoding for m in top if m.encoding == "cp1252"), matches[0].encoding)
+        # of the code pages that read the bytes with the least chaos, the one whose text reads most
+        # like a language; Windows-1252 where several do equally (cp1250 reads `très` as `trčs`)
+        least = min(m.chaos for m in matches)
+        calm = [m for m in matches if m.chaos == least]
+        best = max(m.coherence for m in calm)
+        top = [m for m in calm if m.coherence == best]
+        encoding = next((m.encoding for m in top if m.encoding == "cp1252"), top[0].encoding)
         try:
             return data.decode(encoding)
         except (UnicodeDecodeError, LookupError):
             pass
     return data.decode("utf-8", errors="replace")
+
+
+def utf16_without_bom(data: bytes) -> str | None:
+    """`utf-16-le` or `utf-16-be` for text saved as UTF-16 without a byte order mark: most of its
+    characters are ASCII, so one byte of each pair is zero, at odd offsets (LE) or even ones (BE)."""
+    sample = data[:4096]
+    pairs = len(sample) // 2
+    if pairs < 4 or len(data) % 2:
+        return None
+    even = sample[0 : 2 * pairs : 2].count(0)
+    odd = sample[1 : 2 * pairs : 2].count(0)
+    if odd >= 0.6 * pairs and even <= 0.05 * pairs:
+        return "utf-16-le"
+    if even >= 0.6 * pairs and odd <= 0.05 * pairs:
+        return "utf-16-be"
+    return None
+
+
+# UTF-8 read as Latin-1 or Windows-1252 and saved again as UTF-8 (`â€“` or `â` + C1 controls for `–`):
+# a lead byte's letter followed by continuation bytes' characters, one of them a C1 control or a
+# Windows-1252 punctuation mark that no text puts there
+_MOJIBAKE = re.compile(
+    "[\u00c2-\u00f4][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc"
+    "\u2013\u2014\u2018-\u201e\u2020-\u2022\u2026\u2030\u2039\u203a\u20ac\u2122]{1,3}"
+)
+_C1_OR_CP1252 = re.compile("[\u0080-\u009f\u0152-\u2122]")
+
+
+def mend_mojibake(text: str) -> str:
+    """Each run of UTF-8 bytes once read as Latin-1/Windows-1252 back to its character (`â€™` ->
+    `’`); a run is mended only where its bytes are whole UTF-8 and it holds a C1 control or a
+    Windows-1252 mark, which Latin-1 text never has after such a letter (`Â£`, `Ã©` stay as written)."""
+    if not _MOJIBAKE.search(text):
+        return text
+
+    def mend(match: re.Match[str]) -> str:
+        run = match.group()
+        if not _C1_OR_CP1252.search(run[1:]):
+            return run
+        raw = bytearray()
+        for char in run:
+            try:
+                raw += char.encode("cp1252")
+            except UnicodeEncodeError:
+                if ord(char) > 0xFF:
+                    return run
+                raw.append(ord(char))  # a C1 control: Latin-1's byte (cp1252 leaves five undefined)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return run
+
+    return _MOJIBAKE.sub(mend, text)
 
 
 def cell_text(value: object) -> str:

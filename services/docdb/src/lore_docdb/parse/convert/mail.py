@@ -4,36 +4,105 @@ from __future__ import annotations
 
 import email
 import email.policy
+import re
 from pathlib import Path
+from typing import Any
 
-from lore_docdb.parse.convert.common import decode
+from lore_docdb.parse.convert.common import decode, md_table, utf16_without_bom
 from lore_docdb.parse.convert.markup import html_markdown
 
 HEADERS = ("Subject", "From", "To", "Cc", "Date")
 
 
+_LATIN = {"us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "windows-1252", "cp1252"}
+MAX_NESTED = 8  # messages inside messages (a digest's, a forwarded one's): deeper ones are left out
+
+
 def eml_markdown(path: Path) -> str:
-    """The headers people search by, the body (plain text, else the HTML part) and attachment names."""
-    message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+    """The headers people search by, the body (plain text, else the HTML part), attachment names,
+    and each message inside it (a digest's, a forwarded one) the same way after it. A file saved as
+    UTF-16 or UTF-32 is read as such."""
+    data = path.read_bytes()
+    wide = data[:2] in (b"\xff\xfe", b"\xfe\xff") or utf16_without_bom(data) is not None
+    message = (
+        email.message_from_string(decode(data), policy=email.policy.default)
+        if wide
+        else email.message_from_bytes(data, policy=email.policy.default)
+    )
+    return _message_markdown(message, 0)
+
+
+def _message_markdown(message: Any, depth: int) -> str:
     lines = [f"{name}: {message[name]}" for name in HEADERS if message[name]]
     body = message.get_body(preferencelist=("plain", "html"))
     text = ""
     if body is not None:
-        content = body.get_content()
-        text = html_markdown(content) if body.get_content_type() == "text/html" else str(content)
-    attachments = [part.get_filename() for part in message.iter_attachments()]
-    names = [name for name in attachments if name]
+        content = _part_text(body)
+        text = html_markdown(content) if body.get_content_type() == "text/html" else content
+    names, inner = [], []
+    for part in message.iter_attachments():
+        if part.get_content_type() == "message/rfc822" and depth < MAX_NESTED:
+            for nested in part.iter_parts():  # the enclosed message
+                inner.append(_message_markdown(nested, depth + 1))
+        elif part.get_filename():
+            names.append(part.get_filename())
     parts = ["\n".join(lines), text.strip()]
     if names:
         parts.append("Attachments: " + ", ".join(names))
-    return "\n\n".join(p for p in parts if p)
+    return "\n\n".join(p for p in [*parts, *inner] if p)
+
+
+def _part_text(part: Any) -> str:
+    """A text part's text. Its bytes are read as UTF-8 where they are UTF-8 and the part says
+    ASCII or Latin-1 (mailers label UTF-8 text so, and `I’m` read as Latin-1 is `Iâ\x80\x99m`),
+    else in the charset it names, else in the encoding they read best in."""
+    raw = part.get_payload(decode=True)
+    if not isinstance(raw, bytes):
+        return str(part.get_content())
+    charset = (part.get_content_charset() or "").lower()
+    if not charset or charset in _LATIN:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    try:
+        return raw.decode(charset or "ascii")
+    except (UnicodeDecodeError, LookupError):
+        return decode(raw)
+
+
+_OUTLINE = re.compile(rb"\\outlinelevel([0-5])(?![0-9])[ ]?")
+_HEADING_MARK = re.compile(r"^\s*\x1fH([0-5])\x1f\s*")  # the mark set in front of a heading's text
 
 
 def rtf_text(path: Path) -> str:
+    """RTF's paragraphs apart, a paragraph at an outline level (Word's headings) as a `#` heading, and
+    its tables as pipe tables: striprtf ends each cell with `|` and each row with a line break, so a
+    run of lines ending in `|` is a table's rows."""
     from striprtf.striprtf import rtf_to_text
 
-    return str(
+    # striprtf reads no outline levels: a mark in the paragraph's text says which level it was
+    data = _OUTLINE.sub(lambda m: m.group(0).rstrip() + b" \x1fH" + m.group(1) + b"\x1f", path.read_bytes())
+    text = str(
         rtf_to_text(  # type: ignore[no-untyped-call]
-            decode(path.read_bytes()), errors="ignore"
+            decode(data), errors="ignore"
         )
-    ).strip()
+    )
+    out: list[str] = []
+    rows: list[list[str]] = []
+    for line in [*text.split("\n"), ""]:
+        if line.rstrip().endswith("|"):
+            rows.append(line.rstrip()[:-1].split("|"))
+            continue
+        if rows:
+            out.append(md_table(rows))
+            rows = []
+        heading = _HEADING_MARK.match(line)
+        line = (
+            line.replace("\x1f", "")
+            if heading is None
+            else ("#" * (int(heading.group(1)) + 1) + " " + line[heading.end() :].replace("\x1f", ""))
+        )
+        if line.strip():
+            out.append(line.strip())
+    return "\n\n".join(out)

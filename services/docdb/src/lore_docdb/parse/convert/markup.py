@@ -23,18 +23,36 @@ _BLOCKS = {
 _APART = {"br", "sup", "sub", "img"}
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 _DROPPED = "//script|//style|//noscript|//template|//head"
+# the charset a page declares: <meta charset="..."> or its http-equiv form, or an XML declaration's
+_CHARSET = re.compile(
+    rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.-]+)"""
+    rb"""|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.-]+)""",
+    re.IGNORECASE,
+)
 
 
-def _text(element: Any) -> str:
+def declared_charset(html: bytes) -> str | None:
+    """The encoding the page says it is in (its first 4 KiB), or None."""
+    found = _CHARSET.search(html[:4096])
+    return (found.group(1) or found.group(2)).decode("ascii") if found else None
+
+
+_BREAK = "\x0b"  # a <br> in running text, until the paragraph is emitted
+_SPACES_NOT_BREAKS = re.compile(r"[^\S\x0b]+")
+_PARAGRAPH_BREAK = re.compile(r"\x0b(?:\s*\x0b)+")  # two line breaks or more: old pages' paragraphs
+
+
+def _text(element: Any, breaks: bool = False) -> str:
     """The element's text on one line, its blocks, line breaks and list items apart (a table cell's
-    lines, paragraphs or inner table do not run into one word), an ordered list's items numbered."""
+    lines, paragraphs or inner table do not run into one word), an ordered list's items numbered.
+    `breaks`: each <br> kept as `_BREAK`, so running text can be parted where two of them stand."""
     parts: list[str] = []
 
     def flat(node: Any, number: str = "") -> None:
         tag = _tag(node)
         apart = tag in _APART or tag in _BLOCKS or bool(_HEADING.fullmatch(tag))
         if apart:
-            parts.append(" ")
+            parts.append(_BREAK if breaks and tag == "br" else " ")
         parts.append(number + (node.text or "") if tag else "")
         if tag == "img":
             parts.append(node.get("alt") or "")  # a picture in a cell or a line: its alt text says what
@@ -50,7 +68,7 @@ def _text(element: Any) -> str:
             parts.append(" ")
 
     flat(element)
-    return _SPACES.sub(" ", "".join(parts)).strip()
+    return (_SPACES_NOT_BREAKS if breaks else _SPACES).sub(" ", "".join(parts)).strip()
 
 
 def _tag(element: Any) -> str:
@@ -63,9 +81,10 @@ class _Walker:
         self.out: list[str] = []
 
     def emit(self, text: str) -> None:
-        text = _SPACES.sub(" ", text).strip()
-        if text:
-            self.out.append(text)
+        for paragraph in _PARAGRAPH_BREAK.split(text):
+            paragraph = _SPACES.sub(" ", paragraph).strip()
+            if paragraph:
+                self.out.append(paragraph)
 
     def walk(self, element: Any, depth: int = 0) -> None:
         tag = _tag(element)
@@ -75,13 +94,13 @@ class _Walker:
                 self.out.append("#" * int(tag[1]) + " " + text)
             return
         if tag == "table":
-            rows = _grid(
-                [
-                    [cell for cell in row if _tag(cell) in ("td", "th")]
-                    for row in element.iter()
-                    if _tag(row) == "tr" and _closest_table(row) is element
-                ]
-            )
+            cells = _cells(element)
+            if _is_layout(cells):
+                for row in cells:
+                    for cell in row:
+                        self.walk(cell, depth)
+                return
+            rows = _grid(cells)
             table = md_table(rows)
             if table:
                 self.out.append(table)
@@ -103,8 +122,11 @@ class _Walker:
                 self.emit("".join(inline))
                 inline = []
                 self.walk(child, depth)
+            elif child_tag == "br":
+                inline.append(_BREAK)
             elif child_tag:
-                inline.append(f" {_text(child)} " if child_tag in _APART else _text(child))
+                text = _text(child, breaks=True)
+                inline.append(f" {text} " if child_tag in _APART else text)
             inline.append(child.tail or "")
         self.emit("".join(inline))
 
@@ -163,6 +185,28 @@ def _grid(rows: list[list[Any]]) -> list[list[object]]:
     return grid
 
 
+def _cells(table: Any) -> list[list[Any]]:
+    """The table's own rows (not an inner table's), each as its td and th cells."""
+    return [
+        [cell for cell in row if _tag(cell) in ("td", "th")]
+        for row in table.iter()
+        if _tag(row) == "tr" and _closest_table(row) is table
+    ]
+
+
+LAYOUT_CELL_CHARS = 2000  # a cell holding more text than this is a page's column, not a value
+
+
+def _is_layout(cells: list[list[Any]]) -> bool:
+    """A table that lays a page out rather than holding data (old pages and HTML e-mails set their
+    text in tables): one column of text (a box around a paragraph, a title bar, a page's column
+    beside an empty margin or a menu of pictures), or a cell holding a page's worth of text. Its
+    cells are read as the page's paragraphs, not squeezed into one row each."""
+    if all(sum(1 for cell in row if cell.text_content().strip()) <= 1 for row in cells):
+        return True
+    return any(len(cell.text_content()) > LAYOUT_CELL_CHARS for row in cells for cell in row)
+
+
 def _closest_table(row: Any) -> Any:
     parent = row.getparent()
     while parent is not None and _tag(parent) != "table":
@@ -174,13 +218,16 @@ def html_markdown(html: str | bytes) -> str:
     import lxml.html
 
     if isinstance(html, bytes):
-        html = decode(html)
+        html = decode(html, declared_charset(html))
     html = _XML_DECLARATION.sub("", html, count=1)  # lxml refuses a str that still names its encoding
     if not html.strip():
         return ""
     root = lxml.html.document_fromstring(html)
     for dropped in root.xpath(_DROPPED):
         dropped.drop_tree()
+    # an inline XBRL filing's (SEC 10-K...) hidden header: contexts, units and facts' ids, not text
+    for header in [e for e in root.iter() if isinstance(e.tag, str) and e.tag.lower() == "ix:header"]:
+        header.drop_tree()
     walker = _Walker()
     walker.walk(root)
     return "\n\n".join(walker.out)
@@ -249,6 +296,9 @@ def markdown_text(markdown: str) -> str:
             )
         elif opened:
             fence = opened.group(1)
+        elif "|" in line and i + 1 < len(lines) and _pipe_table_rule(line, lines[i + 1]):
+            i = _pipe_table(lines, i, out)
+            continue
         elif _SETEXT.match(line) and len(out) > floor and not _NOT_PARAGRAPH.match(out[-1]):
             start = len(out)  # the heading is the whole paragraph above the underline
             while start > floor and not _NOT_PARAGRAPH.match(out[start - 1]):
@@ -268,6 +318,41 @@ def markdown_text(markdown: str) -> str:
         out.append(line)
         i += 1
     return "\n".join(out)
+
+
+_GFM_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_CELL_BAR = re.compile(r"(?<!\\)\|")  # a cell border: a `|` not escaped as `\|`
+
+
+def _pipe_cells(line: str) -> list[str]:
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [cell.strip() for cell in _CELL_BAR.split(inner)]
+
+
+def _pipe_table_rule(header: str, rule: str) -> bool:
+    """`rule` is the delimiter row of a pipe table under `header`, with as many cells."""
+    return (
+        "|" in rule + header.strip()[1:-1]
+        and bool(_GFM_RULE.match(rule))
+        and (len(_pipe_cells(header)) == len(_pipe_cells(rule)))
+    )
+
+
+def _pipe_table(lines: list[str], start: int, out: list[str]) -> int:
+    """A pipe table written without its outer bars (`a | b` over `---|---`, as GitHub reads it) or
+    with uneven ones, as `| a | b |` rows under a `|---|` rule, the only form the chunker keeps whole
+    and repeats the header of; the index of the line after it."""
+    width = len(_pipe_cells(lines[start]))
+    out.append("| " + " | ".join(_pipe_cells(lines[start])) + " |")
+    out.append("|" + "---|" * width)
+    i = start + 2
+    while i < len(lines) and lines[i].strip() and "|" in lines[i]:
+        cells = (_pipe_cells(lines[i]) + [""] * width)[: max(width, len(_pipe_cells(lines[i])))]
+        out.append("| " + " | ".join(cells) + " |")
+        i += 1
+    return i
 
 
 def _html_block_end(lines: list[str], start: int, name: str) -> int:

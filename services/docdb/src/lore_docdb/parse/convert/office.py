@@ -40,4 +40,32 @@ def docling_markdown(path: Path, as_suffix: str | None = None) -> str:
         source = DocumentStream(name=path.stem + as_suffix, stream=BytesIO(path.read_bytes()))
     result = _converter().convert(source)
     layers = {ContentLayer.BODY, ContentLayer.NOTES}
-    return tidy_markdown(str(result.document.export_to_markdown(included_content_layers=layers)))
+    markdown = str(result.document.export_to_markdown(included_content_layers=layers))
+    return tidy_markdown(plain_markdown(markdown))
+
+
+PICTURE = "<!-- image -->"
+
+
+def plain_markdown(markdown: str) -> str:
+    """docling's Markdown as the text says it: `&lt;`, `&gt;`, `&amp;` and `\\_` back to `<`, `>`, `&`
+    and `_` outside tables and code (docling escapes them in paragraphs, headings and list items
+    only, so `R&D` read `R&amp;D` and `x --> y` read `x --&gt; y`), its placeholder for a picture
+    left out, and a blank line before a table that follows a line of text."""
+    lines: list[str] = []
+    fence = False
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fence = not fence
+        elif not fence:
+            if stripped == PICTURE:
+                continue
+            if stripped.startswith("|"):
+                if lines and lines[-1].strip() and not lines[-1].lstrip().startswith("|"):
+                    lines.append("")
+            else:
+                line = line.replace("\\_", "_").replace("&lt;", "<").replace("&gt;", ">")
+                line = line.replace("&amp;", "&")
+        lines.append(line)
+    return "\n".join(lines)

@@ -24,7 +24,8 @@ TABLE_GAP = 1
 def sheets_markdown(path: Path) -> str:
     from python_calamine import CalamineWorkbook
 
-    book = CalamineWorkbook.from_path(str(path))
+    with path.open("rb") as handle:  # by its content: an .xls that is really an .xlsx reads too
+        book = CalamineWorkbook.from_filelike(handle)
     notes = _workbook_notes(path)
     parts = []
     names = list(book.sheet_names)
@@ -290,13 +291,22 @@ def sheet_text(rows: list[list[str]]) -> str:
 
 
 def table_text(rows: list[list[str]]) -> str:
-    """A pipe table of the rows, the first its header; a title row over it (one value, the next row
-    several) kept as a line above it."""
+    """A pipe table of the rows, the first its header; the title rows over it (one value each,
+    merged across the table or not) kept as lines above it, the rows merged across all its width
+    under it (notes) as lines below it, and a block of one-value rows alone (titles, notes merged
+    across a sheet) as lines: not a table repeating each in every column."""
     if not rows:
         return ""
-    title = ""
-    if len(rows) > 2 and len(set(filter(None, rows[0]))) == 1 and len(set(filter(None, rows[1]))) > 1:
-        title = next(c for c in rows[0] if c)  # a title over the table (merged across it or not)
-        rows = rows[1:]
-    table = md_table(rows)
-    return f"{title}\n\n{table}" if title else table
+    wide = max(len(row) for row in rows) > 1  # a one-column table is a list: left whole
+    varied = [len(set(filter(None, row))) > 1 for row in rows]  # rows of more than one value
+    if wide and not any(varied) and (len(rows) == 1 or len({tuple(row) for row in rows}) > 1):
+        return "\n\n".join(next(c for c in row if c) for row in rows)  # titles and notes only
+    titles: list[str] = []
+    while wide and any(varied) and not varied[0] and len(rows) > 2:
+        titles.append(next(c for c in rows[0] if c))
+        rows, varied = rows[1:], varied[1:]
+    notes: list[str] = []  # rows merged across the whole table under it: its notes
+    while any(varied) and len(rows) > 2 and rows[-1][0] and all(c == rows[-1][0] for c in rows[-1]):
+        notes.insert(0, rows[-1][0])
+        rows, varied = rows[:-1], varied[:-1]
+    return "\n\n".join(p for p in [*titles, md_table(rows), *notes] if p)
