@@ -106,7 +106,9 @@ class Bm25Index:
         # Only chunks that hold a query term score above 0, often a small part of the KB; ranking just
         # those runs on the event loop of every question (at 10k chunks, a third of them matching:
         # 80 µs instead of 105 µs; less when fewer match).
-        matching = np.flatnonzero(scores)
+        # `scores > 0` first: numpy finds the true entries of a boolean mask in vector code, but the
+        # nonzero floats of an array one element at a time (5x slower at a million chunks).
+        matching = np.flatnonzero(scores > 0)
         best = matching[top_rows(scores[matching], k)]
         return [(self.ids[i].decode(), float(scores[i])) for i in best]
 
