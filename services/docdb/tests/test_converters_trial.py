@@ -238,3 +238,23 @@ def test_an_email_saved_as_text_reads_as_an_email_and_a_note_with_a_from_line_as
     assert text == "Subject: Minutes\nFrom: Alice <alice@example.com>\n\nThe meeting moved to Friday."
     note = "From: the field notes of May\nSubject: ducks\nTeal seen at dawn.\n"
     assert extract_text(write(tmp_path, "note.txt", note.encode())) == note
+
+
+def test_wide_text_and_office_files_under_legacy_names_pass_the_first_check(tmp_path: Path) -> None:
+    """The check before parsing (`sniff`) let through what the converters now read: UTF-16 text
+    without a byte order mark and UTF-32 text (whose NUL bytes are not a binary file's), and a .docx
+    saved under .doc; a binary file and a text file under an Office name are still refused."""
+    from docx import Document
+
+    from lore_docdb.parse.sandbox import sniff
+
+    for name, data in (("le.txt", LETTER.encode("utf-16-le")), ("wide.eml", LETTER.encode("utf-32"))):
+        assert sniff(write(tmp_path, name, data), 1 << 20) is None, name
+    assert sniff(write(tmp_path, "binary.txt", b"\x00\x01\x02garbage\x00" * 50), 1 << 20) is not None
+
+    document = Document()
+    document.add_paragraph("Minutes of the harbour board.")
+    document.save(str(tmp_path / "minutes.doc"))
+    assert sniff(tmp_path / "minutes.doc", 1 << 20) is None
+    assert "Minutes of the harbour board." in extract_text(tmp_path / "minutes.doc")
+    assert sniff(write(tmp_path, "fake.doc", b"plain text pretending"), 1 << 20) is not None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lore_common.workers import Inbox, Reply, Worker, serve
+from lore_docdb.parse.convert.common import utf16_without_bom
 from lore_docdb.parse.convert.pdf import NeedsOCR
 from lore_docdb.parse.extract import (
     EXTRACTORS,
@@ -57,13 +58,22 @@ def sniff(path: Path, max_bytes: int) -> str | None:
         return "is not a PDF (no %PDF- header)"
     if suffix in ZIP_TYPES and not head.startswith(b"PK\x03\x04"):
         return f"is not a {suffix} document (not a zip archive)"
-    if suffix in OLE_TYPES and not head.startswith(OLE_MAGIC):
-        return f"is not a legacy Office {suffix} file (no OLE2 header)"
+    if suffix in OLE_TYPES and not head.startswith((OLE_MAGIC, b"PK\x03\x04")):
+        # A .docx saved under .doc (or .pptx under .ppt) is common: the converters read it by content.
+        return f"is not an Office {suffix} file (neither an OLE2 file nor a zip archive)"
     if suffix in IMAGE_MAGIC and not head.startswith(IMAGE_MAGIC[suffix]):
         return f"is not a {suffix} image (its first bytes say otherwise)"
-    if suffix in TEXT_TYPES and b"\x00" in head and head[:2] not in (b"\xff\xfe", b"\xfe\xff"):
+    if suffix in TEXT_TYPES and b"\x00" in head and not _wide_text(head):
         return f"looks binary (NUL bytes), not {suffix} text"
     return None
+
+
+def _wide_text(head: bytes) -> bool:
+    """Text in UTF-16 or UTF-32 (a byte order mark, or UTF-16's zero bytes in every other place), whose
+    NUL bytes are characters' high bytes, not a binary file's."""
+    return head.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")) or bool(
+        utf16_without_bom(head[: len(head) // 2 * 2])
+    )
 
 
 STARTUP_TIMEOUT = 120.0  # seconds for a new child to load its converters
