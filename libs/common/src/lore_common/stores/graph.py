@@ -142,7 +142,9 @@ class EmbeddedFalkorDB:
             return
         self.process = None
         if process.poll() is None:
-            client = self._client(socket_timeout=STOP_TIMEOUT_S)
+            # No retries: the server closes the connection as it shuts down, which is the expected
+            # answer; retrying it (the client's default, with backoff) cost 4.4 s per stop.
+            client = self._client(socket_timeout=STOP_TIMEOUT_S, retry=None)
             with contextlib.suppress(Exception):
                 await client.execute_command("SHUTDOWN", "SAVE")  # type: ignore[no-untyped-call]
             with contextlib.suppress(Exception):
