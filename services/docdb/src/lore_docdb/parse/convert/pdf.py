@@ -28,6 +28,7 @@ MIN_TEXT_CHARS = 8  # a page with fewer characters in its text layer than this, 
 ocr_allowed = True  # whether a scanned page may load the OCR engine in this process
 MAX_OBJECTS = 20_000  # a page drawn with more (a map, a chart) is not searched for tables
 MIN_TABLE_TEXTS = 3  # a ruled box holding fewer different texts (a banner, a title beside a logo) is no table
+PARAGRAPH_WORDS = 40  # a cell of this many words is a paragraph; a "table" mostly of them is a page's boxes
 MAX_SEGMENTS = 400  # a path of more pieces is a drawing, not a table's rules
 
 MAX_FURNITURE_WORDS = 12  # a running header or footer is short; a repeated paragraph is content
@@ -90,6 +91,113 @@ def _ligatures_in_order(textpage: Any, raw: str) -> str:
             chars[index:end] = reversed(chars[index:end])
         index = end
     return "".join(chars)
+
+
+# A letter standing alone that is no word of its own in English ("Test i ng"): a line where a space
+# may have been made of the room a narrow letter leaves in a fixed pitch
+_LONE_LETTER = re.compile(r"(?<![^\W_])[^\W\daAI_](?![^\W_])")
+PITCH_TOLERANCE = 0.25  # points: two steps from one letter's origin to the next this close are alike
+PITCH_SHARE = 0.8  # of a line's steps at its usual step at least: a line set at a fixed pitch
+MIN_PITCH_STEPS = 4
+_DOUBLED = re.compile(r"([^\W\d_])(?=\1)")
+LIGATURE_SHIFT = 0.02  # of the type's height: two letters this close are one glyph's (ff), not two
+OVERDRAWN = 0.12  # of the type's height: a like letter this close after a letter is that one drawn again
+WORD_STEP = 1.5  # a step this many pitches long or more parts two words of a line set at a fixed pitch
+
+
+def _drawn_text(textpage: Any, raw: str) -> str:
+    """The page's text as its reader sees it: without the letters drawn twice over themselves (faked
+    bold) and the spaces pdfium made of the room narrow letters leave in a fixed pitch."""
+    if len(raw) != textpage.count_chars():
+        return raw
+    drop = _overdrawn(textpage, raw) | _pitch_spaces(textpage, raw)
+    return "".join(c for i, c in enumerate(raw) if i not in drop) if drop else raw
+
+
+def _pitch_spaces(textpage: Any, raw: str) -> set[int]:
+    """The spaces pdfium made up between letters set at a fixed pitch (each letter at the same step
+    from the one before, as some producers and faked bold draw them): a narrow letter (`i`, `l`,
+    `t`) leaves room that reads as a space ("Test i ng"). Only lines with a lone letter that is no
+    word are looked at, a pdfium call per character there."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    drop: set[int] = set()
+    if not _LONE_LETTER.search(raw):
+        return drop
+    x, y = ctypes.c_double(), ctypes.c_double()
+    start = 0
+    for line in raw.split("\r\n"):
+        end = start + len(line)
+        if _LONE_LETTER.search(line):
+            letters: list[tuple[int, float]] = []  # the line's characters but spaces: index, origin's x
+            for index in range(start, end):
+                if not raw[index].isspace() and pdfium_c.FPDFText_GetCharOrigin(textpage.raw, index, x, y):
+                    letters.append((index, x.value))
+            made = [  # per step from one letter to the next, its length and the spaces pdfium made in it
+                (
+                    b[1] - a[1],
+                    [
+                        i
+                        for i in range(a[0] + 1, b[0])
+                        if raw[i] == " " and pdfium_c.FPDFText_IsGenerated(textpage.raw, i) == 1
+                    ],
+                )
+                for a, b in pairwise(letters)
+            ]
+            drop.update(_pitch_made(made))
+        start = end + 2
+    return drop
+
+
+def _overdrawn(textpage: Any, raw: str) -> set[int]:
+    """Letters drawn again over themselves a little aside (faked bold: "reportts") that pdfium did not
+    take for one: of two like letters one after the other on a line, the second where its origin is
+    less than OVERDRAWN of the type's height from the first's, and not at the same point (a ligature's
+    letters, "ff", share one); a real "ll" or "ii" is set a narrow letter's width apart, a fifth of
+    the type's height or more. Only pairs of like letters are looked at."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    x, y, x2, y2 = (ctypes.c_double() for _ in range(4))
+    box = pdfium_c.FS_RECTF()
+    drop: set[int] = set()
+    for match in _DOUBLED.finditer(raw):
+        first = match.start()
+        if _RTL.match(raw[first]) or not (  # joined scripts: letters drawn over each other
+            pdfium_c.FPDFText_GetCharOrigin(textpage.raw, first, x, y)
+            and pdfium_c.FPDFText_GetCharOrigin(textpage.raw, first + 1, x2, y2)
+            and pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, first, box)
+        ):
+            continue
+        height, step = box.top - box.bottom, abs(x2.value - x.value)
+        if LIGATURE_SHIFT * height < step < OVERDRAWN * height and abs(y2.value - y.value) < 0.1 * height:
+            drop.add(first + 1)
+    return drop
+
+
+def _pitch_made(steps: list[tuple[float, list[int]]]) -> list[int]:
+    """Of a line's steps from letter to letter (a step's length and the spaces pdfium made in it), the
+    spaces to drop: where most steps are one pitch, the pitch of letters in words (most steps of
+    that pitch join letters, or some do and wider steps part words), not of one-letter tokens on a
+    grid ("C C L"), the made spaces of the steps of that pitch. A word's space takes a pitch of its
+    own (a wider step) and stays."""
+    if len(steps) < MIN_PITCH_STEPS:
+        return []
+    pitch = sorted(length for length, _ in steps)[len(steps) // 2]
+    at_pitch = [spaces for length, spaces in steps if abs(length - pitch) <= PITCH_TOLERANCE]
+    spaced = sum(bool(spaces) for spaces in at_pitch)
+    words_apart = any(length > WORD_STEP * pitch for length, _ in steps)
+    if (
+        pitch <= 0
+        or len(at_pitch) < PITCH_SHARE * len(steps)
+        or spaced == len(at_pitch)  # no letters joined at the pitch: tokens on a grid
+        or (2 * spaced >= len(at_pitch) and not words_apart)
+    ):
+        return []
+    return [i for spaces in at_pitch for i in spaces]
 
 
 _HEADING = re.compile(r"^(#{1,6}) ")
@@ -786,7 +894,13 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], 
     for table in finder.tables:
         rows = _table_rows(table, chars)
         texts = {cell.strip() for row in rows for cell in row if isinstance(cell, str) and cell.strip()}
-        if len(rows) >= 2 and max(len(row) for row in rows) >= 2 and len(texts) >= MIN_TABLE_TEXTS:
+        paragraphs = sum(len(cell.split()) >= PARAGRAPH_WORDS for cell in texts)
+        if (
+            len(rows) >= 2
+            and max(len(row) for row in rows) >= 2
+            and len(texts) >= MIN_TABLE_TEXTS
+            and 2 * paragraphs <= len(texts)  # boxes drawn round a page's paragraphs: its text
+        ):
             markdown = md_table(rows)
             if markdown.count("\n") >= 2:
                 box = tuple(float(v) for v in table.bbox)
@@ -868,7 +982,7 @@ def pdf_pages(path: Path) -> list[str]:
                     raw = _ligatures_in_order(textpage, textpage.get_text_range())
                     styles.append(_styles(textpage, raw))
                     pages.append([])
-                    raws[index] = raw
+                    raws[index] = _drawn_text(textpage, raw)
                     tables, chars = _tables(page, textpage, raw)
                     if tables:
                         tabled[index] = _with_tables(chars, tables)

@@ -1,0 +1,150 @@
+"""PDF pages as a trial on Unstructured-IO's example-docs found them read wrong: letters set at a fixed
+pitch (a narrow letter's room read as a space), and a page whose paragraphs are drawn in ruled boxes
+(read as a table of paragraphs). The PDFs are written here with hand-written operators."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lore_docdb.parse.convert.pdf import pdf_text
+
+PROSE = (
+    "The harbour board met on the first Monday of the month and heard the reports of the pilots, "
+    "the lock keepers and the harbour master on the state of the channel, the moorings and the quays "
+    "before it turned to the accounts of the year and the repairs to the north breakwater"
+).split()
+
+
+def write(path: Path, ops: list[str]) -> Path:
+    """A one-page PDF of these content operators, /F1 Helvetica."""
+    content = "\n".join(ops)
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R "
+        "/Resources << /Font << /F1 3 0 R >> >> >>",
+        f"<< /Length {len(content)} >>\nstream\n{content}\nendstream",
+    ]
+    out, offsets = "%PDF-1.4\n", []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n"
+    out += "".join(f"{offset:010d} 00000 n \n" for offset in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+    path.write_bytes(out.encode("latin-1"))
+    return path
+
+
+def text(x: float, y: float, size: float, words: str) -> str:
+    return f"BT /F1 {size} Tf 1 0 0 1 {x} {y} Tm ({words}) Tj ET"
+
+
+def pitched(x: float, y: float, words: str, pitch: float, bold: bool = False) -> list[str]:
+    """Each letter of the words at its own place, `pitch` points after the last (a space a pitch of
+    its own); with `bold`, each drawn twice half a point apart, as faked bold is."""
+    ops = []
+    for i, letter in enumerate(words):
+        if letter != " ":
+            ops.append(text(x + i * pitch, y, 12, letter))
+            if bold:
+                ops.append(text(x + i * pitch + 0.5, y, 12, letter))
+    return ops
+
+
+def test_letters_set_at_a_fixed_pitch_read_as_words_not_pieces(tmp_path: Path) -> None:
+    pdf = write(
+        tmp_path / "pitch.pdf",
+        [
+            text(72, 740, 12, "Normal text: Hello World"),
+            *pitched(72, 700, "Testing Deduplication of lines", 7, bold=True),
+            *pitched(72, 670, "filling little lists", 7),
+            text(72, 640, 12, "More normal text: The quick brown fox jumps over the lazy dog."),
+        ],
+    )
+    lines = pdf_text(pdf).splitlines()
+    assert "Testing Deduplication of lines" in lines  # was "Test i ng Dedupl i cat i on of l i nes"
+    assert "filling little lists" in lines
+    assert "More normal text: The quick brown fox jumps over the lazy dog." in lines
+
+
+def test_letters_drawn_twice_a_little_aside_read_once(tmp_path: Path) -> None:
+    # faked bold: each letter drawn again 1.5 points to its right (pdfium takes the wide ones for one)
+    widths = {"i": 2.67, " ": 3.34, "r": 4.0, "t": 3.34, "l": 2.67, "f": 3.34}
+    ops, x = [], 72.0
+    for letter in "Harbour reports filed":
+        if letter != " ":
+            ops += [text(x, 700, 12, letter), text(x + 1.5, 700, 12, letter)]
+        x += widths.get(letter, 6.67)
+    ops.append(text(72, 680, 12, "A letter will be sent, all three of them off to the committee."))
+    lines = pdf_text(write(tmp_path / "bold.pdf", ops)).splitlines()
+    assert lines == [
+        "Harbour reports filed",
+        "A letter will be sent, all three of them off to the committee.",  # its double letters kept
+    ]
+
+
+def test_words_placed_one_by_one_in_proportional_type_keep_their_spaces(tmp_path: Path) -> None:
+    # each word drawn at its own place, no space characters: pdfium's spaces come from the gaps alone
+    words = "not even a little x or y is lost in it".split()
+    ops, x = [], 72.0
+    for word in words:
+        ops.append(text(x, 700, 10, word))
+        x += 5.56 * len(word) + 2.78
+    pdf = write(tmp_path / "words.pdf", ops)
+    assert " ".join(words) in pdf_text(pdf)
+
+
+def box(x0: float, y0: float, x1: float, y1: float) -> list[str]:
+    return [
+        "0.5 w",
+        f"{x0} {y0} m {x1} {y0} l S",
+        f"{x0} {y1} m {x1} {y1} l S",
+        f"{x0} {y0} m {x0} {y1} l S",
+        f"{x1} {y0} m {x1} {y1} l S",
+    ]
+
+
+def paragraph(x: float, y: float, count: int, start: int) -> list[str]:
+    """Lines of about 40 characters of body text from y down."""
+    ops, at = [], start
+    for i in range(count):
+        words: list[str] = []
+        while sum(len(w) + 1 for w in words) < 40:
+            words.append(PROSE[at % len(PROSE)])
+            at += 1
+        ops.append(text(x, y - i * 13, 10, " ".join(words)))
+    return ops
+
+
+def test_paragraphs_drawn_in_ruled_boxes_read_as_text_not_a_table(tmp_path: Path) -> None:
+    # two columns of boxes round the page's paragraphs, as a course outline draws its modules
+    ops = [
+        *box(60, 420, 560, 760),
+        "300 420 m 300 760 l S",
+        "60 590 m 560 590 l S",
+        text(70, 740, 12, "Module One"),
+        *paragraph(70, 720, 8, 0),
+        text(310, 740, 12, "Module Two"),
+        *paragraph(310, 720, 8, 20),
+        text(70, 570, 12, "Module Three"),
+        *paragraph(70, 550, 8, 40),
+        text(310, 570, 12, "Module Four"),
+        *paragraph(310, 550, 8, 60),
+    ]
+    pdf = write(tmp_path / "outline.pdf", ops)
+    out = pdf_text(pdf)
+    assert "|" not in out
+    flat = " ".join(out.split())
+    assert "Module One The harbour board met on the first Monday" in flat
+    assert flat.index("Module One") < flat.index("Module Two") < flat.index("Module Three")
+
+
+def test_a_ruled_table_of_short_cells_is_still_a_table(tmp_path: Path) -> None:
+    ops = [*box(72, 600, 372, 690), "222 600 m 222 690 l S", "72 660 m 372 660 l S", "72 630 m 372 630 l S"]
+    for row, (name, value) in enumerate((("Pier", "Length"), ("North", "420 m"), ("South", "380 m"))):
+        ops += [text(80, 670 - 30 * row, 10, name), text(230, 670 - 30 * row, 10, value)]
+    pdf = write(tmp_path / "table.pdf", ops)
+    assert "| North | 420 m |" in pdf_text(pdf)
