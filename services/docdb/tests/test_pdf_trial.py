@@ -148,3 +148,19 @@ def test_a_ruled_table_of_short_cells_is_still_a_table(tmp_path: Path) -> None:
         ops += [text(80, 670 - 30 * row, 10, name), text(230, 670 - 30 * row, 10, value)]
     pdf = write(tmp_path / "table.pdf", ops)
     assert "| North | 420 m |" in pdf_text(pdf)
+
+
+def test_the_rest_of_an_author_line_broken_at_a_footnote_mark_is_no_heading(tmp_path: Path) -> None:
+    # pdfium breaks an authors' line after a raised mark; the piece after it starts with a comma
+    ops = [
+        text(72, 740, 16, "Dense Retrieval of Harbour Records"),
+        text(72, 712, 10, "Ann Smith*"),
+        text(72, 698, 12, ", Barlas Oguz"),  # as the line's other pieces, in type larger than the body's
+        text(72, 684, 10, "University of the North Sea"),
+        *paragraph(72, 660, 12, 0),
+    ]
+    out = pdf_text(write(tmp_path / "authors.pdf", ops))
+    assert [line for line in out.splitlines() if line.startswith("#")] == [
+        "# Dense Retrieval of Harbour Records"
+    ]
+    assert ", Barlas Oguz" in out.splitlines()  # was "### , Barlas Oguz"

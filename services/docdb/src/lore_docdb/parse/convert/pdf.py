@@ -279,6 +279,7 @@ LABEL_SIZE = 0.7  # a line's first letters in type smaller than this share of it
 VIEW_SAMPLE = 64  # characters whose angle tells which way a page's text runs
 _BULLET = re.compile(r"[-–•●▪■◦‣⁃∙·*]\s")
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
+_GOES_ON = (",", ";", ":", ".", ")", "]", "}")  # a line that starts so goes on from the text before it
 _SENTENCE_END = (".", ",", ";", ":", "\ufffe")
 _BOLD_NAME = re.compile(r"bold|black|heavy|demi|semibold|^(cm|sf|ec|lm|tc)bx|[-,](bd|b)$", re.IGNORECASE)
 _ITALIC_NAME = re.compile(r"italic|oblique|^(cm|sf|ec|lm)(ti|sl)\d", re.IGNORECASE)
@@ -503,7 +504,8 @@ def _apart(styles: list[_Style], index: int) -> bool:
 
 def _is_title(run: list[str], mark: _Mark) -> bool:
     """Whether lines marked alike one after another are a title: few and short, no sentence ended,
-    words in them (not a formula's lone variable) and not a list's item."""
+    words in them (not a formula's lone variable), not a list's item, and not the rest of a line
+    that pdfium broke at a mark set higher (", Barlas Oguz" after an author's footnote star)."""
     most_lines, most_words = (3, 20) if mark.larger else (2, 12)
     words = sum(len(line.split()) for line in run)
     return (
@@ -512,6 +514,7 @@ def _is_title(run: list[str], mark: _Mark) -> bool:
         and not any(line.endswith(_SENTENCE_END) for line in run)
         and sum(c.isalpha() for c in "".join(run)) >= 2
         and not _BULLET.match(run[0])
+        and not run[0].startswith(_GOES_ON)
     )
 
 
