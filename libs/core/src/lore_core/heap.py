@@ -11,6 +11,7 @@ collector (so that in-process tests, which start many apps, keep nothing)."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 from collections.abc import AsyncIterator
 from typing import Any
@@ -24,3 +25,17 @@ async def frozen_after_startup(_app: Any) -> AsyncIterator[None]:
         yield
     finally:
         gc.unfreeze()
+
+
+def release_freed_memory() -> None:
+    """Hand the C heap's free pages back to the system (glibc's `malloc_trim`). What a large job freed
+    stays in the process's RSS otherwise: strings over 512 bytes (a chunk's text) live in malloc's heap,
+    not Python's arenas, and its free pages in the middle of the heap are kept. After docdb parsed a
+    million chunks its RSS stayed 1.4 GB; freeing 1M such strings and trimming takes 641 MB to 118 MB.
+    Does nothing where libc has no `malloc_trim` (musl, macOS)."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return
+    gc.collect()
+    trim(0)

@@ -28,6 +28,7 @@ from lore_common.providers.usage import begin_usage
 from lore_core import metrics, tracing
 from lore_core.clock import utcnow
 from lore_core.errors import BadRequest, NotFound, store_outage
+from lore_core.heap import release_freed_memory
 from lore_core.settings import Settings
 from lore_docdb.datasets.raw import RawStore
 from lore_docdb.knowledge_bases.embedders import KbEmbedders
@@ -200,6 +201,12 @@ class ParseService:
         """One parse. While a store it needs is unavailable, the task waits (stage `waiting`) and starts
         again once what it wrote is rolled back, with a backoff of 1 s doubling to 30 s, for
         `docdb.task_store_retry_for` seconds; then it fails with the store's message."""
+        try:
+            await self._run(task)
+        finally:
+            await asyncio.to_thread(release_freed_memory)  # a large parse's freed texts and rows
+
+    async def _run(self, task: Task) -> None:
         give_up = time.monotonic() + self.settings.docdb.task_store_retry_for
         delay = 1.0
         while (outage := await self._attempt(task)) is not None:
