@@ -63,6 +63,10 @@ DS = "/api/v1/docdb/files/raw-files/datasets"
 KB = "/api/v1/docdb/files/knowledge-bases"
 GOAL_RETRIEVE_P50_MS = 25.0
 GOAL_RSS_GB = 1.5
+# #45, at 1,000,000 chunks: /retrieve p50 at 1 client, docdb's processes, restart to serving.
+GOAL_1M_RETRIEVE_P50_MS = 20.0
+GOAL_1M_RSS_GB = 2.0
+GOAL_1M_RESTART_S = 10.0
 # HNSW search breadths of the --vectors-only searches: recall against time.
 SEARCH_EFS = (64, 256, 512, 1024, 2048)
 # chat.py's topics, and more of SciFact's kind, so the synthetic paragraphs vary at 100k.
@@ -671,6 +675,26 @@ def main() -> None:
         f"docdb's tree {rss:.2f} GB (goal <= {GOAL_RSS_GB})",
         flush=True,
     )
+    if largest >= 1_000_000:  # #45's goals at a million chunks
+        all_figures |= {
+            "goal_1m_retrieve_p50_ms": GOAL_1M_RETRIEVE_P50_MS,
+            "goal_1m_rss_gb": GOAL_1M_RSS_GB,
+            "retrieve_p50_vs_1m_goal_ratio": round(p50 / GOAL_1M_RETRIEVE_P50_MS, 3),
+            "rss_vs_1m_goal_ratio": round(rss / GOAL_1M_RSS_GB, 3),
+        }
+        if f"n{largest}_restart_first_retrieve_s" in all_figures:
+            restart = all_figures[f"n{largest}_restart_first_retrieve_s"]
+            after = all_figures[f"n{largest}_restart_rss_mb"] / 1024
+            all_figures |= {
+                "goal_1m_restart_s": GOAL_1M_RESTART_S,
+                "restart_vs_1m_goal_ratio": round(restart / GOAL_1M_RESTART_S, 3),
+                "restart_rss_vs_1m_goal_ratio": round(after / GOAL_1M_RSS_GB, 3),
+            }
+        print(
+            f"#45 at a million: /retrieve p50 {p50} ms (goal <= {GOAL_1M_RETRIEVE_P50_MS}), docdb's tree "
+            f"{rss:.2f} GB after its parse (goal <= {GOAL_1M_RSS_GB})",
+            flush=True,
+        )
     print(json.dumps(all_figures))
 
 
