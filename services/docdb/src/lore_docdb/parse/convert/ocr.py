@@ -19,6 +19,7 @@ from lore_docdb.parse.convert.common import PAGE_BREAK
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
 MAX_SIDE = 2400  # pixels: a larger picture is scaled down first (a 300 dpi A4 scan is 2480 x 3508)
 DETECT_SIDE = 1600  # the detector's input, longer side: small enough to be fast, large enough for 9 pt
+UNCLIP_RATIO = 1.3  # tighter boxes: neighbouring lines are not merged into one
 MAX_FRAMES = 200  # pages of one TIFF
 _SENTENCE_GLUE = re.compile(r"(?<=[a-z][.;:!?,])(?=[A-Z])")  # "hand.A new": recognition lost a space
 _CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
@@ -32,7 +33,7 @@ def engine() -> Any:
 
     return RapidOCR(
         use_cls=False,  # scans are upright; the angle classifier costs time and turns some lines over
-        det_unclip_ratio=1.3,  # tighter boxes: neighbouring lines are not merged into one
+        det_unclip_ratio=UNCLIP_RATIO,
         det_limit_type="max",
         det_limit_side_len=DETECT_SIDE,
         intra_op_num_threads=1,
@@ -171,13 +172,66 @@ def _upright(boxes: list[_Box]) -> bool:
 
 
 def _read(picture: Any) -> list[_Box]:
-    result, _ = engine()(picture)
+    # the characters' positions come with every box (the keyword arguments reset the detector's
+    # thresholds to the engine's defaults, so its own are passed again)
+    result, _ = engine()(
+        picture, return_word_box=True, unclip_ratio=UNCLIP_RATIO, box_thresh=0.5, text_score=0.5
+    )
     boxes = []
-    for points, text, _score in result or []:
+    gray: Any = None
+    for points, text, _score, *chars in result or []:
         xs = [float(p[0]) for p in points]
         ys = [float(p[1]) for p in points]
-        boxes.append(_Box(str(text), min(xs), max(xs), min(ys), max(ys)))
+        box = _Box(str(text), min(xs), max(xs), min(ys), max(ys))
+        if chars and _GLUED.search(box.text):
+            if gray is None:
+                import numpy as np
+
+                gray = np.asarray(picture.convert("L"))
+            box.text = _spaced(box, chars[0], gray)
+        boxes.append(box)
     return boxes
+
+
+_GLUED = re.compile(r"[A-Za-z][,.;:!?)]?[A-Za-z]")  # Latin letters with no space between: worth a look
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+WORD_GAP = 2.2  # a blank this many times a line's usual blank between letters is a space ...
+WORD_GAP_MIN = 0.2  # ... and at least this part of the line's height
+
+
+def _spaced(box: _Box, cells: Any, gray: Any) -> str:
+    """The recognizer's text with the spaces it lost between Latin words put back. Between the
+    positions of two characters read next to each other (two Latin letters or digits, or one of
+    , . ; : ! ? ) and a letter), the widest run of the line's pixel columns with no ink is their gap;
+    one clearly wider than the line's usual gap between letters is a space. Chinese and Japanese
+    characters, and characters the recognizer spaced itself, are left as they are."""
+    text = box.text
+    if len(cells) != len(text):
+        return text
+    top, bottom = max(0, int(box.top)), min(gray.shape[0], int(box.bottom) + 1)
+    strip = gray[top:bottom, :]
+    if strip.size == 0:
+        return text
+    darkest, lightest = int(strip.min()), int(strip.max())
+    if lightest - darkest < 64:  # no contrast to tell ink from paper
+        return text
+    ink = (strip < (darkest + lightest) / 2).any(axis=0).tolist()
+    middles = [int((float(cell[0][0]) + float(cell[1][0])) / 2) for cell in cells]
+    gaps: dict[int, int] = {}
+    for index in range(len(text) - 1):
+        left, right = text[index], text[index + 1]
+        if not ((left in _ALNUM and right in _ALNUM) or (left in ",.;:!?)" and right.isalpha())):
+            continue
+        widest = run = 0
+        for x in range(max(0, middles[index]), min(len(ink), middles[index + 1] + 1)):
+            run = 0 if ink[x] else run + 1
+            widest = max(widest, run)
+        gaps[index] = widest
+    if len(gaps) < 4:
+        return text
+    usual = statistics.median(gaps.values())
+    wide = max(WORD_GAP * usual, WORD_GAP_MIN * box.height)
+    return "".join(char + (" " if gaps.get(index, 0) > wide else "") for index, char in enumerate(text))
 
 
 def image_text(path: Path) -> str:
