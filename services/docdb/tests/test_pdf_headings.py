@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lore_common.testing.pdf import pdf_bytes
 from lore_docdb.parse.convert.pdf import pdf_text
 
 # /F1 to /F4; /F4 is Helvetica whose descriptor calls it bold (a weight of 700, forced bold), as some
@@ -61,15 +62,7 @@ def write(path: Path, pages: list[list[str]]) -> Path:
             f"/Contents {4 + len(FONTS) + 2 * i} 0 R /Resources << /Font << {fonts} >> >> >>"
         )
         objects.append(f"<< /Length {len(content)} >>\nstream\n{content}\nendstream")
-    out, offsets = "%PDF-1.4\n", []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n{body}\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n"
-    out += "".join(f"{offset:010d} 00000 n \n" for offset in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
-    path.write_bytes(out.encode("latin-1"))
+    path.write_bytes(pdf_bytes(objects))
     return path
 
 

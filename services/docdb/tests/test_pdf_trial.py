@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lore_common.testing.pdf import pdf_bytes
 from lore_docdb.parse.convert.pdf import pdf_text
 
 PROSE = (
@@ -26,15 +27,7 @@ def write(path: Path, ops: list[str]) -> Path:
         "/Resources << /Font << /F1 3 0 R >> >> >>",
         f"<< /Length {len(content)} >>\nstream\n{content}\nendstream",
     ]
-    out, offsets = "%PDF-1.4\n", []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n{body}\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n"
-    out += "".join(f"{offset:010d} 00000 n \n" for offset in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
-    path.write_bytes(out.encode("latin-1"))
+    path.write_bytes(pdf_bytes(objects))
     return path
 
 

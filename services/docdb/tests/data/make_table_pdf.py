@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lore_common.testing.pdf import pdf_bytes
+
 
 def text(x: float, y: float, size: int, words: str, font: str = "F1") -> str:
     return f"BT /{font} {size} Tf 1 0 0 1 {x} {y} Tm ({words}) Tj ET"
@@ -79,15 +81,7 @@ def pdf(content: str, fonts: tuple[str, ...] = ("Helvetica",)) -> bytes:
         f"<< /Length {len(content)} >>\nstream\n{content}\nendstream",
         *(f"<< /Type /Font /Subtype /Type1 /BaseFont /{font} >>" for font in fonts[1:]),
     ]
-    out, offsets = "%PDF-1.4\n", []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n{body}\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n"
-    out += "".join(f"{offset:010d} 00000 n \n" for offset in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
-    return out.encode("latin-1")
+    return pdf_bytes(objects)
 
 
 if __name__ == "__main__":
