@@ -63,6 +63,14 @@ class EdgeStore(VectorStore):
         return await self._engine().call(op, *args)
 
     async def ping(self) -> None:
+        """The running engine answers; one not started yet is not down, and a health probe does not
+        start it: its start (seconds on a busy machine) fell inside the probe's 2 s limit and reported
+        a fresh service's store down. The first search starts it, as it would have anyway."""
+        if self._closed:
+            raise VectorStoreError("the vector store is closed (the service is shutting down)")
+        if self._worker is None or self._worker.process is None:
+            await asyncio.to_thread(self.root.stat)  # its folder is there and readable
+            return
         await self._call("dimension", "lore-ping")
 
     async def close(self) -> None:
