@@ -420,11 +420,15 @@ async def vector_store_figures(
     pg_bulk: tuple[str, int] | None = None,
     model: str = "hashing",
     pool: int = 20_000,
+    efs: tuple[int, ...] = SEARCH_EFS,
+    pg_keep: bool = False,
 ) -> dict[str, float]:
     """`size` chunks straight into the vector store (docdb's collection, payload keys and ids): load
     time, search p50/p95 at 1 and 8 clients, recall@10 against exact search, RSS, disk, restart.
     With `keep`, the embedded store is made under that folder and left there (to study its restart);
-    with `pg_bulk` (maintenance_work_mem, parallel workers), pgvector is loaded by `PgBulkLoad`."""
+    with `pg_bulk` (maintenance_work_mem, parallel workers), pgvector is loaded by `PgBulkLoad`; with
+    `pg_keep`, pgvector's table is left in place, and a table already holding `size` points is searched
+    as it is (the same points are made again for the exact answers, none is written)."""
     import numpy as np
 
     from lore_common.providers.embedders import HashingEmbedder
@@ -445,9 +449,17 @@ async def vector_store_figures(
     dim = questions.shape[1]
     kept = np.zeros((size, dim), dtype=np.float16)  # for the exact answers (float16: 768 MB at 1M)
     store = await open_vector_store(config, work, DatabaseConfig())
-    bulk = PgBulkLoad(pg_url, "kb_scale", *pg_bulk) if profile == "pgvector" and pg_url and pg_bulk else None
+    reuse = profile == "pgvector" and pg_keep and await store.count("kb_scale") == size
+    if reuse:
+        print(f"    {profile}: searching the kept table of {size:,} points", flush=True)
+    bulk = (
+        PgBulkLoad(pg_url, "kb_scale", *pg_bulk)
+        if profile == "pgvector" and pg_url and pg_bulk and not reuse
+        else None
+    )
     try:
-        await store.create("kb_scale", dim, ("dataset", "task_id", "file"))
+        if not reuse:
+            await store.create("kb_scale", dim, ("dataset", "task_id", "file"))
         if bulk is not None:
             await bulk.__aenter__()
         started = time.perf_counter()
@@ -466,7 +478,9 @@ async def vector_store_figures(
                     {"chunk_id": n, "dataset": "corpus", "file": n, "task_id": "t", "text": t[:200]}
                     for n, t in texts
                 ]
-                if bulk is not None:
+                if reuse:
+                    pass
+                elif bulk is not None:
                     await bulk.write(ids, rows, payloads)
                 else:
                     await store.upsert("kb_scale", ids, rows, payloads)
@@ -487,19 +501,19 @@ async def vector_store_figures(
             figures["index_build_s"] = round(await bulk.build_index(), 1)
             await bulk.__aexit__()
             bulk = None
-        figures["load_s"] = round(time.perf_counter() - started, 1)
-        figures["load_points_per_s"] = round(size / figures["load_s"], 1)
+        if not reuse:
+            figures["load_s"] = round(time.perf_counter() - started, 1)
+            figures["load_points_per_s"] = round(size / figures["load_s"], 1)
         unit = kept.astype(np.float32)
         unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
         # A hit counts when it scores at least the exact 10th best: among near-equal synthetic
         # paragraphs many points tie, and which of the tied ones is "the" 10th is arbitrary.
         tenths = [-np.partition(-(unit @ q), 9)[9] for q in questions]
         del unit
-        efs: tuple[int, ...] = SEARCH_EFS
         if profile == "pgvector":  # the store caps hnsw.ef_search at pgvector's maximum
             from lore_common.stores.pgvector import MAX_EF_SEARCH
 
-            efs = tuple(sorted({min(ef, MAX_EF_SEARCH) for ef in SEARCH_EFS}))
+            efs = tuple(sorted({min(ef, MAX_EF_SEARCH) for ef in efs}))
         for ef in efs:
             recalls = []
             for q, tenth in zip(questions, tenths, strict=True):
@@ -525,13 +539,13 @@ async def vector_store_figures(
             from lore_common.stores.pgvector import PgVectorStore, table_name
 
             assert isinstance(store, PgVectorStore)
-            table, pool = f'"{table_name("kb_scale")}"', store.pool
+            table, connections = f'"{table_name("kb_scale")}"', store.pool
             figures["disk_bytes_per_chunk"] = round(
-                await pool.fetchval("SELECT pg_total_relation_size($1::regclass)", table) / size
+                await connections.fetchval("SELECT pg_total_relation_size($1::regclass)", table) / size
             )
             figures["hnsw_index_mb"] = round(
                 float(
-                    await pool.fetchval(
+                    await connections.fetchval(
                         "SELECT sum(pg_relation_size(indexrelid)) FROM pg_index i JOIN pg_class c "
                         "ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
                         "WHERE indrelid = $1::regclass AND a.amname = 'hnsw'",
@@ -541,7 +555,8 @@ async def vector_store_figures(
                 / 2**20,
                 1,
             )
-            await store.drop("kb_scale")
+            if not pg_keep:
+                await store.drop("kb_scale")
     finally:
         if bulk is not None:
             await bulk.__aexit__()
@@ -601,7 +616,16 @@ def vectors_only(args: argparse.Namespace) -> None:
                 bulk = (args.pg_bulk_memory, args.pg_bulk_workers) if args.pg_bulk else None
                 figures = asyncio.run(
                     vector_store_figures(
-                        size, profile, url, args.corpus, args.keep, bulk, args.embedder, args.pool
+                        size,
+                        profile,
+                        url,
+                        args.corpus,
+                        args.keep,
+                        bulk,
+                        args.embedder,
+                        args.pool,
+                        tuple(int(ef) for ef in args.efs.split(",")),
+                        args.pg_keep,
                     )
                 )
                 vectors = args.corpus if args.embedder == "hashing" else f"{args.embedder}_pairs"
@@ -651,6 +675,17 @@ def main() -> None:
     )
     parser.add_argument("--pg-bulk-memory", default="3GB", help="maintenance_work_mem of the index build")
     parser.add_argument("--pg-bulk-workers", type=int, default=1, help="parallel workers of the index build")
+    parser.add_argument(
+        "--efs",
+        default=",".join(map(str, SEARCH_EFS)),
+        help="with --vectors-only: the ef_search values measured",
+    )
+    parser.add_argument(
+        "--pg-keep",
+        action="store_true",
+        help="with --vectors-only and LORE_TEST_PGVECTOR_URL: keep pgvector's table, and search a kept one "
+        "of the same size instead of loading it again",
+    )
     parser.add_argument("--pg-shared-buffers", help="shared_buffers of the private pgserver (e.g. 3GB)")
     args = parser.parse_args()
     if args.vectors_only:

@@ -153,7 +153,10 @@ async def test_pgvector_filters_are_columns_with_indexes_and_search_uses_hnsw(pg
             r["indexdef"].split(" USING ")[1]
             for r in await connection.fetch("SELECT indexdef FROM pg_indexes WHERE tablename = $1", table)
         }
-        assert "hnsw (embedding vector_cosine_ops)" in indexes and "btree (dataset)" in indexes
+        assert (
+            "hnsw (embedding vector_cosine_ops) WITH (m='32', ef_construction='128')" in indexes
+            and "btree (dataset)" in indexes
+        )
         await connection.execute(f'ANALYZE "{table}"')
         query = "[" + ",".join(["0.5"] * 16) + "]"
         plan = "\n".join(

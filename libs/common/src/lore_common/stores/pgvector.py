@@ -34,6 +34,11 @@ from lore_common.stores.vector import (
 # pgvector indexes at most 2,000 dimensions; a wider collection is searched exactly.
 HNSW_MAX_DIM = 2000
 MAX_EF_SEARCH = 1000
+# The graph of the embedded engine (32 links a point): pgvector's default (16, ef_construction 64)
+# stops at recall@10 0.94 at a million chunks even at its widest ef_search; this one costs about
+# twice the index build and 1.5 times its size. ef_construction 128 rather than the engine's 200
+# keeps a million-point build within an hour on two cores.
+HNSW_M, HNSW_EF_CONSTRUCTION = 32, 128
 _FIXED_COLUMNS = ("id", "embedding", "payload")
 
 
@@ -191,7 +196,8 @@ class PgVectorStore(VectorStore):
             if dim <= HNSW_MAX_DIM:
                 await connection.execute(
                     f"CREATE INDEX IF NOT EXISTS {_quote(f'lore_vec_{digest}_hnsw')} ON {table} "
-                    "USING hnsw (embedding vector_cosine_ops)"
+                    "USING hnsw (embedding vector_cosine_ops) "
+                    f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
                 )
             for n, key in enumerate(keys):
                 index = _quote(f"lore_vec_{digest}_k{n}")
