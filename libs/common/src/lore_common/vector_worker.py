@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from lore_common.workers import Inbox, Reply, Request, failed, serve
+from lore_core.heap import release_freed_memory
 
 # Points written to a shard since its last index build that start the next one.
 INDEX_AFTER = 20_000
@@ -157,6 +158,9 @@ class Shards:
         if shard is not None:
             shard.optimize()
             shard.flush()  # a short log to replay at the next start
+            # The segments an optimize merged away stay in the C heap's RSS otherwise: 60,000 points
+            # held 209 MB after their load and 120 MB after the trim.
+            release_freed_memory()
         self.written[name] = 0
 
     def upsert(self, name: str, ids: list[str], body: bytes, payloads: list[dict[str, Any]]) -> None:
