@@ -29,6 +29,7 @@ ocr_allowed = True  # whether a scanned page may load the OCR engine in this pro
 MAX_OBJECTS = 20_000  # a page drawn with more (a map, a chart) is not searched for tables
 MIN_TABLE_TEXTS = 3  # a ruled box holding fewer different texts (a banner, a title beside a logo) is no table
 PARAGRAPH_WORDS = 40  # a cell of this many words is a paragraph; a "table" mostly of them is a page's boxes
+RULED_ROWS = 3  # times a ruled table's rows that aligned text in its place must have to stand instead
 MAX_SEGMENTS = 400  # a path of more pieces is a drawing, not a table's rules
 
 MAX_FURNITURE_WORDS = 12  # a running header or footer is short; a repeated paragraph is content
@@ -867,17 +868,45 @@ def _table_rows(table: Any, chars: list[_Char]) -> list[list[object]]:
 
 
 def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], list[_Char]]:
-    """The page's ruled tables (two rows and two columns at least), top first, with where they stand,
-    and its characters with their places when it has tables. pdfplumber's table finder (snapping,
-    joining and intersecting the rules into cells) runs on the rules pdfium found; only a page with
-    two horizontal and two vertical rules loads pdfplumber."""
+    """The page's tables, top first, with where they stand, and its characters with their places when
+    it has tables: the ruled ones (`_ruled`) and those of text aligned in columns without rules
+    (`pdf_aligned`). Where both find a table in one place the ruled one stands, unless the rules
+    part only its columns (one cell per column holding every row's text), which the aligned text
+    parts into rows: the aligned text then has several times the rows."""
+    from lore_docdb.parse.convert.pdf_aligned import aligned_tables
+
     view = _view(page, textpage)
+    chars: list[_Char] = []
+    ruled = _ruled(page, textpage, raw, view, chars)
+    tables = [(box, markdown) for box, markdown, _rows in ruled]
+    for box, markdown, rows in aligned_tables(textpage, raw, view):
+        over = [k for k, (other, _m, other_rows) in enumerate(ruled) if _overlap(box, other)]
+        if any(ruled[k][2] * RULED_ROWS > rows for k in over):
+            continue
+        tables = [t for t in tables if not _overlap(t[0], box)]
+        tables.append((box, markdown))
+    if tables and not chars:
+        chars = _chars(textpage, raw, view)
+    return sorted(tables, key=lambda t: (t[0][1], t[0][0])), chars
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _ruled(
+    page: Any, textpage: Any, raw: str, view: Callable[[float, float], _Point] | None, chars: list[_Char]
+) -> list[tuple[Box, str, int]]:
+    """The page's ruled tables (two rows and two columns at least): box, Markdown and count of rows;
+    `chars` filled with the page's characters when there are any. pdfplumber's table finder
+    (snapping, joining and intersecting the rules into cells) runs on the rules pdfium found; only a
+    page with two horizontal and two vertical rules loads pdfplumber."""
     edges = _rules(page, view)
     if (
         sum(1 for e in edges if e["orientation"] == "h") < 2
         or sum(1 for e in edges if e["orientation"] == "v") < 2
     ):
-        return [], []
+        return []
     from pdfplumber.table import TableFinder
 
     left, bottom, right, top = page.get_bbox()
@@ -888,12 +917,12 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], 
     bbox = (left, -top, right, -bottom)
     finder = TableFinder(_Drawn(edges, bbox))  # type: ignore[arg-type]
     if not finder.tables:
-        return [], []
+        return []
     sides = _open_sides([table.bbox for table in finder.tables], edges)
     if sides:
         finder = TableFinder(_Drawn(edges + sides, bbox))  # type: ignore[arg-type]
-    chars = _chars(textpage, raw, view)
-    tables: list[tuple[Box, str]] = []
+    chars.extend(_chars(textpage, raw, view))
+    tables: list[tuple[Box, str, int]] = []
     for table in finder.tables:
         rows = _table_rows(table, chars)
         texts = {cell.strip() for row in rows for cell in row if isinstance(cell, str) and cell.strip()}
@@ -907,8 +936,8 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], 
             markdown = md_table(rows)
             if markdown.count("\n") >= 2:
                 box = tuple(float(v) for v in table.bbox)
-                tables.append(((box[0], box[1], box[2], box[3]), markdown))
-    return sorted(tables, key=lambda t: (t[0][1], t[0][0])), chars
+                tables.append(((box[0], box[1], box[2], box[3]), markdown, markdown.count("\n")))
+    return tables
 
 
 def _with_tables(chars: list[_Char], tables: list[tuple[Box, str]]) -> str:
