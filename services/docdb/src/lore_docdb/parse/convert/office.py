@@ -1,11 +1,22 @@
 """Word processing, presentation and article formats through docling-rs (MIT, Rust, pinned): DOCX,
 DOC, PPTX, PPT, ODT, ODP, JATS XML and AsciiDoc to Markdown with headings, lists and tables in place,
 slides in order with their notes. These formats need none of docling's models; OCR and pictures are
-turned off so nothing is fetched."""
+turned off so nothing is fetched.
+
+Word and OpenDocument files often set their headings by hand, as a short paragraph in bold or in a
+larger size, with no heading style: docling-rs reads those as `**Title**` text, and their chunks lose
+the heading path. `_with_headings` finds such paragraphs (and Word paragraphs given an outline level
+directly) and gives them a heading style before docling-rs reads the file."""
 
 from __future__ import annotations
 
+import re
+import zipfile
+from collections import Counter
+from dataclasses import dataclass, field
 from functools import cache
+from io import BytesIO
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -27,31 +38,38 @@ def _converter() -> Any:
 
 def docling_markdown(path: Path, as_suffix: str | None = None) -> str:
     """The document as Markdown, tables compacted to one line per row; a presentation's speaker notes
-    and the reviewers' comments (docling's notes layer) after the slide or paragraph they belong to.
+    and the reviewers' comments (docling's notes layer) after the slide or paragraph they belong to;
+    paragraphs that are headings only by their type (bold or larger) as headings.
     `as_suffix`: read the file as that type (an XML article saved as .txt)."""
     from docling_core.types.doc.common.content_layer import ContentLayer
+    from docling_rs import DocumentStream
 
     source: Any = str(path)
-    if as_suffix is not None:
-        from io import BytesIO
-
-        from docling_rs import DocumentStream
-
+    rewritten = _with_headings(path)
+    if rewritten is not None:
+        data, suffix = rewritten
+        source = DocumentStream(name=path.stem + suffix, stream=BytesIO(data))
+    elif as_suffix is not None:
         source = DocumentStream(name=path.stem + as_suffix, stream=BytesIO(path.read_bytes()))
     result = _converter().convert(source)
     layers = {ContentLayer.BODY, ContentLayer.NOTES}
     markdown = str(result.document.export_to_markdown(included_content_layers=layers))
+    if rewritten is None and path.suffix.lower() == ".doc":
+        markdown = bold_headings(markdown)  # a Word 97 file: only its Markdown tells what is bold
     return tidy_markdown(plain_markdown(markdown))
 
 
 PICTURE = "<!-- image -->"
+_HEADING_LINE = re.compile(r"^#{1,6} ")
+_SPACE_RUN = re.compile(r"(?<=\S)  +")  # docling pads bold and italic runs: `belief,  **text**  in`
 
 
 def plain_markdown(markdown: str) -> str:
     """docling's Markdown as the text says it: `&lt;`, `&gt;`, `&amp;` and `\\_` back to `<`, `>`, `&`
     and `_` outside tables and code (docling escapes them in paragraphs, headings and list items
     only, so `R&D` read `R&amp;D` and `x --> y` read `x --&gt; y`), its placeholder for a picture
-    left out, and a blank line before a table that follows a line of text."""
+    left out, a blank line before a table that follows a line of text, a heading's own bold
+    (`## **Scope**`) left out, and runs of spaces inside a line made one."""
     lines: list[str] = []
     fence = False
     for line in markdown.splitlines():
@@ -67,5 +85,576 @@ def plain_markdown(markdown: str) -> str:
             else:
                 line = line.replace("\\_", "_").replace("&lt;", "<").replace("&gt;", ">")
                 line = line.replace("&amp;", "&")
+                if _HEADING_LINE.match(line) and "**" in line:
+                    line = line.replace("**", " ")  # a heading's bold says nothing
+                indent = len(line) - len(line.lstrip(" "))
+                line = line[:indent] + _SPACE_RUN.sub(" ", line[indent:]).rstrip()
         lines.append(line)
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ headings set by type
+
+
+@dataclass
+class Block:
+    """One paragraph, list item or table of a document's body, in order, as far as headings go.
+    kind: `text` (a paragraph that may be a heading), `heading` (one already, `level` as docling
+    numbers them: a title 0, Heading N / outline level N is N), `content` (a list item, a table, a
+    paragraph that cannot be a heading: a caption, a table of contents entry)."""
+
+    kind: str
+    text: str = ""
+    level: int = 0
+    chars: int = 0  # letters and digits
+    bold_chars: int = 0  # of those, set in bold
+    sizes: Counter[float] = field(default_factory=Counter)  # letters and digits per type size (pt)
+    element: Any = None
+
+    def add(self, text: str, bold: bool, size: float | None) -> None:
+        letters = len(_ALNUM.findall(text))
+        self.chars += letters
+        self.bold_chars += letters if bold else 0
+        if size is not None and letters:
+            self.sizes[size] += letters
+
+    @property
+    def bold(self) -> bool:
+        """Every letter and digit bold (a colon or a space after the bold words may be plain)."""
+        return self.bold_chars > 0 and self.bold_chars >= self.chars
+
+    @property
+    def size(self) -> float | None:
+        """The smallest type size of its letters: a title is larger all through."""
+        return min(self.sizes) if self.sizes else None
+
+
+HEADING_MAX_WORDS = 12
+HEADING_MAX_CHARS = 100
+HEADING_MAX_UNSPACED = 40  # Chinese or Japanese, written without spaces
+LARGER = 1.2  # a paragraph's type this much larger than the body's sets it apart without bold
+SECTION_MIN_WORDS = 6  # what a heading must have under it (or a table or a list)
+MOST_HEADINGS = 0.5  # more of the paragraphs than this "headings": bold is the body's type
+_ALNUM = re.compile(r"[^\W_]")
+_BULLET = re.compile(r"^[\u2022\u25aa\u25cf\u25e6\u2023\u2043\u00b7\u2013\u2014*>-]\s*")
+
+
+def _heading_shape(text: str) -> bool:
+    """Short, no sentence: at most a dozen words, not ending in `.`, `,` or `;`, starting with no
+    lower-case Latin letter (the rest of a sentence) or bullet, with a letter in it."""
+    text = text.strip()
+    if not text or len(text) > HEADING_MAX_CHARS or len(text.split()) > HEADING_MAX_WORDS:
+        return False
+    if " " not in text and len(text) > HEADING_MAX_UNSPACED:
+        return False
+    if text[-1] in ".,;" or ("a" <= text[0] <= "z") or _BULLET.match(text):
+        return False
+    return any(c.isalpha() for c in text)
+
+
+def promoted(blocks: list[Block]) -> dict[int, int]:
+    """Which `text` blocks are headings set by type, and their levels (index -> level).
+
+    A paragraph is one when it is short (`_heading_shape`), all of it bold in body type or larger
+    (unless bold is the body's own type) or all of it in type a fifth larger than the body's, the
+    paragraphs beside it are not set the same way (a run of bold lines is an address or a list), and
+    the text under it, down to the next heading as prominent, has a few words or a table or list.
+    Levels follow prominence (larger type first, then bold), below the document's styled headings."""
+    texts = [b for b in blocks if b.kind == "text" and b.chars]
+    if not texts:
+        return {}
+    body_sizes: Counter[float] = Counter()
+    for block in blocks:
+        if block.kind in ("text", "content"):
+            body_sizes.update(block.sizes)
+    body = body_sizes.most_common(1)[0][0] if body_sizes else None
+    bold_share = sum(b.bold_chars for b in texts) / max(1, sum(b.chars for b in texts))
+
+    def key(block: Block) -> tuple[float, bool]:
+        return (block.size or body or 0.0, block.bold)
+
+    def candidate(block: Block) -> bool:
+        if block.kind != "text" or not _heading_shape(block.text):
+            return False
+        size = block.size
+        if body is not None and size is not None and size >= body * LARGER:
+            return True
+        return block.bold and bold_share < MOST_HEADINGS and (not body or not size or size >= body)
+
+    shown = [i for i, b in enumerate(blocks) if b.kind != "text" or b.text.strip()]
+    found = {i for i in shown if candidate(blocks[i])}
+    alike = set()
+    for before, after in pairwise(shown):
+        if before in found and after in found and key(blocks[before]) == key(blocks[after]):
+            alike |= {before, after}
+    found -= alike
+    headings = []
+    for at, i in enumerate(shown):
+        if i not in found:
+            continue
+        words, content = 0, False
+        for j in shown[at + 1 :]:
+            block = blocks[j]
+            if block.kind == "heading" or (j in found and key(block) >= key(blocks[i])):
+                break
+            if j in found:
+                continue
+            words += len(block.text.split())
+            content = content or block.kind == "content"
+        if content or words >= SECTION_MIN_WORDS:
+            headings.append(i)
+    if len(headings) > MOST_HEADINGS * len(texts):
+        return {}
+    styled = [b.level for b in blocks if b.kind == "heading"]
+    base = max(styled) + 1 if styled else 1
+    ranks = sorted({key(blocks[i]) for i in headings}, reverse=True)
+    return {i: min(9, base + ranks.index(key(blocks[i]))) for i in headings}
+
+
+_LIST_OR_TABLE = re.compile(r"^\s*(?:[-*+] |\d+[.)] |\|)")
+
+
+def bold_headings(markdown: str) -> str:
+    """Markdown whose paragraphs set wholly in bold (`**Scope**`) are headings where `promoted` finds
+    them so, for a file read without its formatting (a Word 97 `.doc`): one level below the
+    Markdown's deepest heading."""
+    parts = re.split(r"(\n\s*\n)", markdown)
+    blocks: list[Block] = []
+    for index in range(0, len(parts), 2):
+        part = parts[index].strip()
+        if part.startswith("#"):
+            level = len(part) - len(part.lstrip("#")) - 1
+            blocks.append(Block("heading", part.lstrip("#").strip(), level=level, element=index))
+        elif _LIST_OR_TABLE.match(part) or part.startswith("```"):
+            blocks.append(Block("content", part, element=index))
+        else:
+            block = Block("text", element=index)
+            pieces = part.split("**")
+            if "\n" in part:
+                pieces = [part]  # a line break: more than one line is no heading
+            for n, piece in enumerate(pieces):
+                block.add(piece, n % 2 == 1, None)
+            block.text = " ".join(part.replace("**", " ").split())
+            blocks.append(block)
+    levels = promoted(blocks)
+    for i, level in levels.items():
+        parts[blocks[i].element] = "#" * (level + 1) + " " + blocks[i].text.strip("* ")
+    return "".join(parts)
+
+
+def _with_headings(path: Path) -> tuple[bytes, str] | None:
+    """The DOCX or ODT file (told by its content) with its headings set by type given heading
+    styles, and the suffix to read it as; None when it has none or is another kind of file."""
+    try:
+        with path.open("rb") as handle:
+            if handle.read(4) != b"PK\x03\x04":
+                return None
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+            if "word/document.xml" in names:
+                return _docx_with_headings(archive)
+            if "content.xml" in names and b"opendocument.text" in _read(archive, "mimetype"):
+                return _odt_with_headings(archive)
+    except Exception:
+        return None  # encrypted, truncated, not XML: docling-rs reads it as it is, or says why
+    return None
+
+
+def _read(archive: zipfile.ZipFile, name: str) -> bytes:
+    try:
+        return archive.read(name)
+    except KeyError:
+        return b""
+
+
+def _xml(data: bytes) -> Any:
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True)
+    return etree.fromstring(data, parser)
+
+
+def _replaced(archive: zipfile.ZipFile, part: str, data: bytes) -> bytes:
+    """The archive again with `part` replaced, entries in their order (an ODT's `mimetype` first
+    and stored, as readers expect)."""
+    out = BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as target:
+        for info in archive.infolist():
+            body = data if info.filename == part else archive.read(info)
+            kind = zipfile.ZIP_STORED if info.filename == "mimetype" else zipfile.ZIP_DEFLATED
+            target.writestr(info.filename, body, compress_type=kind)
+    return out.getvalue()
+
+
+# ---- Word
+
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_HEADING_NAME = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
+_NOT_HEADINGS = ("toc", "caption", "header", "footer", "footnote", "endnote", "list", "quote")
+_OFF = ("0", "false", "off", "none")
+
+
+def _on(element: Any) -> bool | None:
+    """A Word toggle (`<w:b/>`, `<w:b w:val="0"/>`): None when not set."""
+    if element is None:
+        return None
+    return element.get(W + "val", "true").lower() not in _OFF
+
+
+def _half_points(element: Any) -> float | None:
+    try:
+        return None if element is None else float(element.get(W + "val")) / 2
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass
+class _WordStyle:
+    name: str = ""
+    based_on: str | None = None
+    bold: bool | None = None
+    size: float | None = None
+    numbered: bool = False
+    outline: int | None = None
+
+
+def _word_styles(root: Any) -> tuple[dict[str, _WordStyle], _WordStyle, str | None]:
+    """Styles by id, the document defaults, and the default paragraph style's id."""
+    styles: dict[str, _WordStyle] = {}
+    default_paragraph = None
+    defaults = _WordStyle()
+    if root is None:
+        return styles, defaults, None
+    run_defaults = root.find(f"{W}docDefaults/{W}rPrDefault/{W}rPr")
+    if run_defaults is not None:
+        defaults.bold = _on(run_defaults.find(W + "b"))
+        defaults.size = _half_points(run_defaults.find(W + "sz"))
+    for element in root.iter(W + "style"):
+        style_id = element.get(W + "styleId")
+        if not style_id:
+            continue
+        name = element.find(W + "name")
+        based = element.find(W + "basedOn")
+        style = _WordStyle(
+            name="" if name is None else name.get(W + "val", ""),
+            based_on=None if based is None else based.get(W + "val"),
+        )
+        run = element.find(W + "rPr")
+        if run is not None:
+            style.bold = _on(run.find(W + "b"))
+            style.size = _half_points(run.find(W + "sz"))
+        paragraph = element.find(W + "pPr")
+        if paragraph is not None:
+            number = paragraph.find(f"{W}numPr/{W}numId")
+            style.numbered = number is not None and number.get(W + "val") != "0"
+            outline = paragraph.find(W + "outlineLvl")
+            if outline is not None and (outline.get(W + "val") or "").isdigit():
+                style.outline = int(outline.get(W + "val"))
+        styles[style_id] = style
+        if element.get(W + "type") == "paragraph" and element.get(W + "default") in ("1", "true"):
+            default_paragraph = style_id
+    return styles, defaults, default_paragraph
+
+
+def _chain(styles: dict[str, _WordStyle], style_id: str | None) -> list[_WordStyle]:
+    """A style and those it is based on, nearest first."""
+    chain: list[_WordStyle] = []
+    seen: set[str] = set()
+    while style_id and style_id in styles and style_id not in seen:
+        seen.add(style_id)
+        chain.append(styles[style_id])
+        style_id = styles[style_id].based_on
+    return chain
+
+
+def _first(values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def _word_blocks(document: Any, styles_root: Any) -> list[Block]:
+    """The body's paragraphs and tables in order, with each paragraph's bold letters and type sizes
+    (direct formatting over character style over paragraph style over the document's defaults)."""
+    styles, defaults, default_paragraph = _word_styles(styles_root)
+    blocks: list[Block] = []
+    body = document.find(W + "body")
+    if body is None:
+        return blocks
+
+    def walk(parent: Any) -> None:
+        for child in parent:
+            tag = child.tag
+            if tag == W + "p":
+                blocks.append(paragraph(child))
+            elif tag == W + "tbl":
+                blocks.append(Block("content", element=child))
+            elif tag in (W + "sdt", W + "sdtContent", W + "customXml", W + "ins", W + "moveTo"):
+                walk(child)
+
+    def paragraph(element: Any) -> Block:
+        properties = element.find(W + "pPr")
+        style_id = default_paragraph
+        direct_outline = None
+        numbered = False
+        framed = False
+        if properties is not None:
+            named = properties.find(W + "pStyle")
+            if named is not None:
+                style_id = named.get(W + "val")
+            number = properties.find(f"{W}numPr/{W}numId")
+            numbered = number is not None and number.get(W + "val") != "0"
+            outline = properties.find(W + "outlineLvl")
+            if outline is not None and (outline.get(W + "val") or "").isdigit():
+                direct_outline = int(outline.get(W + "val"))
+            framed = properties.find(W + "framePr") is not None
+        chain = _chain(styles, style_id)
+        names = [s.name.lower() for s in chain] + [(style_id or "").lower()]
+        style_level = _first(s.outline for s in chain)
+        text_parts: list[str] = []
+        block = Block("text", element=element)
+        for run in element.iterfind(f".//{W}r"):
+            if _inside_box(run, element):
+                continue
+            run_text = "".join(
+                node.text or " " if node.tag == W + "t" else " "
+                for node in run
+                if node.tag in (W + "t", W + "tab", W + "br")
+            )
+            if not run_text:
+                continue
+            text_parts.append(run_text)
+            props = run.find(W + "rPr")
+            if props is not None and _on(props.find(W + "vanish")):
+                continue
+            char_chain: list[_WordStyle] = []
+            if props is not None and props.find(W + "rStyle") is not None:
+                char_chain = _chain(styles, props.find(W + "rStyle").get(W + "val"))
+            bold = _first(
+                [
+                    None if props is None else _on(props.find(W + "b")),
+                    *(s.bold for s in char_chain),
+                    *(s.bold for s in chain),
+                    defaults.bold,
+                ]
+            )
+            size = _first(
+                [
+                    None if props is None else _half_points(props.find(W + "sz")),
+                    *(s.size for s in char_chain),
+                    *(s.size for s in chain),
+                    defaults.size,
+                    10.0,
+                ]
+            )
+            block.add(run_text, bool(bold), size)
+        block.text = " ".join("".join(text_parts).split())
+        heading = next((m for n in names if (m := _HEADING_NAME.match(n))), None)
+        if heading:
+            return Block("heading", block.text, level=int(heading.group(1)), element=element)
+        if style_level is not None and style_level < 9:
+            return Block("heading", block.text, level=style_level + 1, element=element)
+        if any(n in ("title", "subtitle") for n in names):
+            return Block("heading", block.text, level=0, element=element)
+        if any("heading" in n for n in names):  # `toa heading`: docling-rs reads it as one
+            return Block("heading", block.text, level=1, element=element)
+        if direct_outline is not None and direct_outline < 9 and block.text:
+            # an outline level set on the paragraph itself, which docling-rs does not read
+            return Block("outline", block.text, level=direct_outline + 1, element=element)
+        listed = numbered or any(s.numbered for s in chain)
+        if listed or framed or any(n.startswith(_NOT_HEADINGS) for n in names):
+            block.kind = "content"  # a list item, a frame, a caption, a contents entry
+        return block
+
+    walk(body)
+    return blocks
+
+
+def _inside_box(node: Any, paragraph: Any) -> bool:
+    """The run is in a text box or a shape inside the paragraph, not in its own text."""
+    parent = node.getparent()
+    while parent is not None and parent is not paragraph:
+        if parent.tag in (W + "txbxContent", W + "del"):
+            return True
+        parent = parent.getparent()
+    return False
+
+
+def _docx_with_headings(archive: zipfile.ZipFile) -> tuple[bytes, str] | None:
+    document = _xml(archive.read("word/document.xml"))
+    styles_data = _read(archive, "word/styles.xml")
+    blocks = _word_blocks(document, _xml(styles_data) if styles_data else None)
+    levels = promoted(blocks)
+    levels.update({i: b.level for i, b in enumerate(blocks) if b.kind == "outline"})
+    if not levels:
+        return None
+    from lxml import etree
+
+    for i, level in levels.items():
+        element = blocks[i].element
+        properties = element.find(W + "pPr")
+        if properties is None:
+            properties = etree.SubElement(element, W + "pPr")
+            element.insert(0, properties)
+        named = properties.find(W + "pStyle")
+        if named is None:
+            named = etree.Element(W + "pStyle")
+            properties.insert(0, named)
+        # an id no style has: docling-rs reads the level from it, and no numbering comes with it
+        named.set(W + "val", f"heading {level}")
+    data = etree.tostring(document, xml_declaration=True, encoding="UTF-8", standalone=True)
+    return _replaced(archive, "word/document.xml", data), ".docx"
+
+
+# ---- OpenDocument text
+
+TEXT_NS = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+STYLE_NS = "urn:oasis:names:tc:opendocument:xmlns:style:1.0"
+FO_NS = "urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0"
+OFFICE_NS = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+TABLE_NS = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
+T = "{" + TEXT_NS + "}"
+S = "{" + STYLE_NS + "}"
+_SIZE = re.compile(r"^([\d.]+)(pt|%|cm|mm|in|px)?$")
+_UNIT_PT = {"pt": 1.0, "cm": 72 / 2.54, "mm": 72 / 25.4, "in": 72.0, "px": 0.75}
+_SKIPPED_IN_TEXT = {T + "note", T + "tracked-changes", "{" + OFFICE_NS + "}annotation"}
+_DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
+
+
+@dataclass
+class _OdfStyle:
+    name: str = ""
+    parent: str | None = None
+    bold: bool | None = None
+    size: str | None = None
+    outline: bool = False
+    listed: bool = False
+
+
+def _odf_styles(*roots: Any) -> tuple[dict[tuple[str, str], _OdfStyle], dict[str, _OdfStyle]]:
+    """Paragraph and text styles by (family, name), and the default style per family."""
+    styles: dict[tuple[str, str], _OdfStyle] = {}
+    defaults: dict[str, _OdfStyle] = {}
+    for root in roots:
+        if root is None:
+            continue
+        for element in root.iter(S + "style", S + "default-style"):
+            family = element.get(S + "family", "")
+            style = _OdfStyle(
+                name=(element.get(S + "display-name") or element.get(S + "name") or ""),
+                parent=element.get(S + "parent-style-name"),
+                outline=bool(element.get(S + "default-outline-level")),
+                listed=bool(element.get(S + "list-style-name")),
+            )
+            props = element.find(S + "text-properties")
+            if props is not None:
+                weight = props.get("{" + FO_NS + "}font-weight")
+                if weight is not None:
+                    style.bold = weight == "bold" or (weight.isdigit() and int(weight) >= 600)
+                style.size = props.get("{" + FO_NS + "}font-size")
+            if element.tag == S + "default-style":
+                defaults[family] = style
+            elif element.get(S + "name"):
+                styles[(family, element.get(S + "name"))] = style
+    return styles, defaults
+
+
+def _odt_blocks(content: Any, styles_root: Any) -> list[Block]:
+    styles, defaults = _odf_styles(styles_root, content)
+
+    def chain(family: str, name: str | None) -> list[_OdfStyle]:
+        found: list[_OdfStyle] = []
+        seen: set[str] = set()
+        while name and (family, name) in styles and name not in seen:
+            seen.add(name)
+            found.append(styles[(family, name)])
+            name = styles[(family, name)].parent
+        if family in defaults:
+            found.append(defaults[family])
+        return found
+
+    def size_of(styles_chain: list[_OdfStyle]) -> float:
+        """The type size in points; a percentage is of the size of the style it is based on."""
+        scale = 1.0
+        for style in styles_chain:
+            match = _SIZE.match(style.size or "")
+            if not match:
+                continue
+            value, unit = float(match.group(1)), match.group(2) or "pt"
+            if unit == "%":
+                scale *= value / 100
+                continue
+            return value * _UNIT_PT[unit] * scale
+        return 12.0 * scale  # OpenDocument's default
+
+    blocks: list[Block] = []
+
+    def paragraph(element: Any) -> Block:
+        paragraph_chain = chain("paragraph", element.get(T + "style-name"))
+        names = [s.name.lower() for s in paragraph_chain]
+        block = Block("text", element=element)
+        parts: list[str] = []
+
+        def segments(node: Any, span_chain: list[_OdfStyle]) -> None:
+            if node.text:
+                add(node.text, span_chain)
+            for child in node:
+                if child.tag in _SKIPPED_IN_TEXT or child.tag.startswith(_DRAW):
+                    pass
+                elif child.tag == T + "span":
+                    segments(child, chain("text", child.get(T + "style-name")) + span_chain)
+                elif child.tag in (T + "s", T + "tab", T + "line-break"):
+                    add(" ", span_chain)
+                else:
+                    segments(child, span_chain)
+                if child.tail:
+                    add(child.tail, span_chain)
+
+        def add(text: str, span_chain: list[_OdfStyle]) -> None:
+            parts.append(text)
+            full = [s for s in span_chain if s not in paragraph_chain] + paragraph_chain
+            block.add(text, bool(_first(s.bold for s in full)), round(size_of(full), 1))
+
+        segments(element, [])
+        block.text = " ".join("".join(parts).split())
+        if any(n in ("title", "subtitle") or "heading" in n for n in names) or any(
+            s.outline for s in paragraph_chain
+        ):
+            block.kind = "heading"  # docling-rs reads these styles as headings
+            block.level = 0 if names and names[0] == "title" else 1
+        elif any(s.listed for s in paragraph_chain) or any(n.startswith(_NOT_HEADINGS) for n in names):
+            block.kind = "content"
+        return block
+
+    def walk(parent: Any) -> None:
+        for child in parent:
+            if child.tag == T + "p":
+                blocks.append(paragraph(child))
+            elif child.tag == T + "h":
+                level = child.get(T + "outline-level", "1")
+                text = " ".join("".join(child.itertext()).split())
+                blocks.append(Block("heading", text, int(level) if level.isdigit() else 1))
+            elif child.tag in (T + "section", "{" + OFFICE_NS + "}text"):
+                walk(child)
+            elif child.tag in (T + "list", "{" + TABLE_NS + "}table"):
+                blocks.append(Block("content", element=child))
+
+    for text in content.iter("{" + OFFICE_NS + "}text"):
+        walk(text)
+        break
+    return blocks
+
+
+def _odt_with_headings(archive: zipfile.ZipFile) -> tuple[bytes, str] | None:
+    content = _xml(archive.read("content.xml"))
+    styles_data = _read(archive, "styles.xml")
+    blocks = _odt_blocks(content, _xml(styles_data) if styles_data else None)
+    levels = promoted(blocks)
+    if not levels:
+        return None
+    from lxml import etree
+
+    for i, level in levels.items():
+        element = blocks[i].element
+        element.tag = T + "h"
+        element.set(T + "outline-level", str(level))
+    data = etree.tostring(content, xml_declaration=True, encoding="UTF-8")
+    return _replaced(archive, "content.xml", data), ".odt"
