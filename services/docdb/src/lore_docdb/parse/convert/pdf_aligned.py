@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 Box = tuple[float, float, float, float]  # left, top, right, bottom; top is -y, as in pdf.py
@@ -30,11 +31,24 @@ LONG_CELL = 9  # words: a cell this long is a sentence
 MAX_LONG_SHARE = 0.25  # of a table's filled cells that may be that long
 MAX_HEADER_LINES = 4  # lines of a header set over several lines, merged into one row
 SPANNING_PROSE = 5  # words: a line at a table's top or foot with a cell this long across a gutter is text
+SENTENCE_WORDS = 3  # words of a cell at a table's top that ends a sentence or goes on one: a paragraph's
+TITLE_SIZE = 1.15  # times the type of a table's rows: a line at its top in larger type is a title over it
+EDGE_LOOK = 3  # lines at a table's top and foot looked at for a title or a paragraph's last line
+MIN_FILL = 0.4  # of a table's places that hold text at least: sparser, it is labels in a figure
+MAX_LETTERS = 0.3  # of a table's filled cells that may be a lone letter (a figure's text set on end)
+MAX_BULLETED = 0.5  # of a table's filled cells that may open with a bullet: more, lists set side by side
+MAX_FLOWING = 0.4  # of a table's cells under another that may open in lower case, as a sentence goes on
+SUPERSCRIPT = 0.8  # times the type of a table's rows: a line this small is footnote marks over text
+MAX_SUPERSCRIPT = 0.25  # of a table's lines that may be such marks (an author block's affiliations)
+GOES_ON = 3.0  # line heights over or under a table in which a page's column of text goes on
 PROSE_CHARS = 20  # a column at a table's side whose cells hold this many characters on average is text
 PROSE_FILL = 0.7  # of the rows, filled by such a column: a page's other column of text beside a table
 
 _LEADER = re.compile(r"\s*(?:\.\s*){4,}|\s*(?:…\s*){2,}|\s*_{4,}\s*")
 _MARKER = re.compile(r"[•▪◦●○■□◆◇►▶✓✔\-–—*·]|\(?[0-9]{1,2}[.)]|\(?[a-zA-Z][.)]|\(?[ivxIVX]{1,4}[.)]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # a glyph without a Unicode map (a box to tick)
+_CAPTION = re.compile(r"(?:Table|TABLE|Tab\.)\s*[\dIVXA-Z]")
+_BULLETED = re.compile(r"(?:[•▪◦●○■□◆◇►▶✓✔*·]|\d{1,2}[.)]|[a-z][.)])\s")
 _EQUATION_NUMBER = re.compile(r"\(\d{1,3}[a-z]?\)")
 _PAGE_NUMBER = re.compile(r"\d{1,4}|[ivxlc]{1,6}", re.IGNORECASE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -76,7 +90,11 @@ def _glyphs(
     if len(raw) != count:
         return glyphs
     for index, char in enumerate(raw):
-        if char.isspace() or not pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, index, box):
+        if (
+            char.isspace()
+            or _CONTROL.match(char)
+            or not pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, index, box)
+        ):
             continue
         x0, x1, y0, y1 = box.left, box.right, box.bottom, box.top
         if view is not None:
@@ -207,27 +225,54 @@ def _size(text: str) -> int:
     return max(len(text.split()), len(_CJK.findall(text)) // 2)
 
 
-def _trimmed(block: list[_Line], cuts: list[float]) -> tuple[list[_Line], list[float]]:
-    """The block without what reads as text beside or over the table: lines at its top or foot with a
-    sentence across a gutter (the last line of a paragraph over it), and a column at either side of
-    long cells in most rows (the other column of a page set in two)."""
+def _trimmed(block: list[_Line], cuts: list[float], page: list[_Line]) -> tuple[list[_Line], list[float]]:
+    """The block without what reads as text beside or over the table: lines at its top or foot in
+    larger type (a title) or with a sentence across a gutter (the last line of a paragraph over it),
+    and a column at either side of long cells in most rows whose text goes on over or under the
+    block (the other column of a page set in two; a table's column of descriptions ends with it)."""
 
-    def spans_prose(line: _Line) -> bool:
+    body = statistics.median(line.height for line in block)
+
+    def text_line(line: _Line) -> bool:
+        return (
+            line.height > TITLE_SIZE * body
+            or bool(_CAPTION.match(line.cells[0].text))
+            or any(
+                _size(cell.text) >= SPANNING_PROSE and any(cell.x0 < cut < cell.x1 for cut in cuts)
+                for cell in line.cells
+            )
+        )
+
+    def sentence_end(line: _Line) -> bool:  # the last line of a paragraph over the table
         return any(
-            _size(cell.text) >= SPANNING_PROSE and any(cell.x0 < cut < cell.x1 for cut in cuts)
+            _size(cell.text) >= SENTENCE_WORDS and (cell.text[-1] in ".?!" or cell.text[0].islower())
             for cell in line.cells
         )
 
-    while block and spans_prose(block[0]):
-        block = block[1:]
-    while block and spans_prose(block[-1]):
-        block = block[:-1]
+    top = [i for i, line in enumerate(block[:EDGE_LOOK]) if text_line(line) or sentence_end(line)]
+    block = block[top[-1] + 1 :] if top else block
+    foot = [i for i, line in enumerate(block[-EDGE_LOOK:]) if text_line(line)]
+    block = block[: len(block) - EDGE_LOOK + foot[0]] if foot and len(block) >= EDGE_LOOK else block
+
+    def goes_on(side: int, cut: float) -> bool:
+        top, bottom, reach = block[0].top, block[-1].bottom, GOES_ON * body
+        return any(
+            (cell.x0 - cut) * side > 0 and len(cell.text) >= PROSE_CHARS
+            for line in page
+            if top - reach <= line.bottom <= top or bottom <= line.top <= bottom + reach
+            for cell in line.cells
+        )
+
     changed = True
     while changed and cuts and block:
         changed = False
         for side, cut in ((1, cuts[-1]), (-1, cuts[0])):
             texts = [c.text for line in block for c in line.cells if (c.x0 - cut) * side > 0]
-            if len(texts) >= PROSE_FILL * len(block) and statistics.fmean(map(len, texts)) >= PROSE_CHARS:
+            if (
+                len(texts) >= PROSE_FILL * len(block)
+                and statistics.fmean(map(len, texts)) >= PROSE_CHARS
+                and goes_on(side, cut)
+            ):
                 kept = [
                     _Line(line.top, line.bottom, line.height, cells, line.leaders)
                     for line in block
@@ -246,14 +291,20 @@ def _numeric(text: str) -> bool:
 
 def _merged(rows: list[list[str]]) -> list[list[str]]:
     """The rows with a header set over several lines as one row (the lines above the first row of
-    figures, in a table of figures), and a label wrapped over two lines joined to its figures."""
+    figures, in a table of figures), a label wrapped over two lines joined to its figures, and the
+    lines of cells wrapped over several joined to their row."""
 
-    def figures(row: list[str]) -> bool:
+    def figures(row: list[str]) -> bool:  # a row of figures after its label
         filled = [c for c in row[1:] if c]
         return bool(filled) and sum(_numeric(c) for c in filled) * 2 >= len(filled)
 
     first = next((i for i, row in enumerate(rows) if figures(row)), None)
-    if first is not None and 1 < first <= MAX_HEADER_LINES and sum(figures(r) for r in rows) >= MIN_ROWS:
+    if (
+        first is not None
+        and 1 < first <= MAX_HEADER_LINES
+        and sum(figures(r) for r in rows) >= MIN_ROWS
+        and not any(_numeric(c) for r in rows[:first] for c in r if c)
+    ):
         header = [" ".join(r[j] for r in rows[:first] if r[j]) for j in range(len(rows[0]))]
         rows = [header, *rows[first:]]
     out: list[list[str]] = []
@@ -264,9 +315,23 @@ def _merged(rows: list[list[str]]) -> list[list[str]]:
             out[-1] = [f"{previous[0]} {row[0]}", *row[1:]]
         elif previous is not None and continues and not any(row[1:]):  # figures on the label's first line
             out[-1] = [f"{previous[0]} {row[0]}", *previous[1:]]
+        elif previous is not None and _goes_on(previous, row):
+            out[-1] = [f"{above} {cell}".strip() for above, cell in zip(previous, row, strict=True)]
         else:
             out.append(row)
     return out
+
+
+def _goes_on(above: list[str], row: list[str]) -> bool:
+    """Whether a line goes on the text of the row above (cells wrapped over several lines): its first
+    column empty, and each of its cells words in lower case under words of the row above."""
+    cells = [(j, cell) for j, cell in enumerate(row) if cell]
+    return (
+        not row[0]
+        and bool(cells)
+        and all(not cell[0].isupper() and not _numeric(cell) for _j, cell in cells)
+        and all(above[j] and not _numeric(above[j]) for j, _cell in cells)
+    )
 
 
 def _is_table(rows: list[list[str]], block: list[_Line]) -> bool:
@@ -280,18 +345,49 @@ def _is_table(rows: list[list[str]], block: list[_Line]) -> bool:
         sizes
     ):
         return False
+    if len(filled) < MIN_FILL * columns * len(rows):
+        return False
+    if sum(len(c) == 1 and c.isalpha() for c in filled) > MAX_LETTERS * len(filled):
+        return False
+    if sum(bool(_BULLETED.match(c)) for c in filled) > MAX_BULLETED * len(filled):
+        return False
     by_column = [[row[j] for row in rows if row[j]] for j in range(columns)]
     if all(_MARKER.fullmatch(c) for c in by_column[0]):  # bullets or numbers beside text: a list
         return False
     last = by_column[-1]
     if last and all(_EQUATION_NUMBER.fullmatch(c) for c in last):
         return False
-    filled_columns = [c for c in by_column if c]
-    if len(filled_columns) == 2 and all(_PAGE_NUMBER.fullmatch(c) for c in filled_columns[-1]):
-        leaders = sum(line.leaders for line in block)
-        if 2 * leaders >= len(block) or not any(_numeric(c) for c in filled_columns[0]):
-            return False  # a contents page: titles and their page numbers
-    return True
+    if _contents(by_column) or _flowing(rows) > MAX_FLOWING:
+        return False
+    body = statistics.median(line.height for line in block)
+    return sum(line.height < SUPERSCRIPT * body for line in block) <= MAX_SUPERSCRIPT * len(block)
+
+
+def _contents(by_column: list[list[str]]) -> bool:
+    """Whether the columns are a contents page's: a column of page numbers that only grow, right of a
+    column of titles (a column of years or counts first in a table has no titles left of it)."""
+    for j in range(1, len(by_column)):
+        numbers = by_column[j]
+        if (
+            len(numbers) >= MIN_ROWS
+            and all(_PAGE_NUMBER.fullmatch(c) and c.isdigit() for c in numbers)
+            and all(int(a) <= int(b) for a, b in pairwise(numbers))
+            and sum(not _numeric(c) for c in by_column[j - 1]) * 2 > len(by_column[j - 1])
+        ):
+            return True
+    return False
+
+
+def _flowing(rows: list[list[str]]) -> float:
+    """The share of cells under the first row that go on a sentence from the cell above (they open in
+    lower case): columns of prose set side by side, not a table's cells."""
+    below = [
+        cell
+        for above, row in pairwise(rows)
+        for j, cell in enumerate(row)
+        if cell and above[j] and cell[0].isalpha()
+    ]
+    return sum(c[0].islower() for c in below) / len(below) if below else 0.0
 
 
 def aligned_tables(
@@ -301,8 +397,9 @@ def aligned_tables(
     from lore_docdb.parse.convert.common import md_table
 
     tables: list[tuple[Box, str, int]] = []
-    for block in _blocks(_lines(_glyphs(textpage, raw, view))):
-        block, cuts = _trimmed(block, _gutters(block))
+    lines = _lines(_glyphs(textpage, raw, view))
+    for block in _blocks(lines):
+        block, cuts = _trimmed(block, _gutters(block), lines)
         if not cuts or len(block) < MIN_ROWS:
             continue
         rows = _merged(_rows(block, cuts))

@@ -1,0 +1,123 @@
+"""PDF tables drawn without ruling lines (#40): columns of text aligned down the page, with at most a
+few horizontal rules (a paper's "booktabs" table), or rules between the columns only, come out as
+Markdown rows whose cells stay together; the prose, list, contents and equations around them stay
+text. The PDFs are written here with hand-written operators; each table's cells are drawn a column
+at a time, as some producers do, so that the text's own order parts a row's cells."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lore_common.testing.pdf import pdf_bytes
+from lore_docdb.parse.convert.pdf import pdf_text
+
+HEADER = ["Region", "Sales", "Margin", "Staff"]
+ROWS = [
+    ["North", "12,400", "8.5", "41"],
+    ["South", "9,870", "7.2", "35"],
+    ["East", "15,020", "9.1", "52"],
+    ["West", "6,310", "5.4", "18"],
+]
+COLUMNS = [72, 170, 250, 330]
+PROSE = (
+    "The harbour board met on the first Monday of the month and heard the reports of the pilots",
+    "the lock keepers and the harbour master on the state of the channel and the quays before",
+    "it turned to the accounts of the year and the repairs to the north breakwater in full.",
+)
+
+
+def write(path: Path, ops: list[str]) -> Path:
+    """A one-page PDF of these content operators, /F1 Helvetica."""
+    content = "\n".join(ops)
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R "
+        "/Resources << /Font << /F1 3 0 R >> >> >>",
+        f"<< /Length {len(content)} >>\nstream\n{content}\nendstream",
+    ]
+    path.write_bytes(pdf_bytes(objects))
+    return path
+
+
+def text(x: float, y: float, words: str, size: float = 10) -> str:
+    return f"BT /F1 {size} Tf 1 0 0 1 {x} {y} Tm ({words}) Tj ET"
+
+
+def rule(x0: float, y0: float, x1: float, y1: float) -> str:
+    return f"0.5 w {x0} {y0} m {x1} {y1} l S"
+
+
+def table(top: float, header: list[str] = HEADER, rows: list[list[str]] = ROWS) -> list[str]:
+    """The table's cells a column at a time, top down, 16 points a row."""
+    ops = []
+    for j, x in enumerate(COLUMNS):
+        for i, row in enumerate([header, *rows]):
+            ops.append(text(x, top - 16 * i, row[j]))
+    return ops
+
+
+def cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def test_booktabs_table_keeps_each_row_with_its_header(tmp_path: Path) -> None:
+    top = 600
+    pdf = write(
+        tmp_path / "booktabs.pdf",
+        [
+            *(text(72, 700 - 14 * i, line) for i, line in enumerate(PROSE)),
+            rule(70, top + 14, 400, top + 14),  # top, middle and bottom rules, no vertical ones
+            rule(70, top - 5, 400, top - 5),
+            rule(70, top - 16 * len(ROWS) - 5, 400, top - 16 * len(ROWS) - 5),
+            *table(top),
+            text(72, 480, "Sales are in thousands of euros for the year to the end of March."),
+        ],
+    )
+    lines = pdf_text(pdf).splitlines()
+    rows = [cells(line) for line in lines if line.startswith("|") and "---" not in line]
+    assert rows == [HEADER, *ROWS]
+    assert any(line.startswith("The harbour board met") for line in lines)  # the prose stays prose
+    assert "Sales are in thousands of euros for the year to the end of March." in lines
+
+
+def test_table_ruled_between_columns_only_reads_by_rows(tmp_path: Path) -> None:
+    """Rules between the columns, over and under the table and under its header, none between the
+    body's rows: the ruled grid has one cell per column holding every row's text (a census table's
+    way); the aligned text parts it into rows."""
+    body = ROWS + [[f"{name} {k}", "1,000", "1.0", str(k)] for k in range(1, 5) for name in ["Isles"]]
+    top, bottom = 600 + 14, 600 - 16 * len(body) - 5
+    pdf = write(
+        tmp_path / "columns.pdf",
+        [
+            rule(66, top, 400, top),
+            rule(66, 600 - 5, 400, 600 - 5),
+            rule(66, bottom, 400, bottom),
+            *(rule(x - 6, top, x - 6, bottom) for x in [*COLUMNS, 406]),
+            *table(600, rows=body),
+        ],
+    )
+    rows = [cells(line) for line in pdf_text(pdf).splitlines() if line.startswith("|") and "---" not in line]
+    assert rows == [HEADER, *body]
+
+
+def test_prose_lists_contents_and_equations_stay_text_beside_a_table(tmp_path: Path) -> None:
+    """Only the table becomes rows: a page set in two columns of prose, a bulleted list, a contents
+    page's titles and page numbers, and numbered equations are no tables."""
+    ops = []
+    for i in range(6):  # two columns of prose side by side
+        ops.append(text(72, 760 - 12 * i, PROSE[i % 3][:44]))
+        ops.append(text(320, 760 - 12 * i, PROSE[(i + 1) % 3][:44]))
+    for i, item in enumerate(["first the pilots reported", "then the keepers spoke", "and the master last"]):
+        ops += [text(72, 670 - 14 * i, "-"), text(90, 670 - 14 * i, item)]
+    for i, (title, page) in enumerate([("Introduction", "1"), ("The channel", "4"), ("The quays", "9")]):
+        ops += [text(72, 610 - 14 * i, title), text(400, 610 - 14 * i, page)]
+    for i, equation in enumerate(["x = a + b", "y = x * x", "z = y - a"]):
+        ops += [text(200, 550 - 16 * i, equation), text(480, 550 - 16 * i, f"({i + 1})")]
+    ops += table(460)
+    output = pdf_text(write(tmp_path / "mixed.pdf", ops))
+    rows = [cells(line) for line in output.splitlines() if line.startswith("|") and "---" not in line]
+    assert rows == [HEADER, *ROWS]
+    for kept in ("first the pilots reported", "Introduction", "x = a + b", PROSE[0][:44]):
+        assert any(line.strip().endswith(kept) or kept in line for line in output.splitlines()), kept
