@@ -30,6 +30,7 @@ MAX_OBJECTS = 20_000  # a page drawn with more (a map, a chart) is not searched 
 MIN_TABLE_TEXTS = 3  # a ruled box holding fewer different texts (a banner, a title beside a logo) is no table
 PARAGRAPH_WORDS = 40  # a cell of this many words is a paragraph; a "table" mostly of them is a page's boxes
 RULED_ROWS = 3  # times a ruled table's rows that aligned text in its place must have to stand instead
+EXTRA_COLUMN = 20.0  # points: aligned text this far beyond a ruled table's side has a column it lacks
 MAX_SEGMENTS = 400  # a path of more pieces is a drawing, not a table's rules
 
 MAX_FURNITURE_WORDS = 12  # a running header or footer is short; a repeated paragraph is content
@@ -872,7 +873,8 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], 
     it has tables: the ruled ones (`_ruled`) and those of text aligned in columns without rules
     (`pdf_aligned`). Where both find a table in one place the ruled one stands, unless the rules
     part only its columns (one cell per column holding every row's text), which the aligned text
-    parts into rows: the aligned text then has several times the rows."""
+    parts into rows (it then has several times the rows), or the rules leave out a column that the
+    aligned text has (a first column of labels left of the ruled figures, as many rows)."""
     from lore_docdb.parse.convert.pdf_aligned import aligned_tables
 
     view = _view(page, textpage)
@@ -880,14 +882,22 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], 
     ruled = _ruled(page, textpage, raw, view, chars)
     tables = [(box, markdown) for box, markdown, _rows in ruled]
     for box, markdown, rows in aligned_tables(textpage, raw, view):
-        over = [k for k, (other, _m, other_rows) in enumerate(ruled) if _overlap(box, other)]
-        if any(ruled[k][2] * RULED_ROWS > rows for k in over):
+        over = [ruled[k] for k in range(len(ruled)) if _overlap(box, ruled[k][0])]
+        if not all(_ruled_short(box, rows, other, other_rows) for other, _m, other_rows in over):
             continue
         tables = [t for t in tables if not _overlap(t[0], box)]
         tables.append((box, markdown))
     if tables and not chars:
         chars = _chars(textpage, raw, view)
     return sorted(tables, key=lambda t: (t[0][1], t[0][0])), chars
+
+
+def _ruled_short(box: Box, rows: int, ruled: Box, ruled_rows: int) -> bool:
+    """Whether a ruled table is short of the aligned text found in its place: of its rows (its rules
+    part only columns) or of a column (the aligned text, with as many rows, reaches beyond it)."""
+    wider = box[0] < ruled[0] - EXTRA_COLUMN or box[2] > ruled[2] + EXTRA_COLUMN
+    within = box[0] <= ruled[0] + EXTRA_COLUMN and box[2] >= ruled[2] - EXTRA_COLUMN
+    return rows >= RULED_ROWS * ruled_rows or (wider and within and ruled_rows <= rows <= 1.5 * ruled_rows)
 
 
 def _overlap(a: Box, b: Box) -> bool:

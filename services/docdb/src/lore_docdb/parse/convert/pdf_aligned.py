@@ -41,6 +41,7 @@ MAX_FLOWING = 0.4  # of a table's cells under another that may open in lower cas
 SUPERSCRIPT = 0.8  # times the type of a table's rows: a line this small is footnote marks over text
 MAX_SUPERSCRIPT = 0.25  # of a table's lines that may be such marks (an author block's affiliations)
 GOES_ON = 3.0  # line heights over or under a table in which a page's column of text goes on
+FULL_LINE = 0.85  # of the widest line of a column of text: a line this wide is set to the column's width
 PROSE_CHARS = 20  # a column at a table's side whose cells hold this many characters on average is text
 PROSE_FILL = 0.7  # of the rows, filled by such a column: a page's other column of text beside a table
 
@@ -254,10 +255,10 @@ def _trimmed(block: list[_Line], cuts: list[float], page: list[_Line]) -> tuple[
     foot = [i for i, line in enumerate(block[-EDGE_LOOK:]) if text_line(line)]
     block = block[: len(block) - EDGE_LOOK + foot[0]] if foot and len(block) >= EDGE_LOOK else block
 
-    def goes_on(side: int, cut: float) -> bool:
+    def goes_on(side: int, cut: float, width: float) -> bool:
         top, bottom, reach = block[0].top, block[-1].bottom, GOES_ON * body
         return any(
-            (cell.x0 - cut) * side > 0 and len(cell.text) >= PROSE_CHARS
+            (cell.x0 - cut) * side > 0 and cell.x1 - cell.x0 >= FULL_LINE * width
             for line in page
             if top - reach <= line.bottom <= top or bottom <= line.top <= bottom + reach
             for cell in line.cells
@@ -267,11 +268,15 @@ def _trimmed(block: list[_Line], cuts: list[float], page: list[_Line]) -> tuple[
     while changed and cuts and block:
         changed = False
         for side, cut in ((1, cuts[-1]), (-1, cuts[0])):
-            texts = [c.text for line in block for c in line.cells if (c.x0 - cut) * side > 0]
+            side_cells = [c for line in block for c in line.cells if (c.x0 - cut) * side > 0]
+            if len(side_cells) < PROSE_FILL * len(block):
+                continue
+            width = max(c.x1 - c.x0 for c in side_cells)
+            full = sum(c.x1 - c.x0 >= FULL_LINE * width for c in side_cells)
             if (
-                len(texts) >= PROSE_FILL * len(block)
-                and statistics.fmean(map(len, texts)) >= PROSE_CHARS
-                and goes_on(side, cut)
+                statistics.fmean(len(c.text) for c in side_cells) >= PROSE_CHARS
+                and full >= PROSE_FILL * len(side_cells)  # lines set to a column's width, not labels
+                and goes_on(side, cut, width)
             ):
                 kept = [
                     _Line(line.top, line.bottom, line.height, cells, line.leaders)
