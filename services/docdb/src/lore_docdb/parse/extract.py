@@ -108,11 +108,35 @@ def _xml_text(path: Path) -> str:
     return "\n\n".join(paragraphs)
 
 
+def _json_values(text: str) -> list[object]:
+    """The JSON values of the text one after another: one document, or JSON Lines (a log, an export)
+    and objects written back to back, which `json.loads` refuses as `Extra data`."""
+    decoder = json.JSONDecoder()
+    values: list[object] = []
+    at = 0
+    text = text.lstrip("\ufeff")
+    while True:
+        while at < len(text) and text[at] in " \t\r\n":
+            at += 1
+        if at == len(text):
+            return values
+        value, at = decoder.raw_decode(text, at)
+        values.append(value)
+
+
 def _json(path: Path) -> str:
+    """Each value as `path.to.key: value` lines; the records of JSON Lines apart, each its own block
+    (`[3].id: ...`)."""
     try:
-        value = json.loads(decode(path.read_bytes()))
+        values = _json_values(decode(path.read_bytes()))
     except json.JSONDecodeError as exc:
         raise ExtractionError(f"{path.name}: not valid JSON ({exc})") from exc
+    if len(values) > 1:
+        return "\n\n".join(_json_lines(value, f"[{n}]") for n, value in enumerate(values))
+    return _json_lines(values[0] if values else None, "")
+
+
+def _json_lines(value: object, root: str) -> str:
     lines: list[str] = []
 
     def walk(node: object, prefix: str) -> None:
@@ -125,7 +149,7 @@ def _json(path: Path) -> str:
         elif node is not None:
             lines.append(f"{prefix}: {node}" if prefix else str(node))
 
-    walk(value, "")
+    walk(value, root)
     return "\n".join(lines)
 
 
@@ -162,6 +186,8 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".xls": sheets_markdown,
     ".ods": sheets_markdown,
     ".json": _json,
+    ".jsonl": _json,
+    ".ndjson": _json,
     **{suffix: image_text for suffix in IMAGE_SUFFIXES},
 }
 
@@ -221,6 +247,18 @@ def supported(path: Path) -> bool:
     return path.suffix.lower() in EXTRACTORS
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def whole_characters(text: str) -> str:
+    """The text with UTF-16 surrogates a converter let through (`\\u-10240` in RTF, `&#55357;` in
+    markup) paired into their characters and a lone one replaced: a lone surrogate cannot be
+    encoded, and the extraction child died sending the text back."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def extract_text(path: Path) -> str:
     extractor = EXTRACTORS.get(path.suffix.lower())
     if extractor is None:
@@ -229,7 +267,7 @@ def extract_text(path: Path) -> str:
             f"supported: {', '.join(sorted(EXTRACTORS))}"
         )
     try:
-        return drop_leaders(extractor(path))
+        return drop_leaders(whole_characters(extractor(path)))
     except (ExtractionError, NeedsOCR):
         raise
     except Exception as exc:

@@ -75,6 +75,39 @@ _OUTLINE = re.compile(rb"\\outlinelevel([0-5])(?![0-9])[ ]?")
 _HEADING_MARK = re.compile(r"^\s*\x1fH([0-5])\x1f\s*")  # the mark set in front of a heading's text
 
 
+_BIN = re.compile(rb"\\bin(-?\d*) ?")
+
+
+def without_pictures(data: bytes) -> bytes:
+    """The RTF without its `{\\pict ...}` groups: pictures as hex or as `\\binN` raw bytes (which may
+    hold braces) are no text, and striprtf fails on a `\\bin` written without its byte count."""
+    out = bytearray()
+    start = 0
+    while (found := data.find(b"{\\pict", start)) >= 0:
+        out += data[start:found]
+        depth, at = 0, found
+        while at < len(data):
+            char = data[at]
+            if char == 0x5C:  # a backslash: a control word, an escaped brace, or raw bytes
+                binary = _BIN.match(data, at)
+                if binary is not None:
+                    count = int(binary.group(1)) if binary.group(1).lstrip(b"-").isdigit() else 0
+                    at = binary.end() + max(0, count)
+                    continue
+                at += 2
+                continue
+            if char == 0x7B:
+                depth += 1
+            elif char == 0x7D:
+                depth -= 1
+                if depth == 0:
+                    at += 1
+                    break
+            at += 1
+        start = at
+    return bytes(out + data[start:])
+
+
 def rtf_text(path: Path) -> str:
     """RTF's paragraphs apart, a paragraph at an outline level (Word's headings) as a `#` heading, and
     its tables as pipe tables: striprtf ends each cell with `|` and each row with a line break, so a
@@ -82,12 +115,17 @@ def rtf_text(path: Path) -> str:
     from striprtf.striprtf import rtf_to_text
 
     # striprtf reads no outline levels: a mark in the paragraph's text says which level it was
-    data = _OUTLINE.sub(lambda m: m.group(0).rstrip() + b" \x1fH" + m.group(1) + b"\x1f", path.read_bytes())
+    data = _OUTLINE.sub(
+        lambda m: m.group(0).rstrip() + b" \x1fH" + m.group(1) + b"\x1f", without_pictures(path.read_bytes())
+    )
     text = str(
         rtf_to_text(  # type: ignore[no-untyped-call]
             decode(data), errors="ignore"
         )
     )
+    # a character beyond the Basic Multilingual Plane is written as two `\u` surrogates (`\u-10240?
+    # \u-8398?` for 𐌲): paired again, and a lone one (a broken file) replaced
+    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     out: list[str] = []
     rows: list[list[str]] = []
     for line in [*text.split("\n"), ""]:

@@ -61,7 +61,9 @@ def docling_markdown(path: Path, as_suffix: str | None = None) -> str:
 
 PICTURE = "<!-- image -->"
 _HEADING_LINE = re.compile(r"^#{1,6} ")
-_SPACE_RUN = re.compile(r"(?<=\S)  +")  # docling pads bold and italic runs: `belief,  **text**  in`
+# docling pads bold and italic runs: `belief,  **text**  in`, `*italic* ,`
+_SPACE_RUN = re.compile(r"(?<=\S)  +")
+_PADDED_PUNCTUATION = re.compile(r"(?<=[^\s*])(\*{1,3}) ([,.;:!?)])")
 
 
 def plain_markdown(markdown: str) -> str:
@@ -69,7 +71,8 @@ def plain_markdown(markdown: str) -> str:
     and `_` outside tables and code (docling escapes them in paragraphs, headings and list items
     only, so `R&D` read `R&amp;D` and `x --> y` read `x --&gt; y`), its placeholder for a picture
     left out, a blank line before a table that follows a line of text, a heading's own bold
-    (`## **Scope**`) left out, and runs of spaces inside a line made one."""
+    (`## **Scope**`) left out, runs of spaces inside a line made one and the space docling puts
+    between bold or italic words and the comma after them (`**bold** ,`) left out."""
     lines: list[str] = []
     fence = False
     for line in markdown.splitlines():
@@ -89,6 +92,7 @@ def plain_markdown(markdown: str) -> str:
                     line = line.replace("**", " ")  # a heading's bold says nothing
                 indent = len(line) - len(line.lstrip(" "))
                 line = line[:indent] + _SPACE_RUN.sub(" ", line[indent:]).rstrip()
+                line = _PADDED_PUNCTUATION.sub(r"\1\2", line)
         lines.append(line)
     return "\n".join(lines)
 
@@ -244,19 +248,42 @@ def bold_headings(markdown: str) -> str:
 
 def _with_headings(path: Path) -> tuple[bytes, str] | None:
     """The DOCX or ODT file (told by its content) with its headings set by type given heading
-    styles, and the suffix to read it as; None when it has none or is another kind of file."""
+    styles, and the suffix to read it as; None when it has none or is another kind of file. A DOCX
+    whose main part has another name (`word/document2.xml`, as some editors save it, which docling-rs
+    refused) comes back with it renamed."""
     try:
         with path.open("rb") as handle:
             if handle.read(4) != b"PK\x03\x04":
                 return None
         with zipfile.ZipFile(path) as archive:
             names = set(archive.namelist())
-            if "word/document.xml" in names:
-                return _docx_with_headings(archive)
+            main = _word_main_part(archive, names)
+            if main is not None:
+                return _docx_with_headings(archive, main)
             if "content.xml" in names and b"opendocument.text" in _read(archive, "mimetype"):
                 return _odt_with_headings(archive)
     except Exception:
         return None  # encrypted, truncated, not XML: docling-rs reads it as it is, or says why
+    return None
+
+
+_OFFICE_DOCUMENT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"
+WORD_MAIN = "word/document.xml"
+
+
+def _word_main_part(archive: zipfile.ZipFile, names: set[str]) -> str | None:
+    """The name of a Word file's main part, which the package's relationships name."""
+    if WORD_MAIN in names:
+        return WORD_MAIN
+    relations = _read(archive, "_rels/.rels")
+    if not relations:
+        return None
+    for relation in _xml(relations):
+        if relation.get("Type") == _OFFICE_DOCUMENT:
+            target = (relation.get("Target") or "").lstrip("/")
+            types = _read(archive, "[Content_Types].xml")
+            if target in names and b"wordprocessingml.document.main" in types:
+                return target
     return None
 
 
@@ -274,15 +301,19 @@ def _xml(data: bytes) -> Any:
     return etree.fromstring(data, parser)
 
 
-def _replaced(archive: zipfile.ZipFile, part: str, data: bytes) -> bytes:
-    """The archive again with `part` replaced, entries in their order (an ODT's `mimetype` first
-    and stored, as readers expect)."""
+def _replaced(
+    archive: zipfile.ZipFile, changed: dict[str, bytes], renamed: dict[str, str] | None = None
+) -> bytes:
+    """The archive again with the `changed` parts' new bytes and the `renamed` parts' new names,
+    entries in their order (an ODT's `mimetype` first and stored, as readers expect)."""
+    renamed = renamed or {}
     out = BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as target:
         for info in archive.infolist():
-            body = data if info.filename == part else archive.read(info)
-            kind = zipfile.ZIP_STORED if info.filename == "mimetype" else zipfile.ZIP_DEFLATED
-            target.writestr(info.filename, body, compress_type=kind)
+            name = info.filename
+            body = changed[name] if name in changed else archive.read(info)
+            kind = zipfile.ZIP_STORED if name == "mimetype" else zipfile.ZIP_DEFLATED
+            target.writestr(renamed.get(name, name), body, compress_type=kind)
     return out.getvalue()
 
 
@@ -478,13 +509,23 @@ def _inside_box(node: Any, paragraph: Any) -> bool:
     return False
 
 
-def _docx_with_headings(archive: zipfile.ZipFile) -> tuple[bytes, str] | None:
-    document = _xml(archive.read("word/document.xml"))
+def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> tuple[bytes, str] | None:
+    document = _xml(archive.read(main))
     styles_data = _read(archive, "word/styles.xml")
     blocks = _word_blocks(document, _xml(styles_data) if styles_data else None)
     levels = promoted(blocks)
     levels.update({i: b.level for i, b in enumerate(blocks) if b.kind == "outline"})
-    if not levels:
+    changed: dict[str, bytes] = {}
+    renamed: dict[str, str] = {}
+    if main != WORD_MAIN:
+        folder, _, name = main.rpartition("/")
+        renamed = {main: WORD_MAIN, f"{folder}/_rels/{name}.rels": "word/_rels/document.xml.rels"}
+        for part, old, new in (
+            ("_rels/.rels", main, WORD_MAIN),
+            ("[Content_Types].xml", "/" + main, "/" + WORD_MAIN),
+        ):
+            changed[part] = _read(archive, part).replace(old.encode(), new.encode())
+    elif not levels:
         return None
     from lxml import etree
 
@@ -500,8 +541,8 @@ def _docx_with_headings(archive: zipfile.ZipFile) -> tuple[bytes, str] | None:
             properties.insert(0, named)
         # an id no style has: docling-rs reads the level from it, and no numbering comes with it
         named.set(W + "val", f"heading {level}")
-    data = etree.tostring(document, xml_declaration=True, encoding="UTF-8", standalone=True)
-    return _replaced(archive, "word/document.xml", data), ".docx"
+    changed[main] = etree.tostring(document, xml_declaration=True, encoding="UTF-8", standalone=True)
+    return _replaced(archive, changed, renamed), ".docx"
 
 
 # ---- OpenDocument text
@@ -657,4 +698,4 @@ def _odt_with_headings(archive: zipfile.ZipFile) -> tuple[bytes, str] | None:
         element.tag = T + "h"
         element.set(T + "outline-level", str(level))
     data = etree.tostring(content, xml_declaration=True, encoding="UTF-8")
-    return _replaced(archive, "content.xml", data), ".odt"
+    return _replaced(archive, {"content.xml": data}), ".odt"
