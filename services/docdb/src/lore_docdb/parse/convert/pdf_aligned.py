@@ -23,6 +23,7 @@ WORD_GAP = 0.12  # of a line's height: letters further apart than this are two w
 CELL_GAP = 0.75  # of a line's height: words further apart than this are two cells (a space is ~0.25)
 ROW_GAP = 1.3  # of a line's height: a line further under the one above than this starts a new block
 MAX_LONE = 2  # lines of one cell in a row (a group's label, a wrapped cell) that a table may hold
+ONE_ROW = 0.75  # of a line's height: lines whose tops are closer than this are parts of one row
 MIN_ROWS = 3  # rows of two filled cells or more that a table has at least
 MIN_GUTTER = 0.4  # of the type's height: the narrowest white between two columns
 SPANNING = 0.15  # share of a table's rows whose cells may cross a gutter (titles over several columns)
@@ -159,24 +160,34 @@ def _lines(glyphs: list[_Glyph]) -> list[_Line]:
     return lines
 
 
+def _close(upper: _Line, lower: _Line) -> bool:
+    """Whether two lines are set closer than lines of text are: parts of one row (a label over two
+    lines beside figures set between them)."""
+    return lower.top - upper.top < ONE_ROW * max(upper.height, lower.height)
+
+
 def _blocks(lines: list[_Line]) -> list[list[_Line]]:
     """Runs of lines close under each other, most of two cells or more: where a table may stand."""
     blocks: list[list[_Line]] = []
     current: list[_Line] = []
     lone = 0
+    previous: _Line | None = None
     for line in lines:
         near = current and line.top - current[-1].bottom <= ROW_GAP * max(line.height, current[-1].height)
         multi = len(line.cells) >= 2
-        if current and near and (multi or lone < MAX_LONE):
+        if current and near and (multi or lone < MAX_LONE or _close(current[-1], line)):
             current.append(line)
             lone = 0 if multi else lone + 1
         else:
             blocks.append(current)
             current, lone = ([line], 0) if multi else ([], 0)
+            if multi and previous is not None and len(previous.cells) < 2 and _close(previous, line):
+                current.insert(0, previous)  # the first line of a label that a row's figures are beside
+        previous = line
     blocks.append(current)
     found = []
     for block in blocks:
-        while block and len(block[-1].cells) < 2:
+        while len(block) > 1 and len(block[-1].cells) < 2 and not _close(block[-2], block[-1]):
             block = block[:-1]
         if sum(len(line.cells) >= 2 for line in block) >= MIN_ROWS:
             found.append(block)
@@ -211,13 +222,17 @@ def _gutters(block: list[_Line]) -> list[float]:
 
 
 def _rows(block: list[_Line], cuts: list[float]) -> list[list[str]]:
+    """The block's rows of cells, one per line, or per run of lines set closer than lines of text."""
     rows: list[list[str]] = []
-    for line in block:
-        row = [""] * (len(cuts) + 1)
+    for k, line in enumerate(block):
+        if k and _close(block[k - 1], line):
+            row = rows[-1]
+        else:
+            row = [""] * (len(cuts) + 1)
+            rows.append(row)
         for cell in line.cells:
             column = sum(cell.x0 >= cut for cut in cuts)
             row[column] = f"{row[column]} {cell.text}".strip()
-        rows.append(row)
     return rows
 
 
