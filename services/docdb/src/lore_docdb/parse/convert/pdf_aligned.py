@@ -43,6 +43,8 @@ SUPERSCRIPT = 0.8  # times the type of a table's rows: a line this small is foot
 MAX_SUPERSCRIPT = 0.25  # of a table's lines that may be such marks (an author block's affiliations)
 GOES_ON = 3.0  # line heights over or under a table in which a page's column of text goes on
 FULL_LINE = 0.85  # of the widest line of a column of text: a line this wide is set to the column's width
+FULL_SHARE = 0.6  # of a side's lines set to that width: a column of text (a paragraph's last line is short)
+MIN_SIDE_CHARS = 4  # characters a line has on a side at least to count there (not a footnote's mark)
 PROSE_CHARS = 20  # a column at a table's side whose cells hold this many characters on average is text
 PROSE_FILL = 0.7  # of the rows, filled by such a column: a page's other column of text beside a table
 
@@ -198,6 +200,12 @@ def _gutters(block: list[_Line]) -> list[float]:
     """The x of each column boundary: the middle of white that runs down the block's lines of two cells
     or more, which a few lines (a title over several columns) may cross."""
     multi = [line for line in block if len(line.cells) >= 2]
+    if len(multi) < 2:
+        return []
+    typical = statistics.median(len(line.cells) for line in multi)
+    heads = [line for line in block[:EDGE_LOOK] if len(line.cells) < typical]  # a header over columns
+    if len(multi) - len(heads) >= MIN_ROWS:
+        multi = [line for line in multi if line not in heads]
     allowed = int(SPANNING * len(multi))
     events: list[tuple[float, int]] = []
     for line in multi:
@@ -224,12 +232,16 @@ def _gutters(block: list[_Line]) -> list[float]:
 def _rows(block: list[_Line], cuts: list[float]) -> list[list[str]]:
     """The block's rows of cells, one per line, or per run of lines set closer than lines of text."""
     rows: list[list[str]] = []
+    full: list[bool] = []  # per row, whether a line of it has cells beyond the first column
     for k, line in enumerate(block):
-        if k and _close(block[k - 1], line):
+        beyond = any(cell.x0 >= cuts[0] for cell in line.cells)
+        if k and _close(block[k - 1], line) and not (beyond and full[-1]):  # two rows of figures stay two
+            full[-1] = full[-1] or beyond
             row = rows[-1]
         else:
             row = [""] * (len(cuts) + 1)
             rows.append(row)
+            full.append(beyond)
         for cell in line.cells:
             column = sum(cell.x0 >= cut for cut in cuts)
             row[column] = f"{row[column]} {cell.text}".strip()
@@ -265,11 +277,6 @@ def _trimmed(block: list[_Line], cuts: list[float], page: list[_Line]) -> tuple[
             for cell in line.cells
         )
 
-    top = [i for i, line in enumerate(block[:EDGE_LOOK]) if text_line(line) or sentence_end(line)]
-    block = block[top[-1] + 1 :] if top else block
-    foot = [i for i, line in enumerate(block[-EDGE_LOOK:]) if text_line(line)]
-    block = block[: len(block) - EDGE_LOOK + foot[0]] if foot and len(block) >= EDGE_LOOK else block
-
     def goes_on(side: int, cut: float, width: float) -> bool:
         top, bottom, reach = block[0].top, block[-1].bottom, GOES_ON * body
         return any(
@@ -280,17 +287,23 @@ def _trimmed(block: list[_Line], cuts: list[float], page: list[_Line]) -> tuple[
         )
 
     changed = True
+    sides = 0  # columns of text beside the table taken off
     while changed and cuts and block:
         changed = False
         for side, cut in ((1, cuts[-1]), (-1, cuts[0])):
             side_cells = [c for line in block for c in line.cells if (c.x0 - cut) * side > 0]
             if len(side_cells) < PROSE_FILL * len(block):
                 continue
-            width = max(c.x1 - c.x0 for c in side_cells)
-            full = sum(c.x1 - c.x0 >= FULL_LINE * width for c in side_cells)
+            spans = []  # per line with text on that side, where the text there starts and ends
+            for line in block:
+                there = [c for c in line.cells if (c.x0 - cut) * side > 0]
+                if sum(len(c.text) for c in there) >= MIN_SIDE_CHARS:
+                    spans.append((min(c.x0 for c in there), max(c.x1 for c in there)))
+            width = max((x1 - x0 for x0, x1 in spans), default=0.0)
+            full = sum(x1 - x0 >= FULL_LINE * width for x0, x1 in spans)
             if (
                 statistics.fmean(len(c.text) for c in side_cells) >= PROSE_CHARS
-                and full >= PROSE_FILL * len(side_cells)  # lines set to a column's width, not labels
+                and full >= FULL_SHARE * len(spans)  # lines set to a column's width, not labels
                 and goes_on(side, cut, width)
             ):
                 kept = [
@@ -301,7 +314,22 @@ def _trimmed(block: list[_Line], cuts: list[float], page: list[_Line]) -> tuple[
                 block = kept
                 cuts = cuts[:-1] if side == 1 else cuts[1:]
                 changed = True
+                sides += 1
                 break
+    while (
+        len(block) > 1
+        and len(block[-1].cells) < 2
+        and not (len(block[-2].cells) >= 2 and _close(block[-2], block[-1]))
+    ):
+        block = block[:-1]  # text under the table (its caption), now that the text beside it is gone
+    if len(block) < MIN_ROWS:
+        return block, []
+    if sides:
+        cuts = _gutters(block)  # the table's own columns, without the text beside it
+    top = [i for i, line in enumerate(block[:EDGE_LOOK]) if text_line(line) or sentence_end(line)]
+    block = block[top[-1] + 1 :] if top else block
+    foot = [i for i, line in enumerate(block[-EDGE_LOOK:]) if text_line(line)]
+    block = block[: len(block) - EDGE_LOOK + foot[0]] if foot and len(block) >= EDGE_LOOK else block
     return block, cuts
 
 
