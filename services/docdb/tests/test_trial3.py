@@ -80,3 +80,69 @@ def test_bold_and_italic_words_keep_their_spacing_and_punctuation(tmp_path: Path
     document.save(str(path))
 
     assert extract_text(path) == "The valve is **closed**, then *checked*."
+
+
+DATA = Path(__file__).parent / "data"
+HTML_CHUNK = (
+    b"<html><body><p>Quarterly report for the north plant.</p>"
+    b"<table><tr><th>Month</th><th>Output</th></tr><tr><td>May</td><td>310</td></tr></table>"
+    b"</body></html>"
+)
+WEB_ARCHIVE = (
+    b'MIME-Version: 1.0\nContent-Type: multipart/related; boundary="b1"\n\n--b1\n'
+    b"Content-Type: text/html; charset=windows-1252\nContent-Transfer-Encoding: quoted-printable\n\n"
+    b"<html><body><p>Caf=E9 opening hours: nine to five.</p></body></html>\n--b1--\n"
+)
+
+
+def test_docx_whose_text_is_html_or_a_web_archive_chunk_reads_it_in_place(tmp_path: Path) -> None:
+    """Report writers put HTML into a Word file as an `altChunk`; docling-rs left it out."""
+    for name, data, wanted in (
+        ("report.html", HTML_CHUNK, "Quarterly report for the north plant.\n\n| Month | Output |"),
+        ("hours.mht", WEB_ARCHIVE, "Café opening hours: nine to five."),
+    ):
+        document = docx.Document()
+        document.add_paragraph("Before the chunk.")
+        document.add_paragraph("After the chunk.")
+        plain = tmp_path / "plain.docx"
+        document.save(str(plain))
+        path = tmp_path / f"{name}.docx"
+        with zipfile.ZipFile(plain) as source, zipfile.ZipFile(path, "w") as target:
+            for info in source.infolist():
+                part = source.read(info)
+                if info.filename == "word/document.xml":  # between the two paragraphs
+                    part = part.replace(b"</w:p>", b'</w:p><w:altChunk r:id="chunk1"/>', 1)
+                if info.filename == "word/_rels/document.xml.rels":
+                    relation = (
+                        b'<Relationship Id="chunk1" Target="' + name.encode() + b'" Type="http://'
+                        b'schemas.openxmlformats.org/officeDocument/2006/relationships/aFChunk"/>'
+                    )
+                    part = part.replace(b"</Relationships>", relation + b"</Relationships>")
+                target.writestr(info.filename, part)
+            target.writestr(f"word/{name}", data)
+
+        text = extract_text(path)
+        assert wanted in text, name
+        assert "Before the chunk." in text and "After the chunk." in text
+        assert "LoreAltChunk" not in text
+
+
+def test_a_web_archive_file_reads_as_its_page(tmp_path: Path) -> None:
+    for name in ("hours.mht", "hours.mhtml"):
+        assert extract_text(write(tmp_path, name, WEB_ARCHIVE)) == "Café opening hours: nine to five."
+
+
+def test_word97_file_naming_its_streams_in_another_case_is_read(tmp_path: Path) -> None:
+    """Some writers name the compound file's streams `worddocument`, `1TABLE` (Tika's
+    simple_lower_case.doc); Word and the file format compare the names without case."""
+    data = bytearray((DATA / "sample.doc").read_bytes())
+    for name, other in (("WordDocument", "worddocument"), ("1Table", "1TABLE")):
+        cased = name.encode("utf-16-le") + b"\x00\x00"
+        at = data.find(cased)
+        while at >= 0:
+            if at % 128 == 0:
+                data[at : at + len(cased)] = other.encode("utf-16-le") + b"\x00\x00"
+            at = data.find(cased, at + 2)
+    original = extract_text(DATA / "sample.doc")
+
+    assert extract_text(write(tmp_path, "lower.doc", bytes(data))) == original

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lore_docdb.parse.convert.common import decode, drop_leaders
-from lore_docdb.parse.convert.mail import eml_markdown, rtf_text
+from lore_docdb.parse.convert.mail import eml_markdown, mht_markdown, rtf_text
 from lore_docdb.parse.convert.markup import epub_markdown, html_file, html_markdown, markdown_file
 from lore_docdb.parse.convert.ocr import IMAGE_SUFFIXES, image_text
 from lore_docdb.parse.convert.office import docling_markdown
@@ -178,6 +178,8 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".vtt": docling_markdown,  # WebVTT subtitles and transcripts: the cues' text in order
     ".epub": epub_markdown,
     ".eml": eml_markdown,
+    ".mht": mht_markdown,  # a web page saved as one file (MIME): its HTML part
+    ".mhtml": mht_markdown,
     ".rtf": rtf_text,
     ".csv": csv_markdown,
     ".tsv": csv_markdown,

@@ -32,6 +32,21 @@ def eml_markdown(path: Path) -> str:
     return _message_markdown(message, 0)
 
 
+def web_archive_markdown(data: bytes) -> str:
+    """A web page saved as one MIME file (`.mht`, `.mhtml`: Internet Explorer's and Word's web
+    archive, a Word file's HTML chunk): its HTML part as Markdown, the pictures beside it left out."""
+    message = email.message_from_bytes(data, policy=email.policy.default)
+    body = message.get_body(preferencelist=("html", "plain"))
+    if body is None:
+        return ""
+    content = _part_text(body)
+    return html_markdown(content) if body.get_content_type() == "text/html" else content.strip()
+
+
+def mht_markdown(path: Path) -> str:
+    return web_archive_markdown(path.read_bytes())
+
+
 def _message_markdown(message: Any, depth: int) -> str:
     lines = [f"{name}: {message[name]}" for name in HEADERS if message[name]]
     body = message.get_body(preferencelist=("plain", "html"))
@@ -109,6 +124,10 @@ def without_pictures(data: bytes) -> bytes:
 
 
 def rtf_text(path: Path) -> str:
+    return rtf_markdown(path.read_bytes())
+
+
+def rtf_markdown(rtf: bytes) -> str:
     """RTF's paragraphs apart, a paragraph at an outline level (Word's headings) as a `#` heading, and
     its tables as pipe tables: striprtf ends each cell with `|` and each row with a line break, so a
     run of lines ending in `|` is a table's rows."""
@@ -116,7 +135,7 @@ def rtf_text(path: Path) -> str:
 
     # striprtf reads no outline levels: a mark in the paragraph's text says which level it was
     data = _OUTLINE.sub(
-        lambda m: m.group(0).rstrip() + b" \x1fH" + m.group(1) + b"\x1f", without_pictures(path.read_bytes())
+        lambda m: m.group(0).rstrip() + b" \x1fH" + m.group(1) + b"\x1f", without_pictures(rtf)
     )
     text = str(
         rtf_to_text(  # type: ignore[no-untyped-call]

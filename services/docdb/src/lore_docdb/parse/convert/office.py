@@ -10,6 +10,7 @@ directly) and gives them a heading style before docling-rs reads the file."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 import zipfile
 from collections import Counter
@@ -20,7 +21,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from lore_docdb.parse.convert.common import tidy_markdown
+from lore_docdb.parse.convert.common import decode, tidy_markdown
 
 
 @cache
@@ -46,17 +47,48 @@ def docling_markdown(path: Path, as_suffix: str | None = None) -> str:
 
     source: Any = str(path)
     rewritten = _with_headings(path)
+    inserts: dict[str, str] = {}
     if rewritten is not None:
-        data, suffix = rewritten
+        data, suffix, inserts = rewritten
         source = DocumentStream(name=path.stem + suffix, stream=BytesIO(data))
     elif as_suffix is not None:
         source = DocumentStream(name=path.stem + as_suffix, stream=BytesIO(path.read_bytes()))
-    result = _converter().convert(source)
+    try:
+        result = _converter().convert(source)
+    except Exception as exc:
+        if "no WordDocument stream" not in str(exc):
+            raise
+        named = _ole_names_cased(path.read_bytes())  # `worddocument`: a writer's lower-case names
+        if named is None:
+            raise
+        result = _converter().convert(DocumentStream(name=path.stem + ".doc", stream=BytesIO(named)))
     layers = {ContentLayer.BODY, ContentLayer.NOTES}
     markdown = str(result.document.export_to_markdown(included_content_layers=layers))
     if rewritten is None and path.suffix.lower() == ".doc":
         markdown = bold_headings(markdown)  # a Word 97 file: only its Markdown tells what is bold
-    return tidy_markdown(plain_markdown(markdown))
+    markdown = tidy_markdown(plain_markdown(markdown))
+    for marker, chunk in inserts.items():  # a Word file's chunks of HTML, RTF or text, in place
+        markdown = markdown.replace(marker, chunk)
+    return markdown
+
+
+# a Word 97 file's streams as Word names them; the compound file compares names without case
+_OLE_NAMES = ("Root Entry", "WordDocument", "1Table", "0Table", "Data", "ObjectPool")
+OLE_ENTRY = 128  # bytes of a directory entry; its name, UTF-16, opens it
+
+
+def _ole_names_cased(data: bytes) -> bytes | None:
+    """A Word 97 file whose directory names its streams in another case (`worddocument`, `1TABLE`),
+    which docling-rs looks up by their exact names, with those names as Word writes them."""
+    if not data.startswith(b"\xd0\xcf\x11\xe0"):
+        return None
+    out = bytearray(data)
+    for name in _OLE_NAMES:
+        cased = name.encode("utf-16-le") + b"\x00\x00"
+        for found in re.finditer(re.escape(cased), data, re.IGNORECASE):
+            if found.start() % OLE_ENTRY == 0:
+                out[found.start() : found.end()] = cased
+    return bytes(out) if out != data else None
 
 
 PICTURE = "<!-- image -->"
@@ -246,11 +278,16 @@ def bold_headings(markdown: str) -> str:
     return "".join(parts)
 
 
-def _with_headings(path: Path) -> tuple[bytes, str] | None:
+Prepared = tuple[bytes, str, dict[str, str]]  # the file's bytes, its suffix, Markdown for markers
+
+
+def _with_headings(path: Path) -> Prepared | None:
     """The DOCX or ODT file (told by its content) with its headings set by type given heading
     styles, and the suffix to read it as; None when it has none or is another kind of file. A DOCX
     whose main part has another name (`word/document2.xml`, as some editors save it, which docling-rs
-    refused) comes back with it renamed."""
+    refused) comes back with it renamed, and one holding other documents as its text (`altChunk`:
+    HTML, a web archive, RTF or text, as programs that write reports make them; docling-rs left them
+    out) with a marker paragraph for each, and each one's Markdown to put there."""
     try:
         with path.open("rb") as handle:
             if handle.read(4) != b"PK\x03\x04":
@@ -509,8 +546,9 @@ def _inside_box(node: Any, paragraph: Any) -> bool:
     return False
 
 
-def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> tuple[bytes, str] | None:
+def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
     document = _xml(archive.read(main))
+    chunks = _alt_chunks(archive, main, document)
     styles_data = _read(archive, "word/styles.xml")
     blocks = _word_blocks(document, _xml(styles_data) if styles_data else None)
     levels = promoted(blocks)
@@ -525,9 +563,17 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> tuple[bytes, str
             ("[Content_Types].xml", "/" + main, "/" + WORD_MAIN),
         ):
             changed[part] = _read(archive, part).replace(old.encode(), new.encode())
-    elif not levels:
+    elif not levels and not chunks:
         return None
     from lxml import etree
+
+    inserts: dict[str, str] = {}
+    for n, (element, markdown) in enumerate(chunks):
+        marker = f"LoreAltChunk{n}Here"
+        paragraph = etree.Element(W + "p")
+        etree.SubElement(etree.SubElement(paragraph, W + "r"), W + "t").text = marker
+        element.getparent().replace(element, paragraph)
+        inserts[marker] = markdown
 
     for i, level in levels.items():
         element = blocks[i].element
@@ -542,7 +588,45 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> tuple[bytes, str
         # an id no style has: docling-rs reads the level from it, and no numbering comes with it
         named.set(W + "val", f"heading {level}")
     changed[main] = etree.tostring(document, xml_declaration=True, encoding="UTF-8", standalone=True)
-    return _replaced(archive, changed, renamed), ".docx"
+    return _replaced(archive, changed, renamed), ".docx", inserts
+
+
+R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+
+
+def _alt_chunks(archive: zipfile.ZipFile, main: str, document: Any) -> list[tuple[Any, str]]:
+    """Each `altChunk` of the document with the Markdown of the part it points to."""
+    found = list(document.iter(W + "altChunk"))
+    if not found:
+        return []
+    folder, _, name = main.rpartition("/")
+    targets = {}
+    relations = _read(archive, f"{folder}/_rels/{name}.rels")
+    for relation in _xml(relations) if relations else []:
+        target = relation.get("Target") or ""
+        if relation.get("TargetMode") != "External" and target:
+            part = target.lstrip("/") if target.startswith("/") else f"{folder}/{target}"
+            targets[relation.get("Id")] = posixpath.normpath(part)
+    chunks = []
+    for element in found:
+        part = targets.get(element.get(R + "id"))
+        data = _read(archive, part) if part else b""
+        chunks.append((element, _chunk_markdown(part or "", data) if data else ""))
+    return chunks
+
+
+def _chunk_markdown(name: str, data: bytes) -> str:
+    from lore_docdb.parse.convert.mail import rtf_markdown, web_archive_markdown
+    from lore_docdb.parse.convert.markup import html_markdown
+
+    head = data[:512].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if head.startswith(b"{\\rtf"):
+        return rtf_markdown(data)
+    if name.lower().endswith((".mht", ".mhtml")) or head.startswith((b"mime-version", b"from:")):
+        return web_archive_markdown(data)
+    if name.lower().endswith((".htm", ".html", ".xhtml")) or head.startswith(b"<"):
+        return html_markdown(data)
+    return decode(data).strip()
 
 
 # ---- OpenDocument text
@@ -684,7 +768,7 @@ def _odt_blocks(content: Any, styles_root: Any) -> list[Block]:
     return blocks
 
 
-def _odt_with_headings(archive: zipfile.ZipFile) -> tuple[bytes, str] | None:
+def _odt_with_headings(archive: zipfile.ZipFile) -> Prepared | None:
     content = _xml(archive.read("content.xml"))
     styles_data = _read(archive, "styles.xml")
     blocks = _odt_blocks(content, _xml(styles_data) if styles_data else None)
@@ -698,4 +782,4 @@ def _odt_with_headings(archive: zipfile.ZipFile) -> tuple[bytes, str] | None:
         element.tag = T + "h"
         element.set(T + "outline-level", str(level))
     data = etree.tostring(content, xml_declaration=True, encoding="UTF-8")
-    return _replaced(archive, {"content.xml": data}), ".odt"
+    return _replaced(archive, {"content.xml": data}), ".odt", {}
