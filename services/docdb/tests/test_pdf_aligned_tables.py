@@ -121,3 +121,34 @@ def test_prose_lists_contents_and_equations_stay_text_beside_a_table(tmp_path: P
     assert rows == [HEADER, *ROWS]
     for kept in ("first the pilots reported", "Introduction", "x = a + b", PROSE[0][:44]):
         assert any(line.strip().endswith(kept) or kept in line for line in output.splitlines()), kept
+
+
+def test_table_in_one_column_of_a_two_column_paper_leaves_the_other_column_text(tmp_path: Path) -> None:
+    """A paper's table set in its right column, beside the left column's paragraph at another line
+    pitch: the table's rows come out whole, and the left column's lines stay text, not cells."""
+    left = [
+        "Retrieval is measured on five data sets of questions",
+        "drawn from the web, from trivia leagues and from the",
+        "archives of the papers, and each question is matched",
+        "with the passages that hold its answer in the corpus",
+        "of articles that the systems search before they can",
+        "read and answer; the share of the questions for which",
+        "an answer stands in the first twenty passages found",
+        "is reported for every system and every data set here.",
+    ]
+    ops = [text(56, 700 - 13 * i, line, 9) for i, line in enumerate(left)]
+    header = ["Model", "Top-1", "Top-5", "Top-20"]
+    body = [
+        ["Gold", "44.9", "66.8", "78.1"],
+        ["Sparse", "43.9", "65.3", "77.1"],
+        ["Dense", "41.6", "65.0", "77.2"],
+    ]
+    for j, x in enumerate([320, 400, 450, 500]):
+        for i, row in enumerate([header, *body]):
+            ops.append(text(x, 696 - 17 * i, row[j], 9))
+    ops.append(text(320, 620, "Table 5: Retrieval accuracy on the development set.", 8))
+    output = pdf_text(write(tmp_path / "paper.pdf", ops))
+    rows = [cells(line) for line in output.splitlines() if line.startswith("|") and "---" not in line]
+    assert rows == [header, *body]
+    for line in left:
+        assert line in output.splitlines()
