@@ -132,3 +132,26 @@ async def test_writing_by_path_into_a_missing_dataset_is_404_and_over_the_limit_
         reply = await client.put(f"{DS}/small/files", params={"path": "a.txt"}, content=b"x" * 11)
         assert reply.status_code == 413 and reply.json()["success"] is False
         assert await listing(client, "small") == {}
+
+
+async def test_answers_and_parse_reports_name_files_by_their_path(docdb: AppClient) -> None:
+    """Citations, passages and the files a parse skipped show `guide/intro.md` as it was written, never
+    the stored `guide%2Fintro.md`, and a skip's reason does not repeat the file's name."""
+    from lore_common.testing.flows import KB, parse, wait_task
+
+    assert (await docdb.post(DS, json={"name": "manual"})).status_code == 200
+    await put(docdb, "manual", "guide/intro.md", b"# Intro\n\nThe lighthouse keeper lights the lamp at dusk.")
+    await put(docdb, "manual", "misc/broken.pdf", b"%PDF-1.7 not really a PDF")
+    assert (await docdb.post(KB, json={"name": "manual"})).status_code == 200
+    [task_id] = await parse(docdb, "manual", ["manual"])
+    task = await wait_task(docdb, task_id)
+    assert task["status"] == "completed", task
+    [skipped] = task["metadata"]["skipped_files"]
+    assert skipped["file"] == "misc/broken.pdf" and not skipped["reason"].startswith("misc")
+    reply = await docdb.post(
+        "/api/v1/docdb/chat", json={"kb_id": "manual", "query": "When is the lamp lit?", "user_id": "u1"}
+    )
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert body["data"][0]["kb_name"] == "guide/intro.md"
+    assert {c["source_file"] for c in body["citations"]} == {"guide/intro.md"}

@@ -145,9 +145,9 @@ async def test_bombs_and_impostors_fail_alone_and_the_rest_parses(docdb_factory:
             "picture.txt",
         }, reasons
         assert "files over 256 MiB are not parsed" in reasons["huge.txt"]
-        assert reasons["fake.pdf"] == "fake.pdf: is not a PDF (no %PDF- header)"
+        assert reasons["fake.pdf"] == "is not a PDF (no %PDF- header)"
         assert "looks binary" in reasons["picture.txt"]
-        assert "nested.json" in reasons["nested.json"]
+        assert "RecursionError" in reasons["nested.json"]
         # pdfium inflates the stream until the child's memory cap or its time limit stops it
         assert "memory limit" in reasons["bomb.pdf"] or "took longer than 10 s" in reasons["bomb.pdf"]
         # docling-rs inflates the document until the memory cap or (on a loaded machine) the time limit
@@ -156,8 +156,8 @@ async def test_bombs_and_impostors_fail_alone_and_the_rest_parses(docdb_factory:
         # calamine inflates the sheet until the time limit or, in a child without docling-rs's
         # reserve, the memory cap stops it
         assert reasons["bomb.xlsx"] in (
-            "bomb.xlsx: extraction took longer than 10 s (docdb.extract_timeout)",
-            "bomb.xlsx: the extractor stopped while reading it (over its 600 MiB memory limit, "
+            "extraction took longer than 10 s (docdb.extract_timeout)",
+            "the extractor stopped while reading it (over its 600 MiB memory limit, "
             "docdb.extract_memory_mb, or a crash in the parser)",
         ), reasons["bomb.xlsx"]
         answer = await client.post(

@@ -4,6 +4,7 @@ same files (chunks, vectors, BM25 entries, graph), on SQLite + Qdrant local and 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import numpy as np
@@ -217,3 +218,42 @@ async def test_removing_a_dataset_leaves_the_kb_its_other_dataset_would_build(do
         await parsed(client, "one", "d1")
         # Albert Einstein, named in both, keeps d1's descriptions, mentions and chunks only.
         assert_same(await snapshot(client, "two"), await snapshot(client, "one"))
+
+
+@EMBEDDED_ONLY
+async def test_files_that_change_while_a_parse_runs_are_parsed_again_when_it_ends(docdb_factory: Any) -> None:
+    """A sync or an upload that lands after a parse listed the files (the KB's first parse included)
+    queues the parse of those changes once it completes: nothing waits for a next change to be seen."""
+    async with docdb_factory() as client:
+        await upload(client, "papers", {name: text.encode() for name, text in FILES.items()})
+        await client.post(KB, json={"name": "inc"})
+        pipeline = client.app.state.parse.pipeline
+        real = pipeline.run
+
+        async def files_change_meanwhile(ctx: Any) -> Any:
+            pipeline.run = real  # the follow-up parse runs as usual
+            outcome = await real(ctx)  # what the parse listed and read
+            await put(client, "papers", "einstein.txt", "Albert Einstein sailed on Lake Geneva with Noether.")
+            assert (await client.delete(f"{DS}/papers/files/bohr.md")).status_code == 200
+            return outcome
+
+        pipeline.run = files_change_meanwhile
+        first = await parsed(client, "inc", "papers")
+        assert first["metadata"]["files"]["added"] == 5
+        for _ in range(200):  # the follow-up is queued as the first completes
+            [row] = await client.app.state.kb_store.kb_datasets("inc")
+            if row.task_id != first["task_id"]:
+                break
+            await asyncio.sleep(0.05)
+        follow_up = await wait_task(client, row.task_id)
+        assert follow_up["status"] == "completed", follow_up
+        assert follow_up["metadata"]["files"] == {"added": 0, "changed": 1, "deleted": 1, "unchanged": 3}
+        found = await client.post(
+            "/api/v1/docdb/retrieve", json={"kb_id": "inc", "query": "Einstein Lake Geneva"}
+        )
+        texts = " ".join(p["content"] for p in found.json()["data"])
+        assert "Lake Geneva" in texts and "worked in Berlin" not in texts and "Copenhagen" not in texts
+        # Nothing changed under the follow-up: no third parse.
+        await asyncio.sleep(0.3)
+        [row] = await client.app.state.kb_store.kb_datasets("inc")
+        assert row.task_id == follow_up["task_id"]

@@ -228,6 +228,7 @@ async def wire(settings: Settings, config: ConfigService, stores: Stores, provid
         reparse=reparse_in(knowledge_bases),
     )
     datasets.on_deleted.append(sources.forget)
+    parse.on_stale.append(knowledge_bases.parse_changes)
     return Domains(
         datasets=datasets,
         uploads=uploads,

@@ -33,6 +33,7 @@ from lore_docdb.chat.models import (
     RetrieveRequest,
 )
 from lore_docdb.chat.retrieval import Hit, KbTarget, Retriever, Trace, dedupe
+from lore_docdb.datasets.paths import path_of
 from lore_docdb.knowledge_bases.models import PROCESS_MODES
 from lore_docdb.knowledge_bases.store import KnowledgeBaseStore
 
@@ -255,7 +256,7 @@ class ChatService:
             citations.append(
                 Citation(
                     number,
-                    hit.file,
+                    path_of(hit.file),
                     hit.dataset,
                     await self._file_url(hit),
                     chunk_id=hit.chunk_id,
@@ -282,7 +283,7 @@ class ChatService:
     def item(kb: str, hit: Hit) -> DataItem:
         return DataItem(
             kb_id=kb,
-            kb_name=hit.file or hit.dataset,
+            kb_name=path_of(hit.file) or hit.dataset,
             score=round(hit.score, 6),
             content=hit.text,
             source_id=[hit.chunk_id],
@@ -382,7 +383,7 @@ class ChatAnswer(CitedAnswer[Passages, Citation, ChatResponse]):
 
 def place(hit: Hit) -> str:
     """Where a passage sits, as the model is shown it: `guide.pdf, p. 3, Guide > Install`."""
-    parts = [hit.file or hit.dataset]
+    parts = [path_of(hit.file) or hit.dataset]
     if hit.page_start is not None:
         last = hit.page_end if hit.page_end is not None else hit.page_start
         parts.append(f"p. {hit.page_start}" if last == hit.page_start else f"pp. {hit.page_start}-{last}")

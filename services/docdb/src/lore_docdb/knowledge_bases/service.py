@@ -12,7 +12,7 @@ import asyncio
 import shutil
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 import structlog
@@ -39,6 +39,9 @@ from lore_docdb.knowledge_bases.models import (
 )
 from lore_docdb.knowledge_bases.store import KbExists, KnowledgeBaseStore
 from lore_docdb.schemas.service import SchemaService
+
+if TYPE_CHECKING:
+    from lore_docdb.parse.models import Task
 
 log = structlog.get_logger("lore.docdb.kb")
 
@@ -254,6 +257,15 @@ class KnowledgeBaseService:
         )
         await self.store.set_kb_mode(name, mode)
         return list(created)
+
+    async def parse_changes(self, task: Task) -> None:
+        """After `task` completed on files that changed under it: parse the dataset's changes into
+        its KB (incremental, same mode and schema)."""
+        queued = await self.parse(
+            task.kb_name, [task.dataset], task.mode, task.schema_name, force=False, incremental=True
+        )
+        ids = [q.task_id for q in queued]
+        log.info("parse_changes_queued", kb=task.kb_name, dataset=task.dataset, tasks=ids)
 
     # ------------------------------------------------------------ removal
 

@@ -7,6 +7,7 @@ import msgspec
 from lore_common.jobs import Lifecycle
 from lore_common.providers.usage import UsageReport
 from lore_core.clock import utc_iso
+from lore_docdb.datasets.paths import path_of
 from lore_docdb.envelope import Success
 
 ACTIVE_STATES = ("pending", "running", "cancelling")
@@ -51,6 +52,11 @@ class SkippedFile(msgspec.Struct):
     file: str
     reason: str
 
+    def shown(self) -> SkippedFile:
+        """As a user knows it: the file's path in its dataset (`guide/a.pdf`, not the stored
+        `guide%2Fa.pdf`), and the reason without the file's name that the converters put first."""
+        return SkippedFile(path_of(self.file), self.reason.removeprefix(f"{self.file}: "))
+
 
 class FileChanges(msgspec.Struct, kw_only=True):
     """The dataset's files against the KB's last parse of it: only added and changed ones were read
@@ -89,7 +95,7 @@ class TaskObject(msgspec.Struct, kw_only=True):
     @classmethod
     def of(cls, task: Task) -> TaskObject:
         skipped = (
-            msgspec.json.decode(task.skipped_files, type=list[SkippedFile])
+            [s.shown() for s in msgspec.json.decode(task.skipped_files, type=list[SkippedFile])]
             if task.skipped_files
             else msgspec.UNSET
         )

@@ -30,7 +30,7 @@ from lore_common.providers.extraction import EXTRACTION_PROMPT_VERSION, Extracti
 from lore_common.providers.usage import check_failed_share, record_failure
 from lore_common.structured_chunks import chunk_structured, indexed_text
 from lore_core.settings import Settings
-from lore_docdb.datasets.paths import sha256_of
+from lore_docdb.datasets.paths import path_of, sha256_of
 from lore_docdb.index.graph import Contribution, entity_id, fold_entities
 from lore_docdb.index.indexes import SearchIndexes
 from lore_docdb.knowledge_bases.embedders import KbEmbedders
@@ -175,7 +175,7 @@ class ParsePipeline:
             key=lambda s: s["file"],
         )
         if not texts and not any(r.chunks for r in kept):
-            reasons = "; ".join(f"{s['file']}: {s['reason']}" for s in outcome.skipped[:5])
+            reasons = "; ".join(f"{path_of(s['file'])}: {s['reason']}" for s in outcome.skipped[:5])
             raise ExtractionError(
                 f"dataset {task.dataset!r} has no parsable file" + (f" ({reasons})" if reasons else "")
             )
@@ -318,7 +318,8 @@ class ParsePipeline:
                     text = await sandbox.extract(path)
                 except ExtractionError as exc:
                     log.info("file_skipped", file=path.name, reason=str(exc))
-                    skipped.append({"file": path.name, "reason": str(exc)})
+                    # The reason names the file first; the entry already does.
+                    skipped.append({"file": path.name, "reason": str(exc).removeprefix(f"{path.name}: ")})
                     continue
                 if text.strip():
                     texts.append((path.name, text))

@@ -180,8 +180,12 @@ def _handle(inbox: Inbox, max_bytes: int) -> list[Reply]:
         result = (False, f"{path.name}: reading it needs more memory than the extractor may use")
     except RecursionError:
         result = (False, f"{path.name}: nested too deeply to read")
-    except (ExtractionError, OSError) as exc:
+    except ExtractionError as exc:
         result = (False, str(exc))
+    except FileNotFoundError:
+        result = (False, f"{path.name}: the file was removed while the parse ran")
+    except OSError as exc:  # its text names the server's path: the reason says what happened only
+        result = (False, f"{path.name}: could not be read ({exc.strerror or type(exc).__name__})")
     return [(int(request[0]), True, result)]
 
 

@@ -79,6 +79,10 @@ class ParseService:
         self.raw = raw
         self.settings = settings
         self.cancel_requested: set[str] = set()
+        # Called with a completed parse whose dataset changed while it ran (a sync or an upload that
+        # came after it had listed the files): the KB domain queues the parse of those changes, wired
+        # in app.py.
+        self.on_stale: list[Callable[[Task], Awaitable[None]]] = []
         self.queue = JobQueue(
             store,
             owner,
@@ -251,6 +255,20 @@ class ParseService:
                     raise
                 waited = 0.0  # still down: wait another round before trying again
 
+    async def _changed_since(self, dataset: str, parsed: dict[str, str]) -> bool:
+        """Whether the dataset's files differ from those a parse listed (`parsed`: sha256 by name)."""
+        names = {name for name, _, _ in await self.raw.list_files(dataset)}
+        known = await self.raw.hashes(dataset)
+        return names != set(parsed) or any(parsed.get(name) != digest for name, digest in known.items())
+
+    async def _parse_changes(self, task: Task) -> None:
+        log.info("parse_stale", kb=task.kb_name, dataset=task.dataset)
+        for queue_again in self.on_stale:
+            try:
+                await queue_again(task)
+            except Exception as exc:  # the parse is done; the changes wait for the next sync or parse
+                log.warning("parse_changes_not_queued", kb=task.kb_name, dataset=task.dataset, error=str(exc))
+
     async def _cancel_seen(self, task_id: str) -> bool:
         if task_id in self.cancel_requested:
             return True
@@ -315,6 +333,8 @@ class ParseService:
             if done is None:
                 raise Cancelled("done")
             log.info("parse_completed", kb=task.kb_name, dataset=task.dataset, skipped=len(skipped))
+            if self.on_stale and await self._changed_since(task.dataset, outcome.hashes):
+                await self._parse_changes(task)
         except Cancelled as stop:
             await self._roll_back(task)
             await self.store.transition(
