@@ -6,6 +6,7 @@ not `word/document.xml`, and docling's padding around bold and italic words."""
 
 from __future__ import annotations
 
+import base64
 import zipfile
 from pathlib import Path
 
@@ -146,3 +147,46 @@ def test_word97_file_naming_its_streams_in_another_case_is_read(tmp_path: Path) 
     original = extract_text(DATA / "sample.doc")
 
     assert extract_text(write(tmp_path, "lower.doc", bytes(data))) == original
+
+
+def test_a_message_attached_in_base64_reads_as_a_message(tmp_path: Path) -> None:
+    """GroupWise sends a forwarded message as `message/rfc822` in base64 (Tika's
+    testGroupWiseEml.eml): it came out as a block of base64."""
+    inner = b"Subject: Shift plan\nFrom: ops@example.com\n\nThe night shift starts at ten.\n"
+    encoded = base64.encodebytes(inner)
+    mail = (
+        b'MIME-Version: 1.0\nSubject: Fwd\nFrom: a@example.com\nContent-Type: multipart/mixed; boundary="b"\n'
+        b"\n--b\nContent-Type: text/plain\n\nSee below.\n--b\nContent-Type: message/rfc822\n"
+        b'Content-Transfer-Encoding: base64\nContent-Disposition: attachment; filename="plan.eml"\n\n'
+        + encoded
+        + b"--b--\n"
+    )
+    text = extract_text(write(tmp_path, "fwd.eml", mail))
+
+    assert "Subject: Shift plan" in text and "The night shift starts at ten." in text
+    assert encoded.split()[0].decode() not in text
+
+
+def test_pictures_written_into_markdown_leave_their_base64_out(tmp_path: Path) -> None:
+    payload = base64.b64encode(bytes(range(256)) * 4).decode()
+    markdown = f"# Notes\n\nThe pump, as drawn:\n\n![pump](data:image/png;base64,{payload})\n"
+    text = extract_text(write(tmp_path, "notes.md", markdown.encode()))
+
+    assert payload[:40] not in text
+    assert "![pump](data:image/png;base64,…)" in text and "The pump, as drawn:" in text
+
+
+def test_a_note_under_a_csv_table_is_a_line_not_a_column(tmp_path: Path) -> None:
+    """Tika's testCSV.csv: a table indented by an empty column, a note under it in that column."""
+    data = b"Squares,,\n,,\n,Number,Square\n,1,1\n,2,4\n,3,9\n,,\nWritten in a spreadsheet.,,\n"
+    text = extract_text(write(tmp_path, "squares.csv", data))
+
+    assert text == (
+        "Squares\n\n| Number | Square |\n|---|---|\n| 1 | 1 |\n| 2 | 4 |\n| 3 | 9 |\n\n"
+        "Written in a spreadsheet."
+    )
+
+
+def test_the_comment_after_webvtt_is_no_title(tmp_path: Path) -> None:
+    vtt = b"WEBVTT FILE\n\n1\n00:00:01.000 --> 00:00:03.000\nWelcome to the plant tour.\n"
+    assert extract_text(write(tmp_path, "tour.vtt", vtt)) == "Welcome to the plant tour."

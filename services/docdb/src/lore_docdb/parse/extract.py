@@ -108,6 +108,19 @@ def _xml_text(path: Path) -> str:
     return "\n\n".join(paragraphs)
 
 
+def _vtt(path: Path) -> str:
+    """WebVTT's cues in order. The words after `WEBVTT` on its first line are a comment on the file
+    (`WEBVTT FILE`, `WEBVTT - Translation of that film`), which docling-rs made the title (`# FILE`)."""
+    markdown = docling_markdown(path)
+    with path.open("rb") as handle:
+        first = decode(handle.readline(1024)).strip()
+    comment = first[len("WEBVTT") :].strip() if first.startswith("WEBVTT") else ""
+    title = f"# {comment}"
+    if comment and (markdown == title or markdown.startswith(title + "\n")):
+        markdown = markdown[len(title) :].lstrip("\n")
+    return markdown
+
+
 def _json_values(text: str) -> list[object]:
     """The JSON values of the text one after another: one document, or JSON Lines (a log, an export)
     and objects written back to back, which `json.loads` refuses as `Extra data`."""
@@ -175,7 +188,7 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".asciidoc": docling_markdown,
     ".tex": docling_markdown,  # LaTeX: sections, lists, tables; the macros themselves dropped
     ".latex": docling_markdown,
-    ".vtt": docling_markdown,  # WebVTT subtitles and transcripts: the cues' text in order
+    ".vtt": _vtt,  # WebVTT subtitles and transcripts: the cues' text in order
     ".epub": epub_markdown,
     ".eml": eml_markdown,
     ".mht": mht_markdown,  # a web page saved as one file (MIME): its HTML part
@@ -197,7 +210,7 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
 # The formats docling-rs reads. Loading it costs about 2 s of CPU and maps about 700 MiB of address
 # space, so only an extraction child that meets one of these loads it.
 OFFICE_SUFFIXES = frozenset(
-    suffix for suffix, convert in EXTRACTORS.items() if convert in (docling_markdown, _xml)
+    suffix for suffix, convert in EXTRACTORS.items() if convert in (docling_markdown, _xml, _vtt)
 )
 TEXT_SUFFIXES = frozenset(suffix for suffix, convert in EXTRACTORS.items() if convert is _text)
 

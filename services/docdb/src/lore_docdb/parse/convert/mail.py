@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import email
 import email.policy
+import quopri
 import re
 from pathlib import Path
 from typing import Any
@@ -57,7 +59,7 @@ def _message_markdown(message: Any, depth: int) -> str:
     names, inner = [], []
     for part in message.iter_attachments():
         if part.get_content_type() == "message/rfc822" and depth < MAX_NESTED:
-            for nested in part.iter_parts():  # the enclosed message
+            for nested in _enclosed(part):
                 inner.append(_message_markdown(nested, depth + 1))
         elif part.get_filename():
             names.append(part.get_filename())
@@ -65,6 +67,25 @@ def _message_markdown(message: Any, depth: int) -> str:
     if names:
         parts.append("Attachments: " + ", ".join(names))
     return "\n\n".join(p for p in [*parts, *inner] if p)
+
+
+def _enclosed(part: Any) -> list[Any]:
+    """The message a `message/rfc822` part holds. GroupWise and some gateways send it in base64 or
+    quoted-printable, which the standard forbids and the parser does not undo (the message's text
+    came out as a block of base64): such a part is decoded and parsed again."""
+    nested = list(part.iter_parts())
+    encoding = str(part.get("Content-Transfer-Encoding", "")).strip().lower()
+    if encoding not in ("base64", "quoted-printable") or len(nested) != 1:
+        return nested
+    raw = nested[0].as_bytes()
+    try:
+        if encoding == "base64":
+            data = base64.b64decode(b"".join(raw.split()), validate=False)
+        else:
+            data = quopri.decodestring(raw)
+    except ValueError:
+        return nested
+    return [email.message_from_bytes(data, policy=email.policy.default)]
 
 
 def _part_text(part: Any) -> str:

@@ -273,12 +273,17 @@ _HTML_BLOCK_TAGS = _BLOCKS - {"html", "body"} | {"center", "hr", "thead", "tbody
 _NOT_PARAGRAPH = re.compile(r"^ {0,3}(#|>|[-*+] |\d+[.)] |\||```|~~~)|^\s*$")
 
 
+_DATA_URI = re.compile(r"(data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[\w.+-]+)*;base64,)[A-Za-z0-9+/=]{16,}")
+
+
 def markdown_text(markdown: str) -> str:
     """Markdown as the converters write it: setext headings (a line underlined with `===` or `---`)
     as `#` lines, and HTML blocks (a `<table>`, `<div>`... standing on their own lines, as READMEs
     write tables with spans) through the HTML converter, so their rows are one line each. Code
-    fences and a YAML front matter are left as they are; the rest is kept verbatim."""
-    lines = markdown.splitlines()
+    fences and a YAML front matter are left as they are; the rest is kept verbatim, but for the
+    base64 payload of pictures written into the text (`![](data:image/png;base64,iVBOR...)`, as note
+    editors paste them), which filled chunks with kilobytes of letters that are no words."""
+    lines = _DATA_URI.sub(r"\1…", markdown).splitlines()
     out: list[str] = []
     i, fence = 0, ""
     if lines and lines[0].strip() == "---":  # front matter: up to its closing line, untouched

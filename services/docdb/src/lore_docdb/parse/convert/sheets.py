@@ -306,7 +306,17 @@ def table_text(rows: list[list[str]]) -> str:
         titles.append(next(c for c in rows[0] if c))
         rows, varied = rows[1:], varied[1:]
     notes: list[str] = []  # rows merged across the whole table under it: its notes
-    while any(varied) and len(rows) > 2 and rows[-1][0] and all(c == rows[-1][0] for c in rows[-1]):
-        notes.insert(0, rows[-1][0])
+    while any(varied) and len(rows) > 2 and _note(rows):
+        notes.insert(0, next(c for c in rows[-1] if c))
         rows, varied = rows[:-1], varied[:-1]
     return "\n\n".join(p for p in [*titles, md_table(rows), *notes] if p)
+
+
+def _note(rows: list[list[str]]) -> bool:
+    """The last row is a note under the table: one value merged across it, or one value in a
+    column the table leaves empty (a CSV's `Written in ...` under a table indented by a column)."""
+    last = rows[-1]
+    if last[0] and all(c == last[0] for c in last):
+        return True
+    filled = [j for j, c in enumerate(last) if c]
+    return len(filled) == 1 and not any(len(row) > filled[0] and row[filled[0]] for row in rows[:-1])
