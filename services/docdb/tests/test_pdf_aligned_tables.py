@@ -152,3 +152,31 @@ def test_table_in_one_column_of_a_two_column_paper_leaves_the_other_column_text(
     assert rows == [header, *body]
     for line in left:
         assert line in output.splitlines()
+
+
+def test_group_label_wrapped_over_two_ruled_rows_reads_whole_in_its_first_row(tmp_path: Path) -> None:
+    """A ruled table whose groups of rows are headed by a label in the first column: a label too long
+    for its cell goes on in the row under it ("syndrome"); it reads whole beside its first figures."""
+    grid = [
+        ["Condition", "Measure", "Men", "Women"],
+        ["Allergy problems", "Count", "93", "77"],
+        ["", "Percentage", "18.8%", "15.6%"],
+        ["Chronic fatigue", "Count", "19", "4"],
+        ["syndrome", "Percentage", "3.8%", "0.8%"],
+        ["Asthma", "Count", "31", "22"],
+        ["", "Percentage", "6.3%", "4.4%"],
+        ["Depression", "Count", "48", "12"],
+        ["", "Percentage", "9.7%", "2.4%"],
+        ["Diabetes", "Count", "1", "1"],
+        ["", "Percentage", "0.2%", "0.2%"],
+    ]
+    xs = [60, 180, 260, 320, 380]
+    ops = []
+    for i, row in enumerate(grid):
+        y = 700 - 16 * i
+        ops += [text(xs[j] + 4, y, cell) for j, cell in enumerate(row) if cell]
+    ops += [rule(xs[0], 700 + 12 - 16 * i, xs[-1], 700 + 12 - 16 * i) for i in range(len(grid) + 1)]
+    ops += [rule(x, 712, x, 712 - 16 * len(grid)) for x in xs]
+    rows = [cells(line) for line in pdf_text(write(tmp_path / "groups.pdf", ops)).splitlines() if "|" in line]
+    assert ["Chronic fatigue syndrome", "Count", "19", "4"] in rows
+    assert ["Allergy problems", "Count", "93", "77"] in rows

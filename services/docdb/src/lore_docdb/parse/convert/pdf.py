@@ -919,6 +919,8 @@ def _ruled(
         return []
     from pdfplumber.table import TableFinder
 
+    from lore_docdb.parse.convert.pdf_aligned import joined_labels
+
     left, bottom, right, top = page.get_bbox()
     if view is not None:
         corners = [view(x, y) for x in (left, right) for y in (bottom, top)]
@@ -943,7 +945,9 @@ def _ruled(
             and len(texts) >= MIN_TABLE_TEXTS
             and 2 * paragraphs <= len(texts)  # boxes drawn round a page's paragraphs: its text
         ):
-            markdown = md_table(rows)
+            markdown = md_table(
+                joined_labels([[c if isinstance(c, str) else "" for c in row] for row in rows])
+            )
             if markdown.count("\n") >= 2:
                 box = tuple(float(v) for v in table.bbox)
                 tables.append(((box[0], box[1], box[2], box[3]), markdown, markdown.count("\n")))

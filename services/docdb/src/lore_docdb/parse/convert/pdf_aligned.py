@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections import Counter
 from collections.abc import Callable
 from itertools import pairwise
 from typing import Any, NamedTuple
@@ -356,15 +357,39 @@ def _merged(rows: list[list[str]]) -> list[list[str]]:
         header = [" ".join(r[j] for r in rows[:first] if r[j]) for j in range(len(rows[0]))]
         rows = [header, *rows[first:]]
     out: list[list[str]] = []
+    for row in joined_labels(rows):
+        if out and _goes_on(out[-1], row):
+            out[-1] = [f"{above} {cell}".strip() for above, cell in zip(out[-1], row, strict=True)]
+        else:
+            out.append(row)
+    return out
+
+
+def joined_labels(rows: list[list[str]]) -> list[list[str]]:
+    """The rows with a first column's label wrapped over two lines, or two rows, read as one: the
+    second part opens in lower case (or with a bracket, `(as HCl)`) and is joined to the row that
+    holds the label's figures; where the second part sits beside a row of its own (a group's label
+    over its rows), it moves up to the first. A label that several rows have is no such part."""
+    labels = Counter(row[0] for row in rows if row)
+    out: list[list[str]] = []
     for row in rows:
         previous = out[-1] if out else None
-        continues = bool(row[0]) and row[0][0].islower()
-        if previous is not None and continues and not any(previous[1:]):  # label over two lines, figures last
-            out[-1] = [f"{previous[0]} {row[0]}", *row[1:]]
-        elif previous is not None and continues and not any(row[1:]):  # figures on the label's first line
-            out[-1] = [f"{previous[0]} {row[0]}", *previous[1:]]
-        elif previous is not None and _goes_on(previous, row):
-            out[-1] = [f"{above} {cell}".strip() for above, cell in zip(previous, row, strict=True)]
+        part = row[0]
+        goes_on = (
+            bool(part)
+            and (part[0].islower() or (part[0] == "(" and not _numeric(part)))
+            and labels[part] == 1  # a label in several rows ("total" under each group) is one of its own
+        )
+        if previous is None or not goes_on or not previous[0]:
+            out.append(row)
+        elif not any(previous[1:]):  # label over two lines, figures on the last
+            out[-1] = [f"{previous[0]} {part}", *row[1:]]
+        elif not any(row[1:]):  # figures on the label's first line
+            out[-1] = [f"{previous[0]} {part}", *previous[1:]]
+        elif part[0].islower() and 3 * sum(not r[0] for r in rows) >= len(rows):
+            # the label's end beside the group's next row, in a table whose labels head groups of rows
+            out[-1] = [f"{previous[0]} {part}", *previous[1:]]
+            out.append(["", *row[1:]])
         else:
             out.append(row)
     return out
