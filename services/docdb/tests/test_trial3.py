@@ -11,6 +11,8 @@ import zipfile
 from pathlib import Path
 
 import docx
+from docx.oxml import OxmlElement
+from docx.oxml.ns import qn
 
 from lore_docdb.parse.extract import extract_text
 
@@ -190,3 +192,33 @@ def test_a_note_under_a_csv_table_is_a_line_not_a_column(tmp_path: Path) -> None
 def test_the_comment_after_webvtt_is_no_title(tmp_path: Path) -> None:
     vtt = b"WEBVTT FILE\n\n1\n00:00:01.000 --> 00:00:03.000\nWelcome to the plant tour.\n"
     assert extract_text(write(tmp_path, "tour.vtt", vtt)) == "Welcome to the plant tour."
+
+
+def test_a_links_address_and_a_bold_table_cell_keep_their_characters(tmp_path: Path) -> None:
+    """docling escapes a link's `&` twice (`&amp;amp;`) and `_` in a bold table cell (`\\_`)."""
+    document = docx.Document()
+    paragraph = document.add_paragraph("Read ")
+    relation = paragraph.part.relate_to(
+        "https://example.com/book?id=12&page=26",
+        "http://schemas.openxmlformats.org/officeDocument/2006/relationships/hyperlink",
+        is_external=True,
+    )
+    link = OxmlElement("w:hyperlink")
+    link.set(qn("r:id"), relation)
+    run = OxmlElement("w:r")
+    text = OxmlElement("w:t")
+    text.text = "the book"
+    run.append(text)
+    link.append(run)
+    paragraph._p.append(link)
+    table = document.add_table(rows=2, cols=2)
+    table.cell(0, 0).paragraphs[0].add_run("File").bold = True
+    table.cell(0, 1).text = "Size"
+    table.cell(1, 0).paragraphs[0].add_run("2026_amended_invoice.docx").bold = True
+    table.cell(1, 1).text = "2.4 MB"
+    path = tmp_path / "links.docx"
+    document.save(str(path))
+
+    text = extract_text(path)
+    assert "(https://example.com/book?id=12&page=26)" in text
+    assert "| **2026_amended_invoice.docx** | 2.4 MB |" in text

@@ -93,6 +93,7 @@ def _ole_names_cased(data: bytes) -> bytes | None:
 
 PICTURE = "<!-- image -->"
 _HEADING_LINE = re.compile(r"^#{1,6} ")
+_LINK_TARGET = re.compile(r"\]\([^()\s]*\)")  # a link's address, whose `&` docling escapes twice
 # docling pads bold and italic runs: `belief,  **text**  in`, `*italic* ,`
 _SPACE_RUN = re.compile(r"(?<=\S)  +")
 _PADDED_PUNCTUATION = re.compile(r"(?<=[^\s*])(\*{1,3}) ([,.;:!?)])")
@@ -100,8 +101,9 @@ _PADDED_PUNCTUATION = re.compile(r"(?<=[^\s*])(\*{1,3}) ([,.;:!?)])")
 
 def plain_markdown(markdown: str) -> str:
     """docling's Markdown as the text says it: `&lt;`, `&gt;`, `&amp;` and `\\_` back to `<`, `>`, `&`
-    and `_` outside tables and code (docling escapes them in paragraphs, headings and list items
-    only, so `R&D` read `R&amp;D` and `x --> y` read `x --&gt; y`), its placeholder for a picture
+    and `_` outside tables and code (docling escapes them in paragraphs, headings and list items, so
+    `R&D` read `R&amp;D` and `x --> y` read `x --&gt; y`; a link's `&` twice, `\\_` in table cells
+    too), its placeholder for a picture
     left out, a blank line before a table that follows a line of text, a heading's own bold
     (`## **Scope**`) left out, runs of spaces inside a line made one and the space docling puts
     between bold or italic words and the comma after them (`**bold** ,`) left out."""
@@ -117,7 +119,9 @@ def plain_markdown(markdown: str) -> str:
             if stripped.startswith("|"):
                 if lines and lines[-1].strip() and not lines[-1].lstrip().startswith("|"):
                     lines.append("")
+                line = line.replace("\\_", "_")  # in a bold cell too: `**2026\_invoice.docx**`
             else:
+                line = _LINK_TARGET.sub(lambda m: m.group(0).replace("&amp;amp;", "&amp;"), line)
                 line = line.replace("\\_", "_").replace("&lt;", "<").replace("&gt;", ">")
                 line = line.replace("&amp;", "&")
                 if _HEADING_LINE.match(line) and "**" in line:
