@@ -222,3 +222,38 @@ def test_a_links_address_and_a_bold_table_cell_keep_their_characters(tmp_path: P
     text = extract_text(path)
     assert "(https://example.com/book?id=12&page=26)" in text
     assert "| **2026_amended_invoice.docx** | 2.4 MB |" in text
+
+
+def test_footnotes_and_endnotes_of_a_docx_follow_the_paragraph_that_refers_to_them(
+    tmp_path: Path,
+) -> None:
+    """docling-rs left a Word file's notes out (pandoc's notes.docx: the endnote's whole text)."""
+    document = docx.Document()
+    document.add_paragraph("The pump was replaced in May.")
+    document.add_paragraph("The next inspection is due in June.")
+    plain = tmp_path / "plain.docx"
+    document.save(str(plain))
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    notes = {
+        "footnotes": f'<w:footnotes {w}><w:footnote w:id="2"><w:p><w:r><w:t>Invoice 4471.'
+        "</w:t></w:r></w:p></w:footnote></w:footnotes>",
+        "endnotes": f'<w:endnotes {w}><w:endnote w:id="3"><w:p><w:r><w:t>Per the 2024 rules.'
+        "</w:t></w:r></w:p></w:endnote></w:endnotes>",
+    }
+    path = tmp_path / "notes.docx"
+    with zipfile.ZipFile(plain) as source, zipfile.ZipFile(path, "w") as target:
+        for info in source.infolist():
+            part = source.read(info)
+            if info.filename == "word/document.xml":
+                part = part.replace(
+                    b"May.</w:t></w:r>",
+                    b'May.</w:t></w:r><w:r><w:footnoteReference w:id="2"/></w:r>',
+                ).replace(b"June.</w:t></w:r>", b'June.</w:t></w:r><w:r><w:endnoteReference w:id="3"/></w:r>')
+            target.writestr(info.filename, part)
+        for name, xml in notes.items():
+            target.writestr(f"word/{name}.xml", xml)
+
+    assert extract_text(path) == (
+        "The pump was replaced in May.\n\n[footnote 1]: Invoice 4471.\n\n"
+        "The next inspection is due in June.\n\n[endnote 1]: Per the 2024 rules."
+    )

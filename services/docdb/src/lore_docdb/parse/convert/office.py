@@ -553,6 +553,7 @@ def _inside_box(node: Any, paragraph: Any) -> bool:
 def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
     document = _xml(archive.read(main))
     chunks = _alt_chunks(archive, main, document)
+    noted = _with_notes(archive, main, document)
     styles_data = _read(archive, "word/styles.xml")
     blocks = _word_blocks(document, _xml(styles_data) if styles_data else None)
     levels = promoted(blocks)
@@ -567,7 +568,7 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
             ("[Content_Types].xml", "/" + main, "/" + WORD_MAIN),
         ):
             changed[part] = _read(archive, part).replace(old.encode(), new.encode())
-    elif not levels and not chunks:
+    elif not levels and not chunks and not noted:
         return None
     from lxml import etree
 
@@ -596,6 +597,45 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
 
 
 R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+_NOTE_KINDS = (("footnote", "footnotes"), ("endnote", "endnotes"))
+_BLOCK_PARENTS = (W + "body", W + "sdtContent")
+
+
+def _with_notes(archive: zipfile.ZipFile, main: str, document: Any) -> bool:
+    """Footnotes and endnotes, which docling-rs leaves out, as paragraphs (`[footnote 1]: text`)
+    after the paragraph or table that refers to them, the way reviewers' comments come; True when
+    there were any."""
+    from lxml import etree
+
+    folder = main.rpartition("/")[0]
+    after: dict[Any, list[str]] = {}
+    for kind, part in _NOTE_KINDS:
+        references = list(document.iter(f"{W}{kind}Reference"))
+        data = _read(archive, f"{folder}/{part}.xml") if references else b""
+        if not data:
+            continue
+        texts = {}
+        for note in _xml(data).iter(W + kind):
+            words = [
+                " ".join("".join(t.text or "" for t in p.iter(W + "t")).split()) for p in note.iter(W + "p")
+            ]
+            texts[note.get(W + "id")] = " ".join(w for w in words if w)
+        number = 0
+        for reference in references:
+            text = texts.pop(reference.get(W + "id"), "")  # a note referred to again: once
+            if not text:
+                continue
+            number += 1
+            block = reference
+            while block.getparent() is not None and block.getparent().tag not in _BLOCK_PARENTS:
+                block = block.getparent()
+            after.setdefault(block, []).append(f"[{kind} {number}]: {text}")
+    for block, lines in after.items():
+        for line in reversed(lines):
+            paragraph = etree.Element(W + "p")
+            etree.SubElement(etree.SubElement(paragraph, W + "r"), W + "t").text = line
+            block.addnext(paragraph)
+    return bool(after)
 
 
 def _alt_chunks(archive: zipfile.ZipFile, main: str, document: Any) -> list[tuple[Any, str]]:
