@@ -129,3 +129,22 @@ async def test_answer_says_plainly_when_no_passage_answers() -> None:
         request("answer", question="What is the capital of Peru?", passages=["Ada Lovelace wrote notes."])
     )
     assert "[1]" not in reply and "no answer" in reply
+
+
+async def test_answer_reads_a_table_row_with_its_header_before_a_title_line() -> None:
+    """A row's number means nothing without its column: the answer names both; a title that shares
+    the question's words ('Stanley Cups Since 67') comes after sentences, and a row matching only
+    through its header is not quoted."""
+    sheet = (
+        "Stanley Cups Since 67\n\n| Team | Abbr | Stanley Cups |\n|---|---|---|\n"
+        "| Maple Leafs | TOR | 13 |\n| Canadiens | MTL | 24 |\n"
+    )
+    reply = await OfflineChat().complete(
+        request(
+            "answer",
+            question="How many Stanley Cups have the Maple Leafs won?",
+            passages=[sheet, "The Maple Leafs play in Toronto."],
+        )
+    )
+    assert reply.startswith("Team: Maple Leafs; Abbr: TOR; Stanley Cups: 13. [1] The Maple Leafs play")
+    assert "Canadiens" not in reply

@@ -49,6 +49,9 @@ _LEANS_BACK = re.compile(
     r"^(?i:he|she|it|they|this|these|those|that|his|her|its|their|there|such|both|the latter|the former|"
     r"also|however|then|thus|therefore|in addition|moreover)\b|^[a-z]|^(?:他|她|它|该|这|其|此)",
 )
+FRAGMENT_WEIGHT = 0.5
+KEEP_SHARE = 0.25
+_RULE_CELL = re.compile(r"^:?-{2,}:?$|^$")
 _WHOLE = re.compile(r"[.!?。！？…][\"'”’」』)\]]*$")
 
 
@@ -57,12 +60,36 @@ def _cjk_bigrams(text: str) -> set[str]:
     return {a + b for a, b in itertools.pairwise(chars)}
 
 
-def _units(passage: str) -> list[str]:
-    """A passage's sentences and list items that read as sentences; headings, code and rows are not."""
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def _units(passage: str) -> list[tuple[str, str]]:
+    """A passage's sentences, list items that read as sentences, and table rows read with their
+    header (`Team: Maple Leafs; Cups: 13.`: a row's number means nothing without its column's
+    name); headings and code are not units. Each with the text that must match the question: a row's
+    own cells (its header's words are in every row)."""
     out = []
+    header: list[str] | None = None
     for segment in segments(passage):
-        if segment.kind == "sentence" or (segment.kind == "item" and len(segment.text.split()) >= 4):
-            out.append(segment.text)
+        if segment.kind != "table":
+            header = None
+            if segment.kind == "sentence" or (segment.kind == "item" and len(segment.text.split()) >= 4):
+                out.append((segment.text, segment.text))
+            continue
+        cells = _cells(segment.text)
+        if all(_RULE_CELL.match(cell) for cell in cells):
+            continue  # the line under a Markdown table's header
+        if header is None:
+            header = cells
+            continue
+        named = [
+            f"{name}: {cell}" if name and name != cell else cell
+            for name, cell in itertools.zip_longest(header, cells, fillvalue="")
+            if cell
+        ]
+        if len(named) >= 2:
+            out.append(("; ".join(named).rstrip(".") + ".", " ".join(cells)))
     return out
 
 
@@ -73,23 +100,28 @@ def answer(question: str, passages: Sequence[str], max_sentences: int = 3) -> st
         return NO_PASSAGES
     q_terms = set(keywords(question))
     q_grams = _cjk_bigrams(question)
-    split = [[(sentence, _terms(sentence)) for sentence in _units(p)] for p in passages]
-    df = Counter(term for found in split for term in frozenset().union(*(t for _, t in found)))
+    split = [[(unit, _terms(unit), _terms(own)) for unit, own in _units(p)] for p in passages]
+    df = Counter(term for found in split for term in frozenset().union(*(t for _, t, _ in found)))
     candidates: list[tuple[float, int, int]] = []
     for index, found in enumerate(split):
-        for position, (sentence, terms) in enumerate(found):
-            overlap = q_terms & terms
+        for position, (sentence, terms, own) in enumerate(found):
+            overlap = q_terms & terms if q_terms & own or not q_terms else set()
             score = sum(math.log(1 + len(passages) / df.get(t, 1)) for t in overlap)
             if q_grams:
                 score += 0.5 * len(q_grams & _cjk_bigrams(sentence))
             if score <= 0 and (q_terms or q_grams):
                 continue  # a question with content words: a sentence sharing none answers nothing
+            if not is_whole_sentence(sentence):
+                score *= FRAGMENT_WEIGHT  # a title or a contents line: a sentence saying it comes first
             # Earlier passages were ranked higher by retrieval; earlier sentences tend to be topical.
             score += 0.1 / (1 + index) + 0.01 / (1 + position)
             candidates.append((score, index, position))
     if not candidates:
         return NO_ANSWER
     candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
+    # The others only where they match nearly as well: a sentence sharing one common word is not a
+    # second answer.
+    candidates = [c for c in candidates if c[0] >= KEEP_SHARE * candidates[0][0]]
     parts: list[str] = []
     used: set[tuple[int, int]] = set()
     for _, index, position in candidates:
