@@ -257,3 +257,25 @@ def test_footnotes_and_endnotes_of_a_docx_follow_the_paragraph_that_refers_to_th
         "The pump was replaced in May.\n\n[footnote 1]: Invoice 4471.\n\n"
         "The next inspection is due in June.\n\n[endnote 1]: Per the 2024 rules."
     )
+
+
+def test_footnotes_of_an_odt_follow_their_paragraph(tmp_path: Path) -> None:
+    """docling-rs left an OpenDocument text's notes out (pandoc's odt_footnote.odt)."""
+    content = (
+        '<?xml version="1.0" encoding="UTF-8"?><office:document-content '
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2">'
+        "<office:body><office:text><text:p>The pump was replaced in May."
+        '<text:note text:id="ftn1" text:note-class="footnote"><text:note-citation>1</text:note-citation>'
+        "<text:note-body><text:p>Invoice 4471.</text:p></text:note-body></text:note></text:p>"
+        "<text:p>The next inspection is due in June.</text:p>"
+        "</office:text></office:body></office:document-content>"
+    )
+    path = tmp_path / "notes.odt"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("mimetype", "application/vnd.oasis.opendocument.text")
+        archive.writestr("content.xml", content)
+
+    assert extract_text(path) == (
+        "The pump was replaced in May.\n\n[footnote 1]: Invoice 4471.\n\nThe next inspection is due in June."
+    )

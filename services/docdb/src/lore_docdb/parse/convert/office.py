@@ -684,6 +684,7 @@ T = "{" + TEXT_NS + "}"
 S = "{" + STYLE_NS + "}"
 _SIZE = re.compile(r"^([\d.]+)(pt|%|cm|mm|in|px)?$")
 _UNIT_PT = {"pt": 1.0, "cm": 72 / 2.54, "mm": 72 / 25.4, "in": 72.0, "px": 0.75}
+_ODF_BLOCK_PARENTS = ("{" + OFFICE_NS + "}text", T + "section")
 _SKIPPED_IN_TEXT = {T + "note", T + "tracked-changes", "{" + OFFICE_NS + "}annotation"}
 _DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
 
@@ -817,7 +818,8 @@ def _odt_with_headings(archive: zipfile.ZipFile) -> Prepared | None:
     styles_data = _read(archive, "styles.xml")
     blocks = _odt_blocks(content, _xml(styles_data) if styles_data else None)
     levels = promoted(blocks)
-    if not levels:
+    noted = _odt_notes(content)
+    if not levels and not noted:
         return None
     from lxml import etree
 
@@ -827,3 +829,29 @@ def _odt_with_headings(archive: zipfile.ZipFile) -> Prepared | None:
         element.set(T + "outline-level", str(level))
     data = etree.tostring(content, xml_declaration=True, encoding="UTF-8")
     return _replaced(archive, {"content.xml": data}), ".odt", {}
+
+
+def _odt_notes(content: Any) -> bool:
+    """An OpenDocument text's footnotes and endnotes, which docling-rs leaves out, as paragraphs
+    (`[footnote 1]: text`) after the paragraph, list or table that holds them; True when any."""
+    from lxml import etree
+
+    numbers = {"footnote": 0, "endnote": 0}
+    after: dict[Any, list[str]] = {}
+    for note in list(content.iter(T + "note")):
+        body = note.find(T + "note-body")
+        text = "" if body is None else " ".join("".join(body.itertext()).split())
+        kind = note.get(T + "note-class", "footnote")
+        if not text or kind not in numbers:
+            continue
+        numbers[kind] += 1
+        block = note
+        while block.getparent() is not None and block.getparent().tag not in _ODF_BLOCK_PARENTS:
+            block = block.getparent()
+        after.setdefault(block, []).append(f"[{kind} {numbers[kind]}]: {text}")
+    for block, lines in after.items():
+        for line in reversed(lines):
+            paragraph = etree.Element(T + "p")
+            paragraph.text = line
+            block.addnext(paragraph)
+    return bool(after)
