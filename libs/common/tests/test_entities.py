@@ -67,3 +67,15 @@ def test_peoples_headlines_in_capitals_and_scores_are_not_names() -> None:
 def test_a_date_line_after_a_place_stays_a_date() -> None:
     tokens = "LONDON 1996-12-06".split()
     assert entity_spans(tokens) == [(0, 1)]
+
+
+def test_an_e_mails_header_labels_and_date_parts_are_not_entities_and_st_stays_in_a_place() -> None:
+    """A user's graph of e-mails read `Date`, `Fri`, `Dec`, `St` and `Moritz` as five entities."""
+    mail = (
+        "From: Fake Sender <fake@example.com>\nDate: Fri, 13 Dec 2019 10:00:00 +0000\nSubject: Family Day\n\n"
+        "Winter sports in St. Moritz are popular. E. F. Benson wrote about St. Moritz and Davos. "
+        "Jan Smith joined Sun Microsystems."
+    )
+    names = {e["name"] for e in extract_entities(mail)["entities"]}
+    assert not names & {"Date", "Subject", "From", "Fri", "Dec", "St", "Moritz"}, names
+    assert {"St Moritz", "Davos", "Jan Smith", "Sun Microsystems"} <= names

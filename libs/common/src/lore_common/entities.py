@@ -75,10 +75,17 @@ _SECTION_WORDS = frozenset(
     STANDARDS CONFORMING TO ATTRIBUTES VERSIONS EXIT STATUS USAGE SUMMARY OVERVIEW INTRODUCTION
     ABSTRACT CONTENTS TABLE OF AND OR THE A AN IN ON AT FOR BY WITH FROM IS ARE BE IF NO YES OK""".split()
 )
+# Abbreviations that open a place's name ("St. Moritz", "Mt. Everest"): the run goes on past their stop.
+_NAME_PREFIXES = frozenset({"St", "Ste", "Mt", "Ft", "Pt"})
+# Alone, these are a date's parts ("Fri, 13 Dec 2019"), not names; "Jan Smith" and "Sun Microsystems"
+# stay names.
+_DATE_WORDS = frozenset(
+    "mon tue tues wed thu thur thurs fri sat sun jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
 _CONNECTORS = frozenset({"of", "de", "la", "le", "du", "von", "van", "der", "den", "del", "the", "&"})
 _TITLES = frozenset(
     """mr mrs ms miss dr prof professor sir dame lord lady president king queen prince princess pope
-    saint st senator governor general admiral captain judge minister chancellor mayor rev""".split()
+    senator governor general admiral captain judge minister chancellor mayor rev""".split()
 )
 _GIVEN_NAMES = frozenset(
     """aaron ada adam alan albert alexander alice amanda amy andrew angela anna anne anthony barbara ben
@@ -238,7 +245,10 @@ def _candidates(sentence: str, known: set[str] | None = None) -> list[tuple[str,
         token = match.group(0)
         gap = sentence[previous_end : match.start()]
         previous_end = match.end()
-        breaks = (current and gap.strip() != "") or (token.upper() in _RFC_KEYWORDS and token.isupper())
+        continues = gap.strip() == "." and bool(current) and current[-1] in _NAME_PREFIXES
+        breaks = (current and gap.strip() != "" and not continues) or (
+            token.upper() in _RFC_KEYWORDS and token.isupper()
+        )
         if breaks and current:
             runs.append((" ".join(current), start))
             current = []
@@ -355,8 +365,10 @@ def _english(sentence: str, known_names: set[str]) -> list[tuple[str, EntityKind
             or all(w.upper() in _SECTION_WORDS for w in words)
         ):
             continue
-        if len(words) == 1 and (name in _RFC_KEYWORDS or lowered in _MONTH_NAMES):
+        if len(words) == 1 and (name in _RFC_KEYWORDS or lowered in _MONTH_NAMES or lowered in _DATE_WORDS):
             continue
+        if len(words) == 1 and sentence[offset + len(run) :].startswith(":"):
+            continue  # a field's label: "Date: …", "Subject: …"
         if _is_demonym(words):
             continue
         if any(name in date for date in dates):
