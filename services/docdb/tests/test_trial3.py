@@ -279,3 +279,16 @@ def test_footnotes_of_an_odt_follow_their_paragraph(tmp_path: Path) -> None:
     assert extract_text(path) == (
         "The pump was replaced in May.\n\n[footnote 1]: Invoice 4471.\n\nThe next inspection is due in June."
     )
+
+
+def test_rtf_footnotes_follow_their_paragraph(tmp_path: Path) -> None:
+    """striprtf drops `{\\footnote ...}` groups (pandoc's footnote.rtf lost both its notes)."""
+    rtf = (
+        rb"{\rtf1\ansi{\pard The pump was replaced in May.{\super\chftn}"
+        rb"{\footnote \pard\plain {\super\chftn} Invoice {\b 4471}.} It runs.\par}"
+        rb"{\pard The next inspection is due in June.\par}}"
+    )
+    assert extract_text(write(tmp_path, "notes.rtf", rtf)) == (
+        "The pump was replaced in May. It runs.\n\n[footnote 1]: Invoice 4471.\n\n"
+        "The next inspection is due in June."
+    )

@@ -114,6 +114,29 @@ _HEADING_MARK = re.compile(r"^\s*\x1fH([0-5])\x1f\s*")  # the mark set in front 
 _BIN = re.compile(rb"\\bin(-?\d*) ?")
 
 
+def _group_end(data: bytes, start: int) -> int:
+    """Where the RTF group opening at `start` ends (past its `}`), skipping `\\binN` raw bytes."""
+    depth, at = 0, start
+    while at < len(data):
+        char = data[at]
+        if char == 0x5C:  # a backslash: a control word, an escaped brace, or raw bytes
+            binary = _BIN.match(data, at)
+            if binary is not None:
+                count = int(binary.group(1)) if binary.group(1).lstrip(b"-").isdigit() else 0
+                at = binary.end() + max(0, count)
+                continue
+            at += 2
+            continue
+        if char == 0x7B:
+            depth += 1
+        elif char == 0x7D:
+            depth -= 1
+            if depth == 0:
+                return at + 1
+        at += 1
+    return at
+
+
 def without_pictures(data: bytes) -> bytes:
     """The RTF without its `{\\pict ...}` groups: pictures as hex or as `\\binN` raw bytes (which may
     hold braces) are no text, and striprtf fails on a `\\bin` written without its byte count."""
@@ -121,27 +144,50 @@ def without_pictures(data: bytes) -> bytes:
     start = 0
     while (found := data.find(b"{\\pict", start)) >= 0:
         out += data[start:found]
-        depth, at = 0, found
-        while at < len(data):
-            char = data[at]
-            if char == 0x5C:  # a backslash: a control word, an escaped brace, or raw bytes
-                binary = _BIN.match(data, at)
-                if binary is not None:
-                    count = int(binary.group(1)) if binary.group(1).lstrip(b"-").isdigit() else 0
-                    at = binary.end() + max(0, count)
-                    continue
-                at += 2
-                continue
-            if char == 0x7B:
-                depth += 1
-            elif char == 0x7D:
-                depth -= 1
-                if depth == 0:
-                    at += 1
-                    break
-            at += 1
-        start = at
+        start = _group_end(data, found)
     return bytes(out + data[start:])
+
+
+_FOOTNOTE = re.compile(rb"\{\\footnote(?![a-z])")
+_NOTE_START, _NOTE_END = "\x1dF", "\x1dE"  # marks around a note's text, set before striprtf
+_NOTE = re.compile(f"{_NOTE_START}(.*?){_NOTE_END}", re.DOTALL)
+
+
+def _notes_marked(data: bytes) -> bytes:
+    """The RTF with each `{\\footnote ...}` group (striprtf drops them) an ordinary group between
+    marks, so its text comes out and can be moved after its paragraph."""
+    out = bytearray()
+    start = 0
+    for found in _FOOTNOTE.finditer(data):
+        if found.start() < start:
+            continue  # a footnote inside a footnote: read with the outer one
+        end = _group_end(data, found.start())
+        out += data[start : found.start()] + b"{" + _NOTE_START.encode()
+        out += data[found.end() : end - 1] + _NOTE_END.encode() + b"}"
+        start = end
+    return bytes(out + data[start:])
+
+
+def _notes_apart(text: str) -> str:
+    """Each marked note out of its sentence, as `[footnote N]: text` after its paragraph."""
+    notes: list[str] = []
+
+    def cut(match: re.Match[str]) -> str:
+        note = " ".join(match.group(1).split())
+        if not note:
+            return ""
+        notes.append(note)
+        return f"\x1dN{len(notes) - 1}\x1d"
+
+    text = _NOTE.sub(cut, text)
+    if not notes:
+        return text
+    lines = []
+    for line in text.split("\n"):
+        numbers = [int(n) for n in re.findall("\x1dN(\\d+)\x1d", line)]
+        lines.append(re.sub("\x1dN\\d+\x1d", "", line))
+        lines += [f"\n[footnote {n + 1}]: {notes[n]}\n" for n in numbers]
+    return "\n".join(lines)
 
 
 def rtf_text(path: Path) -> str:
@@ -149,18 +195,21 @@ def rtf_text(path: Path) -> str:
 
 
 def rtf_markdown(rtf: bytes) -> str:
-    """RTF's paragraphs apart, a paragraph at an outline level (Word's headings) as a `#` heading, and
-    its tables as pipe tables: striprtf ends each cell with `|` and each row with a line break, so a
-    run of lines ending in `|` is a table's rows."""
+    """RTF's paragraphs apart, a paragraph at an outline level (Word's headings) as a `#` heading,
+    its tables as pipe tables (striprtf ends each cell with `|` and each row with a line break, so a
+    run of lines ending in `|` is a table's rows), and its footnotes after their paragraph."""
     from striprtf.striprtf import rtf_to_text
 
     # striprtf reads no outline levels: a mark in the paragraph's text says which level it was
     data = _OUTLINE.sub(
-        lambda m: m.group(0).rstrip() + b" \x1fH" + m.group(1) + b"\x1f", without_pictures(rtf)
+        lambda m: m.group(0).rstrip() + b" \x1fH" + m.group(1) + b"\x1f",
+        _notes_marked(without_pictures(rtf)),
     )
-    text = str(
-        rtf_to_text(  # type: ignore[no-untyped-call]
-            decode(data), errors="ignore"
+    text = _notes_apart(
+        str(
+            rtf_to_text(  # type: ignore[no-untyped-call]
+                decode(data), errors="ignore"
+            )
         )
     )
     # a character beyond the Basic Multilingual Plane is written as two `\u` surrogates (`\u-10240?
