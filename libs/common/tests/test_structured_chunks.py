@@ -160,3 +160,13 @@ def test_heading_titles() -> None:
     assert heading_title("#hashtag") is None
     assert heading_title("#") is None
     assert heading_title("###### 安装 说明") == "安装 说明"
+
+
+def test_a_contents_heading_holds_its_list_only() -> None:
+    """A booklet's contents page set in its largest type: the sections after it are not under it."""
+    booklet = (
+        "# Contents\n\nDiagnosis 13\n\nTreatment 21\n\n## Diagnosis\n\nA biopsy confirms the diagnosis.\n\n"
+        "## Treatment\n\n### Hormone therapy\n\nTamoxifen blocks oestrogen."
+    )
+    paths = [c.heading_path for c in chunk_structured(booklet, chunk_size=1024, overlap=50)]
+    assert paths == [["Contents"], ["Diagnosis"], ["Treatment", "Hormone therapy"]]

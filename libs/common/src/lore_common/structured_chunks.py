@@ -14,7 +14,8 @@ fences, and pages split by form feeds.
 - A table is never cut inside a row. One longer than `chunk_size` is split by rows, its header row and
   rule repeated at the top of every part; a single row longer than `chunk_size` stays whole unless it
   passes `ROW_LIMIT` times the size (then it is cut at token boundaries, as a paragraph would be).
-- Each chunk carries its heading path (the titles of the sections it sits in, outermost first) and,
+- Each chunk carries its heading path (the titles of the sections it sits in, outermost first; a
+  "Contents" heading ends at the next heading of any level) and,
   for a paged document, the first and last page it draws from (1-based, counted by form feeds).
 """
 
@@ -34,6 +35,13 @@ _TABLE_RULE = re.compile(r"^\s*\|(\s*:?-+:?\s*\|)+\s*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _UNIT_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\n+")
 _EMPHASIS = re.compile(r"[*_`]+")
+# A table of contents holds its own list only: the next heading, whatever its level, ends it (a
+# contents page set in the largest type made a 76-page booklet's every section "Contents > …").
+_CONTENTS = re.compile(
+    r"^(?:table of contents|contents|inhalt|inhaltsverzeichnis|sommaire|table des matières|índice|"
+    r"indice|contenido|目录|目次|목차)$",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -125,7 +133,7 @@ def _blocks(text: str, paged: bool) -> list[_Block]:
             if match and title:
                 close()
                 level = len(match.group(1))
-                while stack and stack[-1][0] >= level:
+                while stack and (stack[-1][0] >= level or _CONTENTS.match(stack[-1][1])):
                     stack.pop()
                 stack.append((level, title))
                 blocks.append(_Block("heading", [line.strip()], [page], path()))
