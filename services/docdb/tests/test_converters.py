@@ -626,6 +626,13 @@ def test_a_file_of_the_wrong_kind_is_refused_before_parsing(tmp_path: Path) -> N
         assert sniff(path, 1 << 20) == f"looks binary (NUL bytes), not {suffix} text"
 
 
+def test_a_password_protected_office_file_is_refused_as_such() -> None:
+    """Office wraps a document saved with a password in an OLE2 file: 'not a zip archive' told the user
+    nothing they could act on."""
+    reason = sniff(DATA / "encrypted.xlsx", 1 << 20)
+    assert reason == "is password-protected (encrypted); save it without a password to parse it"
+
+
 def test_a_truncated_image_is_refused_with_a_reason(tmp_path: Path) -> None:
     path = tmp_path / "cut.png"
     path.write_bytes((DATA / "scan-en.png").read_bytes()[:3000])

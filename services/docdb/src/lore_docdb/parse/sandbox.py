@@ -57,6 +57,8 @@ def sniff(path: Path, max_bytes: int) -> str | None:
     if suffix == ".pdf" and b"%PDF-" not in head[:1024]:
         return "is not a PDF (no %PDF- header)"
     if suffix in ZIP_TYPES and not head.startswith(b"PK\x03\x04"):
+        if head.startswith(OLE_MAGIC) and _encrypted_package(path):
+            return "is password-protected (encrypted); save it without a password to parse it"
         return f"is not a {suffix} document (not a zip archive)"
     if suffix in OLE_TYPES and not head.startswith((OLE_MAGIC, b"PK\x03\x04")):
         # A .docx saved under .doc (or .pptx under .ppt) is common: the converters read it by content.
@@ -68,6 +70,13 @@ def sniff(path: Path, max_bytes: int) -> str | None:
     return None
 
 
+def _encrypted_package(path: Path) -> bool:
+    """Whether an OLE2 file is an Office document saved with a password: Office then wraps the zip in
+    an OLE2 file whose directory names an `EncryptedPackage` stream."""
+    with path.open("rb") as handle:
+        return "EncryptedPackage".encode("utf-16-le") in handle.read(ENCRYPTED_SCAN)
+
+
 def _wide_text(head: bytes) -> bool:
     """Text in UTF-16 or UTF-32 (a byte order mark, or UTF-16's zero bytes in every other place), whose
     NUL bytes are characters' high bytes, not a binary file's."""
@@ -76,6 +85,7 @@ def _wide_text(head: bytes) -> bool:
     )
 
 
+ENCRYPTED_SCAN = 4 * MIB  # how far into an OLE2 file its directory is looked for
 STARTUP_TIMEOUT = 120.0  # seconds for a new child to load its converters
 
 
