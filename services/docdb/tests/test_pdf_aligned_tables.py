@@ -104,7 +104,7 @@ def test_table_ruled_between_columns_only_reads_by_rows(tmp_path: Path) -> None:
 
 def test_prose_lists_contents_and_equations_stay_text_beside_a_table(tmp_path: Path) -> None:
     """Only the table becomes rows: a page set in two columns of prose, a bulleted list, a contents
-    page's titles and page numbers, and numbered equations are no tables."""
+    page's titles and page numbers, numbered equations and a list of references are no tables."""
     ops = []
     for i in range(6):  # two columns of prose side by side
         ops.append(text(72, 760 - 12 * i, PROSE[i % 3][:44]))
@@ -115,11 +115,19 @@ def test_prose_lists_contents_and_equations_stay_text_beside_a_table(tmp_path: P
         ops += [text(72, 610 - 14 * i, title), text(400, 610 - 14 * i, page)]
     for i, equation in enumerate(["x = a + b", "y = x * x", "z = y - a"]):
         ops += [text(200, 550 - 16 * i, equation), text(480, 550 - 16 * i, f"({i + 1})")]
-    ops += table(460)
+    for i, reference in enumerate(["A. Smith. Tables.", "B. Jones. Columns.", "C. Brown. Rows."]):
+        ops += [text(72, 500 - 12 * i, f"[{i + 1}]"), text(100, 500 - 12 * i, reference)]
+    ops += table(440)
     output = pdf_text(write(tmp_path / "mixed.pdf", ops))
     rows = [cells(line) for line in output.splitlines() if line.startswith("|") and "---" not in line]
     assert rows == [HEADER, *ROWS]
-    for kept in ("first the pilots reported", "Introduction", "x = a + b", PROSE[0][:44]):
+    for kept in (
+        "first the pilots reported",
+        "Introduction",
+        "x = a + b",
+        "B. Jones. Columns.",
+        PROSE[0][:44],
+    ):
         assert any(line.strip().endswith(kept) or kept in line for line in output.splitlines()), kept
 
 

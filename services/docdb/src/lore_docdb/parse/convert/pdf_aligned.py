@@ -50,7 +50,9 @@ PROSE_CHARS = 20  # a column at a table's side whose cells hold this many charac
 PROSE_FILL = 0.7  # of the rows, filled by such a column: a page's other column of text beside a table
 
 _LEADER = re.compile(r"\s*(?:\.\s*){4,}|\s*(?:…\s*){2,}|\s*_{4,}\s*")
-_MARKER = re.compile(r"[•▪◦●○■□◆◇►▶✓✔\-–—*·]|\(?[0-9]{1,2}[.)]|\(?[a-zA-Z][.)]|\(?[ivxIVX]{1,4}[.)]")
+_MARKER = re.compile(  # a list's bullet or number, or a reference's number
+    r"\[\d{1,3}\]|[•▪◦●○■□◆◇►▶✓✔\-–—*·]|\(?[0-9]{1,2}[.)]|\(?[a-zA-Z][.)]|\(?[ivxIVX]{1,4}[.)]"
+)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # a glyph without a Unicode map (a box to tick)
 _CAPTION = re.compile(r"(?:Table|TABLE|Tab\.)\s*[\dIVXA-Z]")
 _BULLETED = re.compile(r"(?:[•▪◦●○■□◆◇►▶✓✔*·]|\d{1,2}[.)]|[a-z][.)])\s")
