@@ -350,6 +350,8 @@ def _merged(rows: list[list[str]]) -> list[list[str]]:
         return bool(filled) and sum(_numeric(c) for c in filled) * 2 >= len(filled)
 
     first = next((i for i, row in enumerate(rows) if figures(row)), None)
+    while first and rows[first - 1][0] and not any(rows[first - 1][1:]):
+        first -= 1  # the labels of the first group of rows, under the header
     if (
         first is not None
         and 1 < first <= MAX_HEADER_LINES
