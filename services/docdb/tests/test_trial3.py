@@ -7,6 +7,7 @@ not `word/document.xml`, and docling's padding around bold and italic words."""
 from __future__ import annotations
 
 import base64
+import posixpath
 import zipfile
 from pathlib import Path
 
@@ -291,4 +292,73 @@ def test_rtf_footnotes_follow_their_paragraph(tmp_path: Path) -> None:
     assert extract_text(write(tmp_path, "notes.rtf", rtf)) == (
         "The pump was replaced in May. It runs.\n\n[footnote 1]: Invoice 4471.\n\n"
         "The next inspection is due in June."
+    )
+
+
+DIAGRAM_DATA = (
+    b'<dgm:dataModel xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram" '
+    b'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><dgm:ptLst>'
+    b'<dgm:pt modelId="0" type="doc"><dgm:t><a:p/></dgm:t></dgm:pt>'
+    b'<dgm:pt modelId="1"><dgm:t><a:p><a:r><a:t>Plant manager</a:t></a:r></a:p></dgm:t></dgm:pt>'
+    b'<dgm:pt modelId="2" type="parTrans"><dgm:t><a:p/></dgm:t></dgm:pt>'
+    b'<dgm:pt modelId="3"><dgm:t><a:p><a:r><a:t>Shift lead</a:t></a:r></a:p></dgm:t></dgm:pt>'
+    b"</dgm:ptLst></dgm:dataModel>"
+)
+DIAGRAM_IDS = (
+    b'<a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData '
+    b'uri="http://schemas.openxmlformats.org/drawingml/2006/diagram"><dgm:relIds '
+    b'xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram" '
+    b'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" r:dm="rIdDgm"/>'
+    b"</a:graphicData></a:graphic>"
+)
+DIAGRAM_RELATION = (
+    b'<Relationship Id="rIdDgm" Target="../diagrams/data1.xml" Type="http://schemas.'
+    b'openxmlformats.org/officeDocument/2006/relationships/diagramData"/></Relationships>'
+)
+
+
+def with_diagram(source: Path, path: Path, part: str, frame: bytes, before: bytes) -> Path:
+    folder, _, name = part.rpartition("/")
+    relations = f"{folder}/_rels/{name}.rels"
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(path, "w") as target:
+        for info in original.infolist():
+            data = original.read(info)
+            if info.filename == part:
+                data = data.replace(before, frame + before, 1)
+            elif info.filename == relations:
+                data = data.replace(b"</Relationships>", DIAGRAM_RELATION)
+            target.writestr(info.filename, data)
+        target.writestr(posixpath.normpath(f"{folder}/../diagrams/data1.xml"), DIAGRAM_DATA)
+    return path
+
+
+def test_smartart_texts_of_a_slide_and_of_a_word_file_are_read(tmp_path: Path) -> None:
+    """An org chart or a process drawn as SmartArt keeps its text in the diagram's data, which
+    docling-rs did not read (Tika's testPPT_diagramData.pptx came out empty)."""
+    frame = (
+        b'<p:graphicFrame><p:nvGraphicFramePr><p:cNvPr id="90" name="Diagram"/>'
+        b"<p:cNvGraphicFramePr/><p:nvPr/></p:nvGraphicFramePr><p:xfrm>"
+        b'<a:off x="0" y="0"/><a:ext cx="100" cy="100"/></p:xfrm>' + DIAGRAM_IDS + b"</p:graphicFrame>"
+    )
+    slides = with_diagram(
+        DATA / "sample.pptx", tmp_path / "chart.pptx", "ppt/slides/slide1.xml", frame, b"</p:spTree>"
+    )
+    text = extract_text(slides)
+    assert "Plant manager" in text and "Shift lead" in text
+    assert text.index("Plant manager") < text.index("Shift lead")
+
+    document = docx.Document()
+    document.add_paragraph("Who runs the plant:")
+    document.add_paragraph("Questions go to the shift lead.")
+    plain = tmp_path / "plain.docx"
+    document.save(str(plain))
+    drawing = (
+        b'<w:r><w:drawing><wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/'
+        b'wordprocessingDrawing"><wp:extent cx="100" cy="100"/><wp:docPr id="90" name="Diagram"/>'
+        + DIAGRAM_IDS
+        + b"</wp:inline></w:drawing></w:r>"
+    )
+    word = with_diagram(plain, tmp_path / "chart.docx", "word/document.xml", drawing, b"</w:p>")
+    assert extract_text(word) == (
+        "Who runs the plant:\n\nPlant manager\n\nShift lead\n\nQuestions go to the shift lead."
     )

@@ -303,6 +303,8 @@ def _with_headings(path: Path) -> Prepared | None:
                 return _docx_with_headings(archive, main)
             if "content.xml" in names and b"opendocument.text" in _read(archive, "mimetype"):
                 return _odt_with_headings(archive)
+            if "ppt/presentation.xml" in names:
+                return _pptx_with_diagrams(archive, names)
     except Exception:
         return None  # encrypted, truncated, not XML: docling-rs reads it as it is, or says why
     return None
@@ -554,6 +556,7 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
     document = _xml(archive.read(main))
     chunks = _alt_chunks(archive, main, document)
     noted = _with_notes(archive, main, document)
+    drawn = _word_diagrams(archive, main, document)
     styles_data = _read(archive, "word/styles.xml")
     blocks = _word_blocks(document, _xml(styles_data) if styles_data else None)
     levels = promoted(blocks)
@@ -568,7 +571,7 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
             ("[Content_Types].xml", "/" + main, "/" + WORD_MAIN),
         ):
             changed[part] = _read(archive, part).replace(old.encode(), new.encode())
-    elif not levels and not chunks and not noted:
+    elif not levels and not chunks and not noted and not drawn:
         return None
     from lxml import etree
 
@@ -597,6 +600,105 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
 
 
 R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+DGM = "{http://schemas.openxmlformats.org/drawingml/2006/diagram}"
+A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
+
+
+def _relations(archive: zipfile.ZipFile, part: str) -> dict[str, str]:
+    """A part's relationships: id -> the target part's name in the package."""
+    folder, _, name = part.rpartition("/")
+    data = _read(archive, f"{folder}/_rels/{name}.rels")
+    found = {}
+    for relation in _xml(data) if data else []:
+        target = relation.get("Target") or ""
+        if relation.get("TargetMode") != "External" and target:
+            path = target.lstrip("/") if target.startswith("/") else f"{folder}/{target}"
+            found[relation.get("Id")] = posixpath.normpath(path)
+    return found
+
+
+def _diagram_texts(archive: zipfile.ZipFile, relations: dict[str, str], frame: Any) -> list[str]:
+    """The texts of the SmartArt diagram a drawing holds (an org chart's names, a process's steps),
+    each node's in the order of the diagram's data; docling-rs read none of them."""
+    ids = frame.find(f".//{DGM}relIds")
+    part = relations.get(ids.get(R + "dm", "")) if ids is not None else None
+    data = _read(archive, part) if part else b""
+    if not data:
+        return []
+    texts = []
+    for point in _xml(data).iter(DGM + "pt"):
+        if point.get("type", "node") != "node":
+            continue
+        for paragraph in point.iter(A + "p"):
+            text = " ".join("".join(t.text or "" for t in paragraph.iter(A + "t")).split())
+            if text:
+                texts.append(text)
+    return texts
+
+
+def _word_diagrams(archive: zipfile.ZipFile, main: str, document: Any) -> bool:
+    """Each SmartArt diagram's texts as paragraphs after the paragraph that holds it; True if any."""
+    from lxml import etree
+
+    frames = [ids.getparent() for ids in document.iter(DGM + "relIds")]
+    if not frames:
+        return False
+    relations = _relations(archive, main)
+    added = False
+    for frame in frames:
+        block = frame
+        while block.getparent() is not None and block.getparent().tag not in _BLOCK_PARENTS:
+            block = block.getparent()
+        for text in reversed(_diagram_texts(archive, relations, frame)):
+            paragraph = etree.Element(W + "p")
+            etree.SubElement(etree.SubElement(paragraph, W + "r"), W + "t").text = text
+            block.addnext(paragraph)
+            added = True
+    return added
+
+
+_SLIDE = re.compile(r"^ppt/slides/slide\d+\.xml$")
+
+
+def _pptx_with_diagrams(archive: zipfile.ZipFile, names: set[str]) -> Prepared | None:
+    """The presentation with each SmartArt diagram's texts in a text box beside it on its slide."""
+    from lxml import etree
+
+    changed: dict[str, bytes] = {}
+    for part in sorted(n for n in names if _SLIDE.match(n)):
+        data = archive.read(part)
+        if b"drawingml/2006/diagram" not in data:
+            continue
+        slide = _xml(data)
+        relations = _relations(archive, part)
+        for ids in list(slide.iter(DGM + "relIds")):
+            frame = ids
+            while frame is not None and frame.tag != P + "graphicFrame":
+                frame = frame.getparent()
+            texts = _diagram_texts(archive, relations, ids.getparent())
+            if frame is None or not texts:
+                continue
+            shape = etree.Element(P + "sp")
+            properties = etree.SubElement(shape, P + "nvSpPr")
+            etree.SubElement(properties, P + "cNvPr", id="0", name="Diagram text")
+            etree.SubElement(properties, P + "cNvSpPr")
+            etree.SubElement(properties, P + "nvPr")
+            etree.SubElement(shape, P + "spPr")
+            body = etree.SubElement(shape, P + "txBody")
+            etree.SubElement(body, A + "bodyPr")
+            for text in texts:
+                run = etree.SubElement(etree.SubElement(body, A + "p"), A + "r")
+                etree.SubElement(run, A + "t").text = text
+            frame.addnext(shape)
+            changed[part] = b""
+        if part in changed:
+            changed[part] = etree.tostring(slide, xml_declaration=True, encoding="UTF-8", standalone=True)
+    if not changed:
+        return None
+    return _replaced(archive, changed), ".pptx", {}
+
+
 _NOTE_KINDS = (("footnote", "footnotes"), ("endnote", "endnotes"))
 _BLOCK_PARENTS = (W + "body", W + "sdtContent")
 
