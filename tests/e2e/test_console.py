@@ -132,11 +132,17 @@ def test_ingest_a_folder_and_watch_the_parse_complete(tab: Tab, stack: Stack, tm
     section.get_by_role("heading", name=f"Parse into {name}").wait_for()
     section.locator("#parse-datasets").select_option([name])
     section.get_by_role("button", name="Parse").click()
-    row = section.locator("tr", has=tab.page.get_by_role("cell", name=name, exact=True)).first
+    tasks = section.get_by_role("table", name="Parse tasks")
+    row = tasks.locator("tr", has=tab.page.get_by_role("cell", name=name, exact=True)).first
     row.locator("td.status", has_text="completed").wait_for(timeout=60_000)
     assert row.get_attribute("data-status") == "completed"
     row.get_by_text("1 file(s) skipped").click()  # the file no converter reads, and why
     assert "scan.bin: unsupported type .bin" in row.inner_text()
+    # The knowledge base's files as the parse left them: chunks, or why a file has none.
+    parsed = section.get_by_role("table", name="Parse result of each file")
+    parsed.get_by_role("cell", name="skipped: unsupported type .bin").wait_for()
+    curie = parsed.locator("tr", has=tab.page.get_by_role("cell", name="curie.md", exact=True))
+    assert curie.get_attribute("data-skipped") == "no" and "parsed" in curie.inner_text()
     with Lore(stack.url) as lore:
         assert lore.get_knowledge_base(name).datasets[0].parsed
 

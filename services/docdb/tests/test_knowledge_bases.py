@@ -88,6 +88,26 @@ async def test_parse_mode_0_builds_vectors_chunks_and_graph(docdb_factory: Any) 
         assert top[0]["type"] == "客观实体" and "Marie Curie [Physical entity]" in overview["prompt"]
         assert not any(t in overview["prompt"] for t in ("客观实体", "抽象实体", "事件实体", "文献实体"))
 
+        # Each file as the parse left it: its chunks, or why it has none; by pages.
+        listed = (await client.get(f"{KB}/science/files")).json()
+        assert listed["total"] == 3 and [f["path"] for f in listed["files"]] == [
+            "curie.txt",
+            "luxun.md",
+            "setup.exe",
+        ]
+        assert all(f["chunks"] >= 1 and f["skipped"] is None for f in listed["files"][:2])
+        assert listed["files"][2] | {"task_id": ""} == {
+            "dataset": "papers",
+            "path": "setup.exe",
+            "name": "setup.exe",
+            "chunks": 0,
+            "skipped": "unsupported type .exe",
+            "task_id": "",
+        }
+        second = (await client.get(f"{KB}/science/files", params={"offset": 1, "limit": 1})).json()
+        assert [f["path"] for f in second["files"]] == ["luxun.md"] and second["total"] == 3
+        assert (await client.get(f"{KB}/nope/files")).status_code == 404
+
         # The graph route pages through every entity; the relations come once each, among those paged.
         seen_nodes: list[dict[str, Any]] = []
         seen_edges: list[tuple[str, str]] = []

@@ -148,6 +148,8 @@ document.addEventListener("alpine:init", () => {
     uploads: [],
     dragging: false,
     kb: null,
+    kbFiles: null, // the open KB's files as its parses left them: {total, files}
+    settled: new Set(), // ids of the open KB's tasks seen ended, to load its files again when one ends
     parseForm: { datasets: [], mode: 0, schema: "", force: false },
     tasks: [],
     timer: null,
@@ -159,6 +161,13 @@ document.addEventListener("alpine:init", () => {
     async poll() {
       try {
         this.tasks = await api("GET", "/docdb/files/processing/tasks?limit=50");
+        if (this.kb) {
+          const ended = this.tasks.filter((t) => t.metadata.kb_name === this.kb.name && ["completed", "failed", "cancelled"].includes(t.status));
+          if (ended.some((t) => !this.settled.has(t.task_id))) {
+            ended.forEach((t) => this.settled.add(t.task_id));
+            await this.loadKbFiles();
+          }
+        }
       } catch (e) { /* the health badge says when the gateway is down */ }
     },
     size(bytes) {
@@ -270,7 +279,14 @@ document.addEventListener("alpine:init", () => {
       return attempt(async () => {
         this.kb = await api("GET", `/docdb/files/knowledge-bases/${encodeURIComponent(name)}`);
         this.parseForm.datasets = this.dataset ? [this.dataset] : [];
+        this.settled = new Set(this.tasks.filter((t) => t.metadata.kb_name === name).map((t) => t.task_id));
+        await this.loadKbFiles();
       });
+    },
+    async loadKbFiles() {
+      if (!this.kb) return;
+      const page = await api("GET", `/docdb/files/knowledge-bases/${encodeURIComponent(this.kb.name)}/files?limit=500`);
+      this.kbFiles = { total: page.total, files: page.files };
     },
     parse() {
       return attempt(async () => {

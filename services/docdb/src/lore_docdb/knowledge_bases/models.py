@@ -135,6 +135,25 @@ class KbOverviewReply(Success, kw_only=True):
     prompt: str
 
 
+class KbFileInfo(msgspec.Struct, kw_only=True):
+    """A file as the KB's last parse of its dataset left it: its chunks, or why it has none."""
+
+    dataset: str
+    path: str  # its path in the dataset, as written (`guide/intro.md`)
+    name: str  # its stored name, as the dataset's file routes take it (`guide%2Fintro.md`)
+    chunks: int
+    skipped: str | None  # why it has no chunks; null when it has some
+    task_id: str  # the parse that read it
+
+
+class KbFilePage(Success, kw_only=True):
+    kb: str
+    total: int
+    offset: int
+    limit: int
+    files: list[KbFileInfo]
+
+
 class KbGraphPage(Success, kw_only=True):
     kb: str
     total_nodes: int

@@ -17,6 +17,7 @@ from lore_docdb.knowledge_bases.models import (
     KbDeleting,
     KbDeletingInfo,
     KbDetail,
+    KbFilePage,
     KbGraphPage,
     KbList,
     KbOverviewReply,
@@ -77,6 +78,16 @@ class KnowledgeBaseController(Controller):
         limit: GraphPage = 500,
     ) -> KbGraphPage:
         return await knowledge_bases.graph_page(kb_name, offset, limit)
+
+    @get("/{kb_name:str}/files", summary="The KB's files by pages: chunks per file, or why a file has none")
+    async def files(
+        self,
+        knowledge_bases: NamedDependency[KnowledgeBaseService],
+        kb_name: FromPath[str],
+        offset: Offset = 0,
+        limit: GraphPage = 500,
+    ) -> KbFilePage:
+        return await knowledge_bases.file_page(kb_name, offset, limit)
 
     @delete(
         "/{kb_name:str}", status_code=202, summary="Delete asynchronously: 202, or 200 when already deleting"

@@ -21,6 +21,7 @@ from lore_core.clock import iso
 from lore_core.errors import BadRequest, Conflict, NotFound
 from lore_core.labels import type_label
 from lore_core.naming import check_name
+from lore_docdb.datasets.paths import path_of
 from lore_docdb.datasets.raw import RawStore
 from lore_docdb.index.indexes import SearchIndexes
 from lore_docdb.knowledge_bases.embedders import KbEmbedders
@@ -32,6 +33,8 @@ from lore_docdb.knowledge_bases.models import (
     KbDatasetInfo,
     KbDatasetRow,
     KbDetail,
+    KbFileInfo,
+    KbFilePage,
     KbGraphPage,
     KbOverview,
     KnowledgeBaseRow,
@@ -257,6 +260,23 @@ class KnowledgeBaseService:
         )
         await self.store.set_kb_mode(name, mode)
         return list(created)
+
+    async def file_page(self, name: str, offset: int, limit: int) -> KbFilePage:
+        """The KB's files as its parses left them: chunks per file, or the reason a file has none."""
+        await self.require(name)
+        total, rows = await self.store.file_page(name, offset, limit)
+        files = [
+            KbFileInfo(
+                dataset=r.dataset,
+                path=path_of(r.file),
+                name=r.file,
+                chunks=r.chunks,
+                skipped=r.skipped.removeprefix(f"{r.file}: ") if r.skipped else None,
+                task_id=r.task_id,
+            )
+            for r in rows
+        ]
+        return KbFilePage(kb=name, total=total, offset=offset, limit=limit, files=files)
 
     async def parse_changes(self, task: Task) -> None:
         """After `task` completed on files that changed under it: parse the dataset's changes into

@@ -344,6 +344,21 @@ class KnowledgeBaseStore:
             )
             return {row.file: row for row in rows.all()}
 
+    async def file_page(self, kb: str, offset: int, limit: int) -> tuple[int, list[KbFileRow]]:
+        """The KB's file records by dataset and name, a page of them, and how many there are."""
+        async with self.session() as session:
+            total = (
+                await session.exec(select(func.count()).select_from(KbFileRow).where(KbFileRow.kb_name == kb))
+            ).one()
+            rows = await session.exec(
+                select(KbFileRow)
+                .where(KbFileRow.kb_name == kb)
+                .order_by(col(KbFileRow.dataset), col(KbFileRow.file))
+                .offset(offset)
+                .limit(limit)
+            )
+            return int(total), list(rows.all())
+
     async def record_files(
         self, kb: str, dataset: str, parsed: Sequence[KbFileRow], gone: Sequence[str]
     ) -> None:
