@@ -7,11 +7,13 @@ not `word/document.xml`, and docling's padding around bold and italic words."""
 from __future__ import annotations
 
 import base64
+import datetime
 import posixpath
 import zipfile
 from pathlib import Path
 
 import docx
+import openpyxl
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 
@@ -361,4 +363,27 @@ def test_smartart_texts_of_a_slide_and_of_a_word_file_are_read(tmp_path: Path) -
     word = with_diagram(plain, tmp_path / "chart.docx", "word/document.xml", drawing, b"</w:p>")
     assert extract_text(word) == (
         "Who runs the plant:\n\nPlant manager\n\nShift lead\n\nQuestions go to the shift lead."
+    )
+
+
+def test_a_pipe_in_a_cell_is_escaped_once_and_sheet_times_read_to_the_second(
+    tmp_path: Path,
+) -> None:
+    """Tika's testEXCEL-formats.xlsx: a cell holding `|` read `\\\\|`, and 6:15 AM read
+    `06:15:00.687000` (a sheet stores times as fractions of a day)."""
+    csv_text = extract_text(write(tmp_path, "codes.csv", b"Code,Meaning\nA|B,either\n"))
+    assert csv_text == "| Code | Meaning |\n|---|---|\n| A\\|B | either |"
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Shifts"
+    sheet.append(["Shift", "Starts"])
+    sheet.append(["Early", datetime.datetime(1992, 12, 28, 6, 15, 0, 687000)])
+    sheet.append(["Late", datetime.datetime(1992, 12, 28, 18, 15, 0, 703000)])
+    path = tmp_path / "shifts.xlsx"
+    book.save(path)
+
+    assert extract_text(path) == (
+        "# Shifts\n\n| Shift | Starts |\n|---|---|\n"
+        "| Early | 1992-12-28 06:15:01 |\n| Late | 1992-12-28 18:15:01 |"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Sequence
 
@@ -121,13 +122,29 @@ def mend_mojibake(text: str) -> str:
     return _MOJIBAKE.sub(mend, text)
 
 
+_BARE_PIPE = re.compile(r"(?<!\\)\|")
+
+
 def cell_text(value: object) -> str:
-    """One table cell on one line: whitespace collapsed, `|` escaped, whole floats without `.0`."""
+    """One table cell on one line: whitespace collapsed, `|` escaped once (a cell passed twice keeps
+    `\\|`, not `\\\\|`), whole floats without `.0`, a time to the second (a sheet's times are fractions
+    of a day: `06:15:00.687000` is `06:15:01`)."""
     if value is None:
         return ""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    return _SPACES.sub(" ", str(value)).strip().replace("|", "\\|")
+    if isinstance(value, datetime.datetime | datetime.time) and value.microsecond:
+        value = _to_second(value)
+    return _BARE_PIPE.sub(r"\\|", _SPACES.sub(" ", str(value)).strip())
+
+
+def _to_second(value: datetime.datetime | datetime.time) -> datetime.datetime | datetime.time:
+    if isinstance(value, datetime.datetime):
+        return (value + datetime.timedelta(microseconds=500_000)).replace(microsecond=0)
+    if value >= datetime.time(23, 59, 59, 500_000):
+        return value.replace(microsecond=0)  # a time of day does not round past midnight
+    moment = datetime.datetime.combine(datetime.date.min, value)
+    return (moment + datetime.timedelta(microseconds=500_000)).replace(microsecond=0).time()
 
 
 def md_table(rows: Sequence[Sequence[object]]) -> str:
