@@ -32,6 +32,7 @@ MAX_CELL_WORDS = 5.0  # a table's filled cells hold this many words on average a
 LONG_CELL = 9  # words: a cell this long is a sentence
 MAX_LONG_SHARE = 0.25  # of a table's filled cells that may be that long
 MAX_HEADER_LINES = 4  # lines of a header set over several lines, merged into one row
+STRADDLED = 0.75  # of the gutters under a line's cell that run through its words: a sentence, no header
 SPANNING_PROSE = 5  # words: a line at a table's top or foot with a cell this long across a gutter is text
 SENTENCE_WORDS = 3  # words of a cell at a table's top that ends a sentence or goes on one: a paragraph's
 TITLE_SIZE = 1.15  # times the type of a table's rows: a line at its top in larger type is a title over it
@@ -74,6 +75,7 @@ class _Cell(NamedTuple):
     x0: float
     x1: float
     text: str
+    gaps: tuple[tuple[float, float, int], ...] = ()  # spaces between its words: from, to, next word's index
 
 
 class _Line(NamedTuple):
@@ -132,16 +134,18 @@ def _lines(glyphs: list[_Glyph]) -> list[_Line]:
         height = statistics.median(g.bottom - g.top for g in group)
         cells: list[_Cell] = []
         text, start, end = "", group[0].x0, group[0].x1
+        gaps: list[tuple[float, float, int]] = []
         for glyph in group:
             gap = glyph.x0 - end
             if text and gap > CELL_GAP * height:
-                cells.append(_Cell(start, end, text))
-                text, start = "", glyph.x0
+                cells.append(_Cell(start, end, text, tuple(gaps)))
+                text, start, gaps = "", glyph.x0, []
             elif text and gap > WORD_GAP * height:
                 text += " "
+                gaps.append((end, glyph.x0, len(text)))
             text += glyph.char
             end = max(end, glyph.x1)
-        cells.append(_Cell(start, end, text))
+        cells.append(_Cell(start, end, text, tuple(gaps)))
         parted: list[_Cell] = []
         leaders = False
         for cell in cells:  # a dot leader parts a label from its figure: two cells
@@ -157,7 +161,7 @@ def _lines(glyphs: list[_Glyph]) -> list[_Line]:
                     parted.append(_Cell(x0, x0 + len(piece) * width, piece))
                     at = x0 + len(piece) * width
             elif filled:
-                parted.append(_Cell(cell.x0, cell.x1, filled[0]))
+                parted.append(cell if filled[0] == cell.text else _Cell(cell.x0, cell.x1, filled[0]))
         if parted:
             lines.append(
                 _Line(min(g.top for g in group), max(g.bottom for g in group), height, parted, leaders)
@@ -246,9 +250,39 @@ def _rows(block: list[_Line], cuts: list[float]) -> list[list[str]]:
             rows.append(row)
             full.append(beyond)
         for cell in line.cells:
-            column = sum(cell.x0 >= cut for cut in cuts)
-            row[column] = f"{row[column]} {cell.text}".strip()
+            for x0, x1, text in _pieces(cell, cuts):
+                column = sum((x0 + x1) / 2 >= cut for cut in cuts)
+                row[column] = f"{row[column]} {text}".strip()
     return rows
+
+
+def _straddles(cell: _Cell, cuts: list[float], least: int = 1) -> bool:
+    """Whether gutters run through a cell's words, not through spaces between them (`least` of them
+    at least, and most of those under it): a sentence or a title set across the table's columns;
+    a header's words over several columns leave the gutters between them."""
+    under = [cut for cut in cuts if cell.x0 < cut < cell.x1]
+    through = [cut for cut in under if not any(a <= cut <= b for a, b, _ in cell.gaps)]
+    return len(through) >= least and len(through) >= STRADDLED * len(under)
+
+
+def _pieces(cell: _Cell, cuts: list[float]) -> list[tuple[float, float, str]]:
+    """A cell's text parted where a gutter runs through a space between its words (a header's words
+    over two columns set close), with where each part stands; a title over several columns whose
+    words straddle the gutters stays whole."""
+    splits = [
+        (at_x0, at_x1, index)
+        for at_x0, at_x1, index in cell.gaps
+        if any(at_x0 <= cut <= at_x1 for cut in cuts)
+    ]
+    if not splits:
+        return [(cell.x0, cell.x1, cell.text)]
+    pieces = []
+    x0, start = cell.x0, 0
+    for at_x0, at_x1, index in splits:
+        pieces.append((x0, at_x0, cell.text[start:index].strip()))
+        x0, start = at_x1, index
+    pieces.append((x0, cell.x1, cell.text[start:].strip()))
+    return pieces
 
 
 def _size(text: str) -> int:
@@ -268,15 +302,13 @@ def _trimmed(block: list[_Line], cuts: list[float], page: list[_Line]) -> tuple[
         return (
             line.height > TITLE_SIZE * body
             or bool(_CAPTION.match(line.cells[0].text))
-            or any(
-                _size(cell.text) >= SPANNING_PROSE and any(cell.x0 < cut < cell.x1 for cut in cuts)
-                for cell in line.cells
-            )
+            or any(_size(cell.text) >= SPANNING_PROSE and _straddles(cell, cuts) for cell in line.cells)
         )
 
     def sentence_end(line: _Line) -> bool:  # the last line of a paragraph over the table
         return any(
-            _size(cell.text) >= SENTENCE_WORDS and (cell.text[-1] in ".?!" or cell.text[0].islower())
+            _size(cell.text) >= SENTENCE_WORDS
+            and (cell.text[-1] in ".?!" or (cell.text[0].islower() and _straddles(cell, cuts)))
             for cell in line.cells
         )
 
