@@ -387,3 +387,21 @@ def test_a_pipe_in_a_cell_is_escaped_once_and_sheet_times_read_to_the_second(
         "# Shifts\n\n| Shift | Starts |\n|---|---|\n"
         "| Early | 1992-12-28 06:15:01 |\n| Late | 1992-12-28 18:15:01 |"
     )
+
+
+def test_a_word_split_over_runs_formatted_apart_stays_one_word(tmp_path: Path) -> None:
+    """Tika's testWORD_various.docx read `*ita* ~~*li*~~ *c*`, the Unstructured handbook `21 st
+    Century`: docling-rs puts a space between runs formatted apart, even inside a word."""
+    document = docx.Document()
+    paragraph = document.add_paragraph("In the 21")
+    paragraph.add_run("st").font.superscript = True
+    paragraph.add_run(" century, H")
+    paragraph.add_run("2").font.subscript = True
+    paragraph.add_run("O is ")
+    paragraph.add_run("every").italic = True
+    paragraph.add_run("where.")
+    document.add_paragraph("Plain ").add_run("bold").bold = True
+    path = tmp_path / "words.docx"
+    document.save(str(path))
+
+    assert extract_text(path) == "In the 21st century, H2O is *everywhere*.\n\nPlain **bold**"

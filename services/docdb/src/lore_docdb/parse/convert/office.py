@@ -561,6 +561,7 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
     blocks = _word_blocks(document, _xml(styles_data) if styles_data else None)
     levels = promoted(blocks)
     levels.update({i: b.level for i, b in enumerate(blocks) if b.kind == "outline"})
+    joined = _words_rejoined(document)
     changed: dict[str, bytes] = {}
     renamed: dict[str, str] = {}
     if main != WORD_MAIN:
@@ -571,7 +572,7 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
             ("[Content_Types].xml", "/" + main, "/" + WORD_MAIN),
         ):
             changed[part] = _read(archive, part).replace(old.encode(), new.encode())
-    elif not levels and not chunks and not noted and not drawn:
+    elif not levels and not chunks and not noted and not drawn and not joined:
         return None
     from lxml import etree
 
@@ -600,6 +601,47 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
 
 
 R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+
+
+_WORD_START = re.compile(r"^\w+")
+XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
+
+
+def _shown(texts: list[Any]) -> str:
+    return "".join((t.text or "") if t.tag == W + "t" else " " for t in texts)
+
+
+def _words_rejoined(document: Any) -> bool:
+    """A word split over runs formatted apart (`21` + superscript `st`, `H` + subscript `2` + `O`,
+    a word half in italics) made whole in the first run: docling-rs puts a space between runs
+    formatted apart, so `21st century` read `21 st century` and `H2O` `H 2 O`. True when any was."""
+    changed = False
+    for paragraph in document.iter(W + "p"):
+        before: Any = None  # the last w:t of the run before
+        for run in paragraph.iter(W + "r"):
+            texts = [node for node in run if node.tag in (W + "t", W + "tab", W + "br")]
+            if not _shown(texts):
+                continue
+            first = texts[0]
+            head = _WORD_START.match(first.text or "") if first.tag == W + "t" else None
+            if (
+                head is not None
+                and before is not None
+                and before.getparent().getparent() is run.getparent()
+                and (before.text or "")[-1:].isalnum()
+            ):
+                before.text = (before.text or "") + head.group()
+                before.set(XML_SPACE, "preserve")
+                first.text = (first.text or "")[head.end() :]
+                first.set(XML_SPACE, "preserve")
+                changed = True
+                if not _shown(texts):
+                    continue  # all of it went to the run before, which goes on
+            last = texts[-1]
+            before = last if last.tag == W + "t" else None
+    return changed
+
+
 DGM = "{http://schemas.openxmlformats.org/drawingml/2006/diagram}"
 A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
