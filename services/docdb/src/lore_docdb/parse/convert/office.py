@@ -355,7 +355,9 @@ def _replaced(
         for info in archive.infolist():
             name = info.filename
             body = changed[name] if name in changed else archive.read(info)
-            kind = zipfile.ZIP_STORED if name == "mimetype" else zipfile.ZIP_DEFLATED
+            # pictures stored as they are: compressing them again cost seconds for no gain
+            packed = name.endswith((".xml", ".rels")) and name != "mimetype"
+            kind = zipfile.ZIP_DEFLATED if packed else zipfile.ZIP_STORED
             target.writestr(renamed.get(name, name), body, compress_type=kind)
     return out.getvalue()
 
