@@ -405,3 +405,50 @@ def test_a_word_split_over_runs_formatted_apart_stays_one_word(tmp_path: Path) -
     document.save(str(path))
 
     assert extract_text(path) == "In the 21st century, H2O is *everywhere*.\n\nPlain **bold**"
+
+
+def test_word_2003_xml_reads_as_a_word_document(tmp_path: Path) -> None:
+    """Tika's testWORD_2003ml.xml came out a line per run, its properties' numbers and base64."""
+    wordml = (
+        '<?xml version="1.0"?><?mso-application progid="Word.Document"?>'
+        '<w:wordDocument xmlns:w="http://schemas.microsoft.com/office/word/2003/wordml" '
+        'xmlns:wx="http://schemas.microsoft.com/office/word/2003/auxHint" '
+        'xmlns:o="urn:schemas-microsoft-com:office:office">'
+        "<o:DocumentProperties><o:Revision>2</o:Revision></o:DocumentProperties>"
+        '<w:styles><w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/>'
+        "</w:style></w:styles><w:body><wx:sect>"
+        '<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Night shift</w:t></w:r></w:p>'
+        "<w:p><w:r><w:t>The pumps are </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t>checked</w:t>"
+        '</w:r><w:r><w:t> at ten; see </w:t></w:r><w:hlink w:dest="https://example.com">'
+        "<w:r><w:t>the log</w:t></w:r></w:hlink><w:r><w:t>.</w:t></w:r></w:p>"
+        "<w:tbl><w:tr><w:tc><w:p><w:r><w:t>Pump</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r>"
+        "<w:t>State</w:t></w:r></w:p></w:tc></w:tr><w:tr><w:tc><w:p><w:r><w:t>P1</w:t></w:r>"
+        "</w:p></w:tc><w:tc><w:p><w:r><w:t>ok</w:t></w:r></w:p></w:tc></w:tr></w:tbl>"
+        "<w:p><w:r><w:binData>" + "QUJD" * 100 + "</w:binData></w:r></w:p>"
+        "</wx:sect></w:body></w:wordDocument>"
+    )
+    text = extract_text(write(tmp_path, "shift.xml", wordml.encode()))
+
+    assert text == (
+        "## Night shift\n\nThe pumps are **checked** at ten; see the log.\n\n"
+        "| Pump | State |\n|---|---|\n| P1 | ok |"
+    )
+
+
+def test_excel_2003_xml_reads_as_a_workbook(tmp_path: Path) -> None:
+    """Tika's testEXCEL2003.xml came out a line per cell, `1.1000000000000001` among them."""
+    workbook = (
+        '<?xml version="1.0"?><Workbook xmlns="urn:schemas-microsoft-com:office:spreadsheet" '
+        'xmlns:ss="urn:schemas-microsoft-com:office:spreadsheet"><Worksheet ss:Name="Pumps"><Table>'
+        '<Row><Cell><Data ss:Type="String">Pump</Data></Cell><Cell><Data ss:Type="String">Flow'
+        '</Data></Cell><Cell><Data ss:Type="String">Checked</Data></Cell></Row>'
+        '<Row><Cell><Data ss:Type="String">P1</Data></Cell><Cell><Data ss:Type="Number">'
+        '1.1000000000000001</Data></Cell><Cell><Data ss:Type="DateTime">2016-04-27T00:00:00.000'
+        '</Data></Cell></Row><Row><Cell><Data ss:Type="String">P2</Data></Cell>'
+        '<Cell ss:Index="3"><Data ss:Type="DateTime">2016-04-28T18:51:58.000</Data></Cell></Row>'
+        "</Table></Worksheet></Workbook>"
+    )
+    assert extract_text(write(tmp_path, "pumps.xml", workbook.encode())) == (
+        "# Pumps\n\n| Pump | Flow | Checked |\n|---|---|---|\n| P1 | 1.1 | 2016-04-27 |\n"
+        "| P2 |  | 2016-04-28 18:51:58 |"
+    )

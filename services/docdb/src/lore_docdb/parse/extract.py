@@ -15,9 +15,14 @@ from lore_docdb.parse.convert.common import decode, drop_leaders
 from lore_docdb.parse.convert.mail import eml_markdown, mht_markdown, rtf_text
 from lore_docdb.parse.convert.markup import epub_markdown, html_file, html_markdown, markdown_file
 from lore_docdb.parse.convert.ocr import IMAGE_SUFFIXES, image_text
-from lore_docdb.parse.convert.office import docling_markdown
+from lore_docdb.parse.convert.office import docling_markdown, is_wordml, wordml_markdown
 from lore_docdb.parse.convert.pdf import NeedsOCR, pdf_text
-from lore_docdb.parse.convert.sheets import csv_markdown, sheets_markdown
+from lore_docdb.parse.convert.sheets import (
+    csv_markdown,
+    is_spreadsheetml,
+    sheets_markdown,
+    spreadsheetml_markdown,
+)
 
 
 class ExtractionError(ValueError):
@@ -77,11 +82,21 @@ def _text(path: Path) -> str:
 def _xml(path: Path, as_xml: bool = False) -> str:
     """docling-rs for the XML it has a reader for (JATS articles, USPTO patents, XBRL reports), else
     the text of the elements (docling-rs hands other XML back whole, as a code block of markup).
-    `as_xml`: the file's name says otherwise (.txt)."""
+    `as_xml`: the file's name says otherwise (.txt). Word's and Excel's 2003 XML formats are read as
+    a Word document and a workbook."""
+    with path.open("rb") as handle:
+        head = handle.read(MARKUP_HEAD * 2)
+    if is_wordml(head):
+        return wordml_markdown(path)
+    if is_spreadsheetml(head):
+        return spreadsheetml_markdown(path)
     markdown = docling_markdown(path, ".xml" if as_xml else None)
     if not (markdown.startswith("```") and markdown.rstrip().endswith("```")):
         return markdown
     return _xml_text(path)
+
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]{200,}")
 
 
 def _xml_text(path: Path) -> str:
@@ -97,7 +112,9 @@ def _xml_text(path: Path) -> str:
         element = stack.pop()
         if not isinstance(element.tag, str):
             continue  # a comment or a processing instruction
-        if element.text and element.text.strip():
+        if element.text and _BASE64.fullmatch(element.text.strip()):
+            pass  # an embedded file or picture as base64: no text
+        elif element.text and element.text.strip():
             paragraphs.append(" ".join("".join(element.itertext()).split()))
         else:
             stack.extend(reversed(element))
