@@ -298,6 +298,12 @@ def _with_headings(path: Path) -> Prepared | None:
                 return None
         with zipfile.ZipFile(path) as archive:
             names = set(archive.namelist())
+            if any(
+                info.file_size > MAX_REWRITTEN_PART
+                for info in archive.infolist()
+                if info.filename.endswith(".xml")
+            ):
+                return None  # a huge part (or a bomb): docling-rs reads it as it is, within the limits
             main = _word_main_part(archive, names)
             if main is not None:
                 return _docx_with_headings(archive, main)
@@ -305,11 +311,14 @@ def _with_headings(path: Path) -> Prepared | None:
                 return _odt_with_headings(archive)
             if "ppt/presentation.xml" in names:
                 return _pptx_with_diagrams(archive, names)
+    except MemoryError:
+        raise
     except Exception:
         return None  # encrypted, truncated, not XML: docling-rs reads it as it is, or says why
     return None
 
 
+MAX_REWRITTEN_PART = 64 * 1024 * 1024  # an XML part this large inflated is read as it is, not rewritten
 _OFFICE_DOCUMENT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"
 WORD_MAIN = "word/document.xml"
 
