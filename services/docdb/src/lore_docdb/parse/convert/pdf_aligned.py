@@ -406,11 +406,13 @@ def joined_labels(rows: list[list[str]]) -> list[list[str]]:
     second part opens in lower case (or with a bracket, `(as HCl)`) and is joined to the row that
     holds the label's figures; where the second part sits beside a row of its own (a group's label
     over its rows), it moves up to the first. A label that several rows have is no such part."""
+    keep = [j for j in range(max(map(len, rows), default=0)) if any(j < len(r) and r[j] for r in rows)]
+    rows = [[row[j] if j < len(row) else "" for j in keep] for row in rows]  # the first column with text
     labels = Counter(row[0] for row in rows if row)
     out: list[list[str]] = []
     for row in rows:
         previous = out[-1] if out else None
-        part = row[0]
+        part = row[0] if row else ""
         goes_on = (
             bool(part)
             and (part[0].islower() or (part[0] == "(" and not _numeric(part)))
