@@ -18,6 +18,7 @@ from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 
 from lore_docdb.parse.extract import extract_text
+from lore_docdb.parse.sandbox import sniff
 
 
 def write(tmp_path: Path, name: str, data: bytes) -> Path:
@@ -407,27 +408,40 @@ def test_a_word_split_over_runs_formatted_apart_stays_one_word(tmp_path: Path) -
     assert extract_text(path) == "In the 21st century, H2O is *everywhere*.\n\nPlain **bold**"
 
 
+WORDML = (
+    '<?xml version="1.0"?><?mso-application progid="Word.Document"?>'
+    '<w:wordDocument xmlns:w="http://schemas.microsoft.com/office/word/2003/wordml" '
+    'xmlns:wx="http://schemas.microsoft.com/office/word/2003/auxHint" '
+    'xmlns:o="urn:schemas-microsoft-com:office:office">'
+    "<o:DocumentProperties><o:Revision>2</o:Revision></o:DocumentProperties>"
+    '<w:styles><w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/>'
+    "</w:style></w:styles><w:body><wx:sect>"
+    '<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Night shift</w:t></w:r></w:p>'
+    "<w:p><w:r><w:t>The pumps are </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t>checked</w:t>"
+    '</w:r><w:r><w:t> at ten; see </w:t></w:r><w:hlink w:dest="https://example.com">'
+    "<w:r><w:t>the log</w:t></w:r></w:hlink><w:r><w:t>.</w:t></w:r></w:p>"
+    "<w:tbl><w:tr><w:tc><w:p><w:r><w:t>Pump</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r>"
+    "<w:t>State</w:t></w:r></w:p></w:tc></w:tr><w:tr><w:tc><w:p><w:r><w:t>P1</w:t></w:r>"
+    "</w:p></w:tc><w:tc><w:p><w:r><w:t>ok</w:t></w:r></w:p></w:tc></w:tr></w:tbl>"
+    "<w:p><w:r><w:binData>" + "QUJD" * 100 + "</w:binData></w:r></w:p>"
+    "</wx:sect></w:body></w:wordDocument>"
+)
+WORKBOOK = (
+    '<?xml version="1.0"?><Workbook xmlns="urn:schemas-microsoft-com:office:spreadsheet" '
+    'xmlns:ss="urn:schemas-microsoft-com:office:spreadsheet"><Worksheet ss:Name="Pumps"><Table>'
+    '<Row><Cell><Data ss:Type="String">Pump</Data></Cell><Cell><Data ss:Type="String">Flow'
+    '</Data></Cell><Cell><Data ss:Type="String">Checked</Data></Cell></Row>'
+    '<Row><Cell><Data ss:Type="String">P1</Data></Cell><Cell><Data ss:Type="Number">'
+    '1.1000000000000001</Data></Cell><Cell><Data ss:Type="DateTime">2016-04-27T00:00:00.000'
+    '</Data></Cell></Row><Row><Cell><Data ss:Type="String">P2</Data></Cell>'
+    '<Cell ss:Index="3"><Data ss:Type="DateTime">2016-04-28T18:51:58.000</Data></Cell></Row>'
+    "</Table></Worksheet></Workbook>"
+)
+
+
 def test_word_2003_xml_reads_as_a_word_document(tmp_path: Path) -> None:
     """Tika's testWORD_2003ml.xml came out a line per run, its properties' numbers and base64."""
-    wordml = (
-        '<?xml version="1.0"?><?mso-application progid="Word.Document"?>'
-        '<w:wordDocument xmlns:w="http://schemas.microsoft.com/office/word/2003/wordml" '
-        'xmlns:wx="http://schemas.microsoft.com/office/word/2003/auxHint" '
-        'xmlns:o="urn:schemas-microsoft-com:office:office">'
-        "<o:DocumentProperties><o:Revision>2</o:Revision></o:DocumentProperties>"
-        '<w:styles><w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/>'
-        "</w:style></w:styles><w:body><wx:sect>"
-        '<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Night shift</w:t></w:r></w:p>'
-        "<w:p><w:r><w:t>The pumps are </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t>checked</w:t>"
-        '</w:r><w:r><w:t> at ten; see </w:t></w:r><w:hlink w:dest="https://example.com">'
-        "<w:r><w:t>the log</w:t></w:r></w:hlink><w:r><w:t>.</w:t></w:r></w:p>"
-        "<w:tbl><w:tr><w:tc><w:p><w:r><w:t>Pump</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r>"
-        "<w:t>State</w:t></w:r></w:p></w:tc></w:tr><w:tr><w:tc><w:p><w:r><w:t>P1</w:t></w:r>"
-        "</w:p></w:tc><w:tc><w:p><w:r><w:t>ok</w:t></w:r></w:p></w:tc></w:tr></w:tbl>"
-        "<w:p><w:r><w:binData>" + "QUJD" * 100 + "</w:binData></w:r></w:p>"
-        "</wx:sect></w:body></w:wordDocument>"
-    )
-    text = extract_text(write(tmp_path, "shift.xml", wordml.encode()))
+    text = extract_text(write(tmp_path, "shift.xml", WORDML.encode()))
 
     assert text == (
         "## Night shift\n\nThe pumps are **checked** at ten; see the log.\n\n"
@@ -437,18 +451,19 @@ def test_word_2003_xml_reads_as_a_word_document(tmp_path: Path) -> None:
 
 def test_excel_2003_xml_reads_as_a_workbook(tmp_path: Path) -> None:
     """Tika's testEXCEL2003.xml came out a line per cell, `1.1000000000000001` among them."""
-    workbook = (
-        '<?xml version="1.0"?><Workbook xmlns="urn:schemas-microsoft-com:office:spreadsheet" '
-        'xmlns:ss="urn:schemas-microsoft-com:office:spreadsheet"><Worksheet ss:Name="Pumps"><Table>'
-        '<Row><Cell><Data ss:Type="String">Pump</Data></Cell><Cell><Data ss:Type="String">Flow'
-        '</Data></Cell><Cell><Data ss:Type="String">Checked</Data></Cell></Row>'
-        '<Row><Cell><Data ss:Type="String">P1</Data></Cell><Cell><Data ss:Type="Number">'
-        '1.1000000000000001</Data></Cell><Cell><Data ss:Type="DateTime">2016-04-27T00:00:00.000'
-        '</Data></Cell></Row><Row><Cell><Data ss:Type="String">P2</Data></Cell>'
-        '<Cell ss:Index="3"><Data ss:Type="DateTime">2016-04-28T18:51:58.000</Data></Cell></Row>'
-        "</Table></Worksheet></Workbook>"
-    )
-    assert extract_text(write(tmp_path, "pumps.xml", workbook.encode())) == (
+    assert extract_text(write(tmp_path, "pumps.xml", WORKBOOK.encode())) == (
         "# Pumps\n\n| Pump | Flow | Checked |\n|---|---|---|\n| P1 | 1.1 | 2016-04-27 |\n"
         "| P2 |  | 2016-04-28 18:51:58 |"
     )
+
+
+def test_office_2003_xml_saved_under_doc_and_xls_is_read_by_its_content(tmp_path: Path) -> None:
+    """Word and Excel save their 2003 XML under .doc and .xls too: refused as 'neither an OLE2 file nor
+    a zip archive' before; and an RTF that Outlook ended with NUL bytes was refused as binary."""
+    doc = write(tmp_path, "shift.doc", WORDML.encode())
+    xls = write(tmp_path, "pumps.xls", WORKBOOK.encode())
+    rtf = write(tmp_path, "mail.rtf", b"{\\rtf1\\ansi The pumps are checked at ten.}\x00\x00")
+    assert [sniff(p, 1 << 20) for p in (doc, xls, rtf)] == [None, None, None]
+    assert extract_text(doc).startswith("## Night shift\n\nThe pumps are **checked** at ten")
+    assert "| P1 | 1.1 | 2016-04-27 |" in extract_text(xls)
+    assert extract_text(rtf).strip() == "The pumps are checked at ten."

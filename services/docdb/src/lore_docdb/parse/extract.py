@@ -96,6 +96,20 @@ def _xml(path: Path, as_xml: bool = False) -> str:
     return _xml_text(path)
 
 
+def _word97(path: Path) -> str:
+    """A .doc: Word 97 through docling-rs, or Word 2003 XML, which Word also saves under .doc."""
+    with path.open("rb") as handle:
+        head = handle.read(MARKUP_HEAD * 2)
+    return wordml_markdown(path) if is_wordml(head) else docling_markdown(path)
+
+
+def _excel97(path: Path) -> str:
+    """A .xls: Excel 97 through calamine, or Excel 2003 XML, which Excel also saves under .xls."""
+    with path.open("rb") as handle:
+        head = handle.read(MARKUP_HEAD * 2)
+    return spreadsheetml_markdown(path) if is_spreadsheetml(head) else sheets_markdown(path)
+
+
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]{200,}")
 
 
@@ -194,7 +208,7 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".xhtml": html_file,
     ".pdf": pdf_text,
     ".docx": docling_markdown,
-    ".doc": docling_markdown,
+    ".doc": _word97,
     ".pptx": docling_markdown,
     ".ppt": docling_markdown,
     ".odt": docling_markdown,
@@ -215,7 +229,7 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".tsv": csv_markdown,
     ".xlsx": sheets_markdown,
     ".xlsm": sheets_markdown,
-    ".xls": sheets_markdown,
+    ".xls": _excel97,
     ".ods": sheets_markdown,
     ".json": _json,
     ".jsonl": _json,

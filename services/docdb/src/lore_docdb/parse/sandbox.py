@@ -60,12 +60,12 @@ def sniff(path: Path, max_bytes: int) -> str | None:
         if head.startswith(OLE_MAGIC) and _encrypted_package(path):
             return "is password-protected (encrypted); save it without a password to parse it"
         return f"is not a {suffix} document (not a zip archive)"
-    if suffix in OLE_TYPES and not head.startswith((OLE_MAGIC, b"PK\x03\x04")):
+    if suffix in OLE_TYPES and not head.startswith((OLE_MAGIC, b"PK\x03\x04")) and not _office_xml(head):
         # A .docx saved under .doc (or .pptx under .ppt) is common: the converters read it by content.
         return f"is not an Office {suffix} file (neither an OLE2 file nor a zip archive)"
     if suffix in IMAGE_MAGIC and not head.startswith(IMAGE_MAGIC[suffix]):
         return f"is not a {suffix} image (its first bytes say otherwise)"
-    if suffix in TEXT_TYPES and b"\x00" in head and not _wide_text(head):
+    if suffix in TEXT_TYPES and b"\x00" in head.rstrip(b"\x00") and not _wide_text(head):
         return f"looks binary (NUL bytes), not {suffix} text"
     return None
 
@@ -75,6 +75,12 @@ def _encrypted_package(path: Path) -> bool:
     an OLE2 file whose directory names an `EncryptedPackage` stream."""
     with path.open("rb") as handle:
         return "EncryptedPackage".encode("utf-16-le") in handle.read(ENCRYPTED_SCAN)
+
+
+def _office_xml(head: bytes) -> bool:
+    """Word's and Excel's 2003 XML formats, which Office also saves under .doc and .xls."""
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    return start.startswith(b"<?xml") and b"urn:schemas-microsoft-com:office" in head
 
 
 def _wide_text(head: bytes) -> bool:
