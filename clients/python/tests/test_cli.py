@@ -79,7 +79,14 @@ def test_ingest_uploads_parses_and_is_idempotent_then_kb_and_tasks(run: Any, tmp
     shown = as_json(run("kb", "show", kb, "--json"))
     assert shown["knowledge_base"]["datasets"][0]["parsed"] and shown["overview"]["chunk_count"] == 4
     assert "客观实体" in {e["type"] for e in shown["overview"]["top_entities"]}  # the API's value
+    assert sorted((f["path"], f["chunks"] > 0) for f in shown["files"]["files"]) == [
+        ("curie.md", True),
+        ("hopper.md", True),
+        ("notes/lovelace.txt", True),
+        ("turing.md", True),
+    ]
     printed = run("kb", "show", kb).stdout
+    assert "files: 4 read, 0 skipped" in printed
     assert "Physical entity" in printed
     assert not any(t in printed for t in ("客观实体", "抽象实体", "事件实体", "文献实体"))
     assert "客观实体" in run("--labels", "zh", "kb", "show", kb).stdout

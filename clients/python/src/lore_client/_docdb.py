@@ -19,6 +19,7 @@ from lore_client.models import (
     ChatResult,
     FileInfo,
     GraphPage,
+    KbFilePage,
     KnowledgeBase,
     KnowledgeBaseSummary,
     Overview,
@@ -211,6 +212,11 @@ class Docdb(Core):
     async def graph(self, name: str, offset: int = 0, limit: int = 500) -> GraphPage:
         """A page of the KB's knowledge graph (`limit` 1-2000 entities from `offset`)."""
         return await self._get(f"{KBS}/{name}/graph", GraphPage, offset=offset, limit=limit)
+
+    async def kb_files(self, name: str, offset: int = 0, limit: int = 500) -> KbFilePage:
+        """A page of the files the KB's parses read (`limit` 1-2000 from `offset`), each with its chunks
+        or the reason it has none."""
+        return await self._get(f"{KBS}/{name}/files", KbFilePage, offset=offset, limit=limit)
 
     async def delete_knowledge_base(self, name: str, purge_db: bool = True) -> str:
         """Start deleting a KB (it goes on in the background); returns its status (`deleting`)."""

@@ -201,6 +201,25 @@ class Overview(Model):
     prompt: str = ""
 
 
+class KbFile(Model):
+    """A file as a KB's last parse of its dataset left it: its chunks, or why it has none."""
+
+    dataset: str
+    path: str
+    name: str
+    chunks: int
+    task_id: str
+    skipped: str | None = None
+
+
+class KbFilePage(Model):
+    kb: str
+    total: int
+    offset: int
+    limit: int
+    files: list[KbFile] = []
+
+
 class GraphPage(Model):
     """A page of a KB's graph: entities by degree from `offset`, and the relations between each of them
     and the entities ranked before it (page from 0 and every relation arrives once)."""

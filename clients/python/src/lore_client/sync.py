@@ -173,6 +173,7 @@ class Lore:
     get_knowledge_base = _Blocking(AsyncLore.get_knowledge_base)
     overview = _Blocking(AsyncLore.overview)
     graph = _Blocking(AsyncLore.graph)
+    kb_files = _Blocking(AsyncLore.kb_files)
     delete_knowledge_base = _Blocking(AsyncLore.delete_knowledge_base)
     remove_dataset = _Blocking(AsyncLore.remove_dataset)
     parse = _Blocking(AsyncLore.parse)

@@ -226,8 +226,9 @@ def kb_show(name: str, as_json: JsonFlag = False) -> None:
     with client() as lore:
         kb = lore.get_knowledge_base(name)
         overview = lore.overview(name, top_nodes=10, sample_relations=5)
+        files = lore.kb_files(name, limit=2000)
     if as_json:
-        emit({"knowledge_base": kb, "overview": overview})
+        emit({"knowledge_base": kb, "overview": overview, "files": files})
         return
     console.print(
         f"[bold]{escape(kb.name)}[/bold]  {kb.status}  mode {kb.process_mode}  "
@@ -237,6 +238,13 @@ def kb_show(name: str, as_json: JsonFlag = False) -> None:
         console.print(
             f"  dataset {escape(d.name)}: {'parsed ' + (d.parsed_at or '') if d.parsed else 'not parsed'}"
         )
+    skipped = [f for f in files.files if f.skipped]
+    console.print(
+        f"  files: {files.total} read, {len(skipped)} skipped"
+        + (" (of the first 2,000)" if files.total > len(files.files) else "")
+    )
+    for f in skipped:
+        console.print(f"    skipped {escape(f.dataset)}/{escape(f.path)}: {escape(f.skipped or '')}")
     console.print("  query modes: " + ", ".join(m.id for m in kb.available_query_modes))
     if overview.top_entities:
         console.print(
