@@ -181,6 +181,13 @@ def test_chat_and_open_a_citation(tab: Tab, stack: Stack) -> None:
     assert "hopper.md" in passage.inner_text() and "first compiler" in passage.inner_text()
     assert passage.locator("small").inner_text() == "Grace Hopper"  # the cited passage's heading path
     assert "[1] hopper.md" in section.locator(".sources").inner_text()
+    # No object storage, so no file_url: the file comes from the dataset's file route, in a new tab.
+    with tab.page.context.expect_page() as opened:
+        passage.get_by_role("button", name="open the file").click()
+    file_tab = opened.value
+    file_tab.wait_for_function("document.body && document.body.innerText.includes('first compiler')")
+    assert file_tab.url.startswith("blob:")
+    file_tab.close()
 
 
 def test_the_graph_draws_the_knowledge_bases_entities(tab: Tab, stack: Stack) -> None:

@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
 
 from lore_common.testing.asgi import AppClient
@@ -76,6 +77,26 @@ async def check_identity(client: AppClient) -> None:
     name = quote(files["a/b.txt"]["name"], safe="")
     assert (await client.delete(f"{DS}/vault/files/{name}")).status_code == 200
     assert "a/b.txt" not in await listing(client, "vault")
+
+    # A file is read back by its listed name (to open a cited page): its bytes on disk, a redirect to
+    # a presigned URL on object storage.
+    guide = quote(files["guide/README.md"]["name"], safe="")
+    reply = await client.get(f"{DS}/vault/files/{guide}")
+    if reply.status_code == 307:
+        async with httpx.AsyncClient() as plain:
+            body = (await plain.get(reply.headers["location"])).content
+    else:
+        assert reply.status_code == 200, reply.text
+        assert (
+            reply.headers["content-disposition"].startswith("inline")
+            and "README.md" in reply.headers["content-disposition"]
+        )
+        body = reply.content
+        assert reply.headers["content-type"].startswith("text/plain")  # text, never a page
+        assert reply.headers["x-content-type-options"] == "nosniff"
+    assert body == b"# Guide"
+    assert (await client.get(f"{DS}/vault/files/{name}")).status_code == 404  # deleted above
+    assert (await client.get(f"{DS}/vault/files/..%2F..%2Fetc%2Fpasswd")).status_code in (400, 404)
 
 
 async def test_a_file_written_by_path_replaces_its_old_version_on_disk(docdb: AppClient) -> None:
@@ -155,3 +176,21 @@ async def test_answers_and_parse_reports_name_files_by_their_path(docdb: AppClie
     body = reply.json()
     assert body["data"][0]["kb_name"] == "guide/intro.md"
     assert {c["source_file"] for c in body["citations"]} == {"guide/intro.md"}
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("guide.pdf", ("application/pdf", "inline")),
+        ("scan.png", ("image/png", "inline")),
+        ("page.html", ("text/plain; charset=utf-8", "inline")),
+        ("logo.svg", ("text/plain; charset=utf-8", "inline")),
+        ("notes.md", ("text/plain; charset=utf-8", "inline")),
+        ("report.docx", ("application/octet-stream", "attachment")),
+    ],
+)
+def test_a_file_opens_as_itself_only_where_it_cannot_run_scripts(name: str, shown: tuple[str, str]) -> None:
+    """An uploaded page served as HTML from Lore's origin could run scripts with the console's key."""
+    from lore_docdb.datasets.routes import shown_as
+
+    assert shown_as(name) == shown

@@ -340,7 +340,22 @@ document.addEventListener("alpine:init", () => {
         || this.answer.data.find((p) => p.kb_name === citation.source_file && p.dataset === citation.dataset)
         || this.answer.data.find((p) => p.kb_name === citation.source_file);
       this.passage = { index, file: citation.source_file, dataset: citation.dataset, place: this.place(citation), url: citation.file_url,
-        content: found ? found.content : "(the passage was not returned)" };
+        page: citation.page, content: found ? found.content : "(the passage was not returned)" };
+    },
+    // Without object storage a citation has no URL: the file comes from the dataset's file route (with
+    // the API key, so as a blob) and opens in a new tab, a PDF at the cited page.
+    openFile() {
+      const p = this.passage;
+      if (!p) return undefined;
+      const opened = window.open("", "_blank");
+      return attempt(async () => {
+        const stored = p.file.split("/").map((part) => part.replace(/%/g, "%25")).join("%2F");
+        const response = await fetch(`${API}/docdb/files/raw-files/datasets/${encodeURIComponent(p.dataset)}/files/${encodeURIComponent(stored)}`, { headers: headers() });
+        if (!response.ok) throw new ApiError(response.status, "the file could not be opened (HTTP " + response.status + ")");
+        const link = URL.createObjectURL(await response.blob());
+        const at = p.page && /\.pdf$/i.test(p.file) ? "#page=" + p.page : "";
+        if (opened) opened.location.href = link + at; else window.location.href = link + at;
+      });
     },
   }));
 

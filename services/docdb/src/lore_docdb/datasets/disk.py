@@ -206,6 +206,10 @@ class DiskRawStore:
     async def delete_file(self, dataset: str, filename: str) -> bool:
         return await asyncio.to_thread(self.files.delete_file, dataset, filename)
 
+    async def source(self, dataset: str, filename: str) -> Path | str | None:
+        path = self.files.file_path(dataset, filename)
+        return path if not filename.startswith(".") and await asyncio.to_thread(path.is_file) else None
+
     @contextlib.asynccontextmanager
     async def checkout(self, dataset: str) -> AsyncIterator[Path]:
         yield self.files.dataset_dir(dataset)

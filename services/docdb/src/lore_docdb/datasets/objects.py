@@ -143,6 +143,11 @@ class ObjectRawStore:
             log.warning("object_delete_failed", dataset=dataset, filename=filename, error=str(exc))
         return True
 
+    async def source(self, dataset: str, filename: str) -> Path | str | None:
+        if not any(name == filename for name, _, _ in await self.registry.files(dataset)):
+            return None
+        return await self.objects.presigned_get(object_key(dataset, filename))
+
     @contextlib.asynccontextmanager
     async def checkout(self, dataset: str) -> AsyncIterator[Path]:
         """Download the dataset's files into a private folder for the parse, removed afterwards."""

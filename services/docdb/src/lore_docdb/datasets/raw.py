@@ -62,6 +62,11 @@ class RawStore(Protocol):
 
     async def delete_file(self, dataset: str, filename: str) -> bool: ...
 
+    async def source(self, dataset: str, filename: str) -> Path | str | None:
+        """Where a reader gets the file's bytes: its local path, or a presigned URL of its object;
+        None when there is no such file."""
+        ...
+
     def checkout(self, dataset: str) -> AbstractAsyncContextManager[Path]:
         """A local folder holding the dataset's files while a parse reads them."""
         ...

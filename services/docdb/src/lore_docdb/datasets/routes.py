@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import mimetypes
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from litestar import Controller, Request, delete, get, post, put
 from litestar.datastructures import UploadFile
 from litestar.di import NamedDependency
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
 from litestar.params import FromPath, FromQuery, JSONBody, MultipartBody
+from litestar.response import File, Redirect
 
 from lore_core.errors import BadRequest
 from lore_core.web import from_state
@@ -25,6 +27,7 @@ from lore_docdb.datasets.models import (
     PathRef,
     UploadResult,
 )
+from lore_docdb.datasets.paths import path_of
 from lore_docdb.datasets.service import DatasetService
 
 DATASETS = "/api/v1/docdb/files/raw-files/datasets"
@@ -52,6 +55,18 @@ class RawBodyOperation(Operation):
         self.request_body = RequestBody(
             required=True, content={"application/octet-stream": OpenAPIMediaType(schema=BINARY)}
         )
+
+
+def shown_as(name: str) -> tuple[str, Literal["inline", "attachment"]]:
+    """How a browser may show an uploaded file: a PDF or a picture as itself, text as plain text, the
+    rest as a download. Never as a page (HTML, SVG, XML): a page served from Lore's origin could run
+    its scripts with the console's API key."""
+    media = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    if media == "application/pdf" or (media.startswith("image/") and media != "image/svg+xml"):
+        return media, "inline"
+    if media.startswith("text/") or media in ("application/json", "application/xml", "image/svg+xml"):
+        return "text/plain; charset=utf-8", "inline"
+    return "application/octet-stream", "attachment"
 
 
 class DatasetController(Controller):
@@ -113,6 +128,27 @@ class DatasetController(Controller):
             stored.append(await datasets.add_file(dataset, upload.filename, upload.file))
             await upload.close()
         return UploadResult(message=f"{len(stored)} file(s) uploaded", dataset=dataset, files=stored)
+
+    @get(
+        "/{dataset:str}/files/{filename:str}",
+        summary="The file itself (by its listed name), to open a cited page: its bytes, or a redirect "
+        "to a presigned URL on object storage",
+    )
+    async def download_file(
+        self, datasets: NamedDependency[DatasetService], dataset: FromPath[str], filename: FromPath[str]
+    ) -> File | Redirect:
+        found = await datasets.source(dataset, filename)
+        if isinstance(found, str):
+            return Redirect(found, status_code=307)
+        shown = path_of(filename).rsplit("/", 1)[-1]  # the name the user gave it, without its folders
+        media, disposition = shown_as(shown)
+        return File(
+            found,
+            filename=shown,
+            media_type=media,
+            content_disposition_type=disposition,
+            headers={"x-content-type-options": "nosniff", "content-security-policy": "sandbox"},
+        )
 
     @delete("/{dataset:str}/files/{filename:str}", status_code=200, summary="Delete one file")
     async def delete_file(

@@ -103,6 +103,15 @@ class DatasetService:
         final = await self.raw.publish(dataset, temp, filename)
         return UploadedFile(filename=final, size=size)
 
+    async def source(self, dataset: str, filename: str) -> Path | str:
+        """The file's local path or a presigned URL of it: 404 when the dataset or the file is not there."""
+        await self.require(dataset)
+        name = safe_filename(filename)
+        found = await self.raw.source(dataset, name)
+        if found is None:
+            raise FileNotInDataset(dataset, name)
+        return found
+
     async def delete_file(self, dataset: str, filename: str) -> None:
         await self.require(dataset)
         name = safe_filename(filename)
