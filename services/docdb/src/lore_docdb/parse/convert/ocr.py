@@ -48,6 +48,7 @@ class _Box:
     right: float
     top: float
     bottom: float
+    type_height: float = 0.0  # a line's: the height of its box with the most characters
 
     @property
     def height(self) -> float:
@@ -60,7 +61,7 @@ class _Box:
         cjk = len(_CJK.findall(self.text))
         if cjk >= 0.5 * len(self.text.strip() or "x"):
             return (self.right - self.left) / max(1, len(self.text.strip()))
-        return self.height
+        return self.type_height or self.height
 
 
 def _joined(left: str, right: str) -> str:
@@ -95,6 +96,9 @@ def _lines(boxes: list[_Box]) -> list[_Box]:
                 max(b.right for b in line),
                 min(b.top for b in line),
                 max(b.bottom for b in line),
+                # not the line's whole height: a mark in the margin beside it (a stamp set down the
+                # page, read as a digit or two in a tall box) or a superscript would make it large type
+                max(line, key=lambda b: len(b.text.strip())).height,
             )
         )
     return merged
@@ -111,6 +115,32 @@ def _body_size(lines: list[_Box]) -> float:
     return sizes[-1][0]
 
 
+_ADDRESS = re.compile(r"\S@\S+\.\w|https?://|www\.", re.IGNORECASE)  # an e-mail address, a link
+# an affiliation's superscript number or mark glued to its first word ("1Allen Institute", "2Brown")
+_GLUED_MARK = re.compile(r"^[\d¹²³⁴⁵⁶⁷⁸⁹⁰*†‡§]+[A-Z][a-z]")
+_MARKED = re.compile(r"^[\d¹²³⁴⁵⁶⁷⁸⁹⁰*†‡§][\d¹²³⁴⁵⁶⁷⁸⁹⁰*†‡§ ,]*\s*(?=\S)")
+_AFFILIATION = re.compile(
+    r"\b(universit|institut|department|dept\b|laborator|college|school of|faculty|academy|"
+    r"inc\b|ltd\b|gmbh|corporation|research cent)",
+    re.IGNORECASE,
+)
+_OPENS_LOWER = re.compile(r"^(?:[\d.¹²³⁴⁵⁶⁷⁸⁹⁰]+\s+)?[a-z]{2,}\b")  # "and humanities.": a paragraph's line
+_CONSONANTS = re.compile(r"[bcdfghjklmnpqrstvwxz]{5}", re.IGNORECASE)  # "trinevmdls": misread letters
+GARBLED_WORDS = 2
+
+
+def _not_heading(text: str) -> bool:
+    """Whether a line in large boxes is no heading by its text: an author block's line (an e-mail
+    address or a link, an affiliation opened by its superscript number), a paragraph's line (it opens
+    with a word in lower case; a stamp in the margin beside it made its box tall), or a garbled line
+    (words of five consonants in a row, which misread letters make and words seldom have)."""
+    if _ADDRESS.search(text) or _GLUED_MARK.match(text) or _OPENS_LOWER.match(text):
+        return True
+    if _MARKED.match(text) and _AFFILIATION.search(text):
+        return True
+    return len(_CONSONANTS.findall(text)) >= GARBLED_WORDS
+
+
 def layout(boxes: list[_Box]) -> str:
     """Lines as paragraphs: a gap over 0.8 of a line's height between two lines starts a new one; a
     short line in type at least 1.25 times the body's is a heading."""
@@ -124,7 +154,7 @@ def layout(boxes: list[_Box]) -> str:
     previous: _Box | None = None
     for line in lines:
         text = line.text.strip()
-        heading = line.size >= 1.25 * size and len(text) <= 80 and len(lines) > 1
+        heading = line.size >= 1.25 * size and len(text) <= 80 and len(lines) > 1 and not _not_heading(text)
         gap = line.top - previous.bottom if previous is not None else 0.0
         if heading or previous is None or gap > 0.8 * body or previous.size >= 1.25 * size:
             if paragraph:

@@ -421,9 +421,9 @@ def _heading_marks(pages: list[list[_Style]], texts: list[str]) -> list[dict[int
     def face(style: _Style) -> tuple[bool, bool, str]:
         return style.bold, style.italic, style.font
 
-    def heading(styles: list[_Style], lines: list[str], i: int, local: float) -> bool:
+    def heading(styles: list[_Style], lines: list[str], i: int, local: float, contents: set[int]) -> bool:
         style = styles[i]
-        if not style.length:
+        if not style.length or i in contents:
             return False
         if style.size in levels:
             return True
@@ -453,6 +453,7 @@ def _heading_marks(pages: list[list[_Style]], texts: list[str]) -> list[dict[int
     marks = []
     for styles, text in zip(pages, texts, strict=True):
         lines = text.split("\r\n")
+        contents = _contents_entries(lines)
         sizes: Counter[float] = Counter()
         for style in styles:
             if style.size:
@@ -464,10 +465,40 @@ def _heading_marks(pages: list[list[_Style]], texts: list[str]) -> list[dict[int
             {
                 i: _Mark(levels.get(style.size, len(levels) + 1), style.size, style.size in levels)
                 for i, style in enumerate(styles)
-                if heading(styles, lines, i, local)
+                if heading(styles, lines, i, local, contents)
             }
         )
     return marks
+
+
+# A table of contents' entry: a title, dot leaders (or an ellipsis), a page number
+_LEADERS_NUMBER = re.compile(r"\w.*?(?:\.\s?){3,}\s*|\w.*?…+\s*")
+_PAGE_REF = re.compile(r"(\d{1,4}|[ivxlc]{1,7})", re.IGNORECASE)
+_ENDS_IN_NUMBER = re.compile(r".*[^\W\d_].*\s\d{1,4}")
+CONTENTS_RUN = 3  # lines ending in a page number one after another: a table of contents
+
+
+def _contents_entries(lines: list[str]) -> set[int]:
+    """The lines of a table of contents: a title then dot leaders and a page number, or one of
+    CONTENTS_RUN lines or more in a row that each end in a page number after a title. Set in bold or
+    large type as its chapters often are, they would be headings, each a section holding the entries
+    under it, and the contents page's title the root of every heading after it."""
+    entries: set[int] = set()
+    run: list[int] = []
+    for index, line in enumerate([*lines, "."]):  # a last line that ends the last run
+        stripped = line.strip()
+        if not stripped:
+            continue
+        leaders = _LEADERS_NUMBER.match(stripped)
+        if leaders and _PAGE_REF.fullmatch(stripped[leaders.end() :]):
+            entries.add(index)
+        if _ENDS_IN_NUMBER.fullmatch(stripped) or index in entries:
+            run.append(index)
+            continue
+        if len(run) >= CONTENTS_RUN:
+            entries.update(run)
+        run = []
+    return entries
 
 
 def _literal(line: str) -> str:

@@ -1,0 +1,133 @@
+"""Lines that look like headings and are not (#40): a table of contents' entries set in bold (a title,
+dot leaders, a page number), and in OCR'd pages an author block's lines (affiliations opened by a
+superscript number, e-mail addresses), a margin's stray marks read into a line, and garbled lines.
+The PDFs are written here with hand-written operators; the OCR tests lay out recognised boxes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lore_common.testing.pdf import pdf_bytes
+from lore_docdb.parse.convert.ocr import _Box, layout
+from lore_docdb.parse.convert.pdf import pdf_text
+
+FONTS = ("/BaseFont /Helvetica", "/BaseFont /Helvetica-Bold")
+PROSE = (
+    "The clinic sees most people within a week of their first visit and the nurse explains each test "
+    "before it is done so that nobody has to wait for the results without knowing what they mean"
+).split()
+
+
+def text(x: float, y: float, size: float, words: str, font: str = "F1") -> str:
+    return f"BT /{font} {size} Tf 1 0 0 1 {x} {y} Tm ({words}) Tj ET"
+
+
+def prose(y: float, lines: int) -> list[str]:
+    """Lines of 11 pt body text from y down, the last ending a sentence."""
+    ops = []
+    for i in range(lines):
+        words = [PROSE[(i * 9 + k) % len(PROSE)] for k in range(14)]
+        ops.append(text(72, y - i * 14, 11, " ".join(words) + ("." if i == lines - 1 else "")))
+    return ops
+
+
+def write(path: Path, pages: list[list[str]]) -> Path:
+    fonts = " ".join(f"/F{i + 1} {3 + i} 0 R" for i in range(len(FONTS)))
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids ["
+        + " ".join(f"{3 + len(FONTS) + 2 * i} 0 R" for i in range(len(pages)))
+        + f"] /Count {len(pages)} >>",
+        *(f"<< /Type /Font /Subtype /Type1 {font} >>" for font in FONTS),
+    ]
+    for i, ops in enumerate(pages):
+        content = "\n".join(ops)
+        objects.append(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            f"/Contents {4 + len(FONTS) + 2 * i} 0 R /Resources << /Font << {fonts} >> >> >>"
+        )
+        objects.append(f"<< /Length {len(content)} >>\nstream\n{content}\nendstream")
+    path.write_bytes(pdf_bytes(objects))
+    return path
+
+
+def headings(markdown: str) -> list[str]:
+    return [line.lstrip("#").strip() for line in markdown.splitlines() if line.startswith("#")]
+
+
+def test_bold_entries_of_a_table_of_contents_stay_text(tmp_path: Path) -> None:
+    contents = [
+        text(72, 720, 20, "Contents", "F2"),
+        text(72, 680, 11, "What is cancer? ............................ 4"),
+        text(72, 664, 11, "Diagnosis .................................. 13", "F2"),
+        text(72, 648, 11, "Mammogram ............................... 13"),
+        text(72, 632, 11, "Ultrasound ................................. 14"),
+        text(72, 616, 11, "Treatment .................................. 27", "F2"),
+        text(72, 600, 11, "Surgery ..................................... 28"),
+    ]
+    chapter = [text(72, 720, 20, "Diagnosis", "F2"), *prose(690, 12)]
+    pdf = write(tmp_path / "booklet.pdf", [contents, chapter])
+    out = pdf_text(pdf)
+    assert headings(out) == ["Contents", "Diagnosis"]
+    assert "Diagnosis .................................. 13" in out.splitlines()
+
+
+def test_a_run_of_titles_with_page_numbers_and_no_leaders_stays_text(tmp_path: Path) -> None:
+    contents = [
+        text(72, 720, 20, "In this guide", "F2"),
+        text(72, 680, 11, "Before you start 3", "F2"),
+        text(72, 664, 11, "What to bring 4"),
+        text(72, 648, 11, "Your first visit 5", "F2"),
+        text(72, 632, 11, "Seeing the nurse 6"),
+        text(72, 616, 11, "Getting help 12", "F2"),
+    ]
+    chapter = [text(72, 720, 14, "Before you start", "F2"), *prose(690, 12)]
+    pdf = write(tmp_path / "guide.pdf", [contents, chapter])
+    assert headings(pdf_text(pdf)) == ["In this guide", "Before you start"]
+
+
+def page(lines: list[tuple[str, float, float, float]]) -> list[_Box]:
+    """Boxes of recognised text: (text, left, top, height), each as wide as its characters at half
+    its height each, as a recogniser draws them."""
+    return [_Box(t, left, left + 0.5 * h * len(t), top, top + h) for t, left, top, h in lines]
+
+
+BODY = [
+    ("Recent advances in document image analysis have been driven by neural networks and", 160, 400, 15),
+    ("research outcomes could be easily deployed in production and extended for further", 160, 418, 15),
+    ("investigation, though various factors complicate the easy reuse of the innovations.", 160, 436, 15),
+    ("Deep learning approaches are the state of the art for a wide range of analysis tasks", 160, 454, 15),
+]
+
+
+def test_an_author_block_read_by_ocr_gives_no_headings() -> None:
+    boxes = page(
+        [
+            ("A Unified Toolkit for Document Analysis", 160, 100, 24),
+            ("1Allen Institute for AI", 255, 199, 22),
+            ("2Brown University", 262, 222, 21),
+            ("ruochen-zhang@brown.edu", 252, 240, 22),
+            ("5 University of Waterloo", 255, 288, 20),
+            ("{melissadell,jacob_carlson}@fas.harvard.edu", 205, 310, 21),
+            *BODY,
+        ]
+    )
+    assert headings(layout(boxes)) == ["A Unified Toolkit for Document Analysis"]
+
+
+def test_a_margin_mark_read_into_a_line_does_not_make_it_a_heading() -> None:
+    # an arXiv stamp down the left margin, its pieces read as tall boxes on the lines beside them
+    boxes = page(
+        [
+            *BODY,
+            ("and humanities. This paper introduces a library, open source", 160, 472, 16),
+            ("and it is publicly available to all of its users and their readers.", 160, 490, 15),
+        ]
+    )
+    boxes += [_Box("1.", 18, 35, 462, 500), _Box("unf", 16, 37, 395, 433)]
+    assert headings(layout(boxes)) == []
+
+
+def test_a_garbled_ocr_line_in_larger_boxes_is_no_heading() -> None:
+    boxes = page([("Frchdatet, we trinevmdls fdiferent sesfrdieet eeds", 174, 380, 20), *BODY])
+    assert headings(layout(boxes)) == []
