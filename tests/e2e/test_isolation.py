@@ -239,6 +239,7 @@ REQUESTS: dict[tuple[str, str], list[Callable[[Tenant], dict[str, Any]]]] = {
     ("DELETE", DS + "/{dataset}"): [_none],
     ("DELETE", DS + "/{dataset}/files/{filename}"): [_none],
     ("GET", DS + "/{dataset}/files"): [_none],
+    ("GET", DS + "/{dataset}/files/{filename}"): [_none],
     ("POST", DS + "/{dataset}/files"): [
         lambda o: {"files": {"files": ("x.md", b"planted by the other key")}}
     ],
@@ -273,6 +274,7 @@ REQUESTS: dict[tuple[str, str], list[Callable[[Tenant], dict[str, Any]]]] = {
     ("GET", KB + "/{kb_name}"): [_none],
     ("DELETE", KB + "/{kb_name}"): [_none],
     ("GET", KB + "/{kb_name}/graph"): [_none],
+    ("GET", KB + "/{kb_name}/files"): [_none],
     ("GET", KB + "/{kb_name}/overview"): [_none],
     ("POST", KB + "/{kb_name}/parse"): [_json(lambda o: {"datasets": [o.dataset], "force": True})],
     ("DELETE", KB + "/{kb_name}/datasets/{dataset_name}"): [_none],
