@@ -131,3 +131,38 @@ def test_a_margin_mark_read_into_a_line_does_not_make_it_a_heading() -> None:
 def test_a_garbled_ocr_line_in_larger_boxes_is_no_heading() -> None:
     boxes = page([("Frchdatet, we trinevmdls fdiferent sesfrdieet eeds", 174, 380, 20), *BODY])
     assert headings(layout(boxes)) == []
+
+
+def test_a_stamp_set_up_the_margin_is_no_heading_and_does_not_outrank_the_title(tmp_path: Path) -> None:
+    stamp = "BT /F1 20 Tf 0 1 -1 0 40 250 Tm (arXiv:2103.15348v2 [cs.CV] 21 Jun 2021) Tj ET"
+    pdf = write(
+        tmp_path / "paper.pdf",
+        [
+            [
+                text(72, 720, 16, "A Toolkit for Clinics", "F2"),
+                stamp,
+                text(72, 680, 12, "1 Introduction", "F2"),
+                *prose(660, 14),
+            ]
+        ],
+    )
+    assert [line for line in pdf_text(pdf).splitlines() if line.startswith("#")] == [
+        "# A Toolkit for Clinics",
+        "## 1 Introduction",
+    ]
+
+
+def test_a_link_or_an_address_in_large_type_is_no_heading(tmp_path: Path) -> None:
+    pdf = write(
+        tmp_path / "scan.pdf",
+        [
+            [
+                text(72, 720, 16, "Clinic Letters", "F2"),
+                *prose(690, 10),
+                text(72, 520, 16, "Source: https://www.example.org/docs/mjgl0226"),
+                text(72, 490, 16, "nurse.team@example.org", "F2"),
+                *prose(460, 10),
+            ]
+        ],
+    )
+    assert headings(pdf_text(pdf)) == ["Clinic Letters"]

@@ -263,6 +263,7 @@ class _Style(NamedTuple):
     top: float = 0.0  # the top of its first letter's box, from the page's bottom
     named_bold: bool = False  # its first and last characters' font names say bold
     lead: int = 0  # words of a label in smaller type that opens it ("Chapter 1." before a title)
+    turn: int = 0  # quarter turns its first letter is set at (an arXiv stamp up the margin: 3)
 
 
 class _Mark(NamedTuple):
@@ -364,6 +365,7 @@ def _styles(textpage: Any, raw: str) -> list[_Style]:
             lead = len(text[first:large].split()) if text[large - 1].isspace() else 0
             lead = lead if lead <= MAX_LABEL_WORDS else 0
         head, tail = _font(textpage, first, buffer, flags), _font(textpage, last, buffer, flags)
+        angle = pdfium_c.FPDFText_GetCharAngle(textpage.raw, letters[0]) if letters else 0.0
         styles.append(
             _Style(
                 len(stripped),
@@ -375,6 +377,7 @@ def _styles(textpage: Any, raw: str) -> list[_Style]:
                 top,
                 bool(_BOLD_NAME.search(head[0]) and _BOLD_NAME.search(tail[0])),
                 lead,
+                round(math.degrees(angle) / 90) % 4 if angle > 0 else 0,
             )
         )
     return styles
@@ -397,6 +400,14 @@ def _plain_body(pages: list[list[_Style]], body: float) -> list[list[_Style]]:
     return [[style._replace(bold=named and style.named_bold) for style in styles] for styles in pages]
 
 
+def _turn(styles: list[_Style]) -> int:
+    """The quarter turns most of a page's text is set at."""
+    turns: Counter[int] = Counter()
+    for style in styles:
+        turns[style.turn] += style.length
+    return turns.most_common(1)[0][0] if turns else 0
+
+
 def _heading_marks(pages: list[list[_Style]], texts: list[str]) -> list[dict[int, _Mark]]:
     """Per page, the lines that are headings and their level: a line in type 1.15 times the body's or
     larger (levels by size, largest first), or 1.15 times the page's own body where a page is set in
@@ -415,16 +426,29 @@ def _heading_marks(pages: list[list[_Style]], texts: list[str]) -> list[dict[int
     body = weights.most_common(1)[0][0]
     pages = _plain_body(pages, body)
     body_font = next((font for font, _ in fonts.most_common() if font), "")
-    larger = sorted({s.size for styles in pages for s in styles if s.size >= 1.15 * body}, reverse=True)
+    page_turns = [_turn(styles) for styles in pages]
+    larger = sorted(  # not of a stamp set up the margin, which would outrank the title
+        {
+            s.size
+            for styles, turn in zip(pages, page_turns, strict=True)
+            for s in styles
+            if s.size >= 1.15 * body and s.turn == turn
+        },
+        reverse=True,
+    )
     levels = {size: min(level, 3) for level, size in enumerate(larger, start=1)}
 
     def face(style: _Style) -> tuple[bool, bool, str]:
         return style.bold, style.italic, style.font
 
-    def heading(styles: list[_Style], lines: list[str], i: int, local: float, contents: set[int]) -> bool:
+    def heading(
+        styles: list[_Style], lines: list[str], i: int, local: float, contents: set[int], turn: int
+    ) -> bool:
         style = styles[i]
-        if not style.length or i in contents:
-            return False
+        if not style.length or i in contents or style.turn != turn:
+            return False  # a contents' entry; a line set across the page's text (a stamp up its margin)
+        if i < len(lines) and _ADDRESS.search(lines[i]):
+            return False  # an author's e-mail address, a link: large or bold, never a title
         if style.size in levels:
             return True
         if local and style.size >= 1.15 * local and style.size >= 0.9 * body:
@@ -451,7 +475,7 @@ def _heading_marks(pages: list[list[_Style]], texts: list[str]) -> list[dict[int
         )
 
     marks = []
-    for styles, text in zip(pages, texts, strict=True):
+    for styles, text, turn in zip(pages, texts, page_turns, strict=True):
         lines = text.split("\r\n")
         contents = _contents_entries(lines)
         sizes: Counter[float] = Counter()
@@ -465,7 +489,7 @@ def _heading_marks(pages: list[list[_Style]], texts: list[str]) -> list[dict[int
             {
                 i: _Mark(levels.get(style.size, len(levels) + 1), style.size, style.size in levels)
                 for i, style in enumerate(styles)
-                if heading(styles, lines, i, local, contents)
+                if heading(styles, lines, i, local, contents, turn)
             }
         )
     return marks
@@ -475,6 +499,7 @@ def _heading_marks(pages: list[list[_Style]], texts: list[str]) -> list[dict[int
 _LEADERS_NUMBER = re.compile(r"\w.*?(?:\.\s?){3,}\s*|\w.*?…+\s*")
 _PAGE_REF = re.compile(r"(\d{1,4}|[ivxlc]{1,7})", re.IGNORECASE)
 _ENDS_IN_NUMBER = re.compile(r".*[^\W\d_].*\s\d{1,4}")
+_ADDRESS = re.compile(r"\S@\S+\.\w|https?://|www\.\w", re.IGNORECASE)  # an e-mail address, a link
 CONTENTS_RUN = 3  # lines ending in a page number one after another: a table of contents
 
 
