@@ -166,3 +166,19 @@ def test_a_link_or_an_address_in_large_type_is_no_heading(tmp_path: Path) -> Non
         ],
     )
     assert headings(pdf_text(pdf)) == ["Clinic Letters"]
+
+
+def test_a_bold_line_opening_in_lower_case_is_no_heading(tmp_path: Path) -> None:
+    # a paragraph's line set in bold for emphasis, as a report's pull-out text is, or a chart's label
+    pdf = write(
+        tmp_path / "report.pdf",
+        [
+            [
+                text(72, 720, 16, "Clinic Letters", "F2"),
+                *prose(690, 6),
+                text(72, 590, 11, "cybersecurity strategy and perform effective", "F2"),
+                *prose(570, 6),
+            ]
+        ],
+    )
+    assert headings(pdf_text(pdf)) == ["Clinic Letters"]

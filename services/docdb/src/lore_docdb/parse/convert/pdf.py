@@ -282,6 +282,7 @@ LABEL_SIZE = 0.7  # a line's first letters in type smaller than this share of it
 VIEW_SAMPLE = 64  # characters whose angle tells which way a page's text runs
 _BULLET = re.compile(r"[-–•●▪■◦‣⁃∙·*]\s")
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
+_OPENS_LOWER = re.compile(r"(?:[\d.]+\s+)?[a-z]{2,}\b")  # "and the ...", "woman": no title's first word
 _GOES_ON = (",", ";", ":", ".", ")", "]", "}")  # a line that starts so goes on from the text before it
 _SENTENCE_END = (".", ",", ";", ":", "\ufffe")
 _BOLD_NAME = re.compile(r"bold|black|heavy|demi|semibold|^(cm|sf|ec|lm|tc)bx|[-,](bd|b)$", re.IGNORECASE)
@@ -563,7 +564,8 @@ def _apart(styles: list[_Style], index: int) -> bool:
 def _is_title(run: list[str], mark: _Mark) -> bool:
     """Whether lines marked alike one after another are a title: few and short, no sentence ended,
     words in them (not a formula's lone variable), not a list's item, and not the rest of a line
-    that pdfium broke at a mark set higher (", Barlas Oguz" after an author's footnote star)."""
+    that pdfium broke at a mark set higher (", Barlas Oguz" after an author's footnote star), and not
+    opening with a word in lower case (a paragraph's line in bold, a label of a map or a chart)."""
     most_lines, most_words = (3, 20) if mark.larger else (2, 12)
     words = sum(len(line.split()) for line in run)
     return (
@@ -573,6 +575,7 @@ def _is_title(run: list[str], mark: _Mark) -> bool:
         and sum(c.isalpha() for c in "".join(run)) >= 2
         and not _BULLET.match(run[0])
         and not run[0].startswith(_GOES_ON)
+        and not _OPENS_LOWER.match(run[0])
     )
 
 
