@@ -182,3 +182,27 @@ def test_a_bold_line_opening_in_lower_case_is_no_heading(tmp_path: Path) -> None
         ],
     )
     assert headings(pdf_text(pdf)) == ["Clinic Letters"]
+
+
+def test_a_scanned_title_in_wider_letters_but_boxes_of_body_height_is_one_heading() -> None:
+    # a bold title two points larger: at a scan's low resolution its boxes are as tall as the body's
+    # (the recogniser's boxes vary by a few pixels), its letters clearly wider
+    title = [
+        _Box("A Unified Toolkit for Deep", 160, 360, 114, 132),
+        _Box("Learning Based Document Analysis", 157, 420, 134, 148),
+    ]
+    boxes = [*title, *page([(t, 160, top + 60, h) for t, _left, top, h in BODY])]
+    for box in boxes[2:]:
+        box.right = box.left + 4.1 * len(box.text.replace(" ", ""))
+    markdown = layout(boxes)
+    assert headings(markdown) == ["A Unified Toolkit for Deep Learning Based Document Analysis"]
+
+
+def test_a_logo_or_a_chart_label_read_by_ocr_is_no_heading() -> None:
+    debris = [
+        ("，司YGE TREASURE", 160, 330, 24),
+        ("HARUTO从F. A, HARUTO M", 160, 356, 24),
+        ("(W) 0", 160, 382, 24),
+    ]
+    boxes = page([*debris, *BODY])
+    assert headings(layout(boxes)) == []

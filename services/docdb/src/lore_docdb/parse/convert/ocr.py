@@ -49,6 +49,7 @@ class _Box:
     top: float
     bottom: float
     type_height: float = 0.0  # a line's: the height of its box with the most characters
+    pitch: float = 0.0  # a line's: the width of its boxes per character in them, spaces aside
 
     @property
     def height(self) -> float:
@@ -99,9 +100,40 @@ def _lines(boxes: list[_Box]) -> list[_Box]:
                 # not the line's whole height: a mark in the margin beside it (a stamp set down the
                 # page, read as a digit or two in a tall box) or a superscript would make it large type
                 max(line, key=lambda b: len(b.text.strip())).height,
+                sum(b.right - b.left for b in line) / max(1, sum(len(b.text.replace(" ", "")) for b in line)),
             )
         )
     return merged
+
+
+def _body_pitch(lines: list[_Box]) -> float:
+    """The width per character of most of the text: the median over characters."""
+    pitches = sorted((line.pitch, len(line.text.replace(" ", ""))) for line in lines)
+    half, seen = sum(n for _, n in pitches) / 2, 0
+    for pitch, count in pitches:
+        seen += count
+        if seen >= half:
+            return pitch
+    return pitches[-1][0]
+
+
+PITCH_HEADING = 1.45  # a Latin line whose letters are this many times as wide as the body's: larger type
+MIN_PITCH_CHARS = 6  # a shorter line's width per letter says little (one wide letter, a lone number)
+
+
+def _larger(line: _Box, size: float, pitch: float) -> bool:
+    """Whether a line is in larger type than the body: its boxes 1.25 times as tall; or, Latin text,
+    its letters clearly wider and its boxes not shorter (a title in bold type a point or two larger,
+    which the box heights of a low-resolution scan, varying by a few pixels, do not tell)."""
+    if line.size >= 1.25 * size:
+        return True
+    text = line.text.replace(" ", "")
+    return (
+        len(text) >= MIN_PITCH_CHARS
+        and len(_CJK.findall(text)) < 0.5 * len(text)
+        and line.pitch >= PITCH_HEADING * pitch
+        and line.size >= 0.85 * size
+    )
 
 
 def _body_size(lines: list[_Box]) -> float:
@@ -125,6 +157,9 @@ _AFFILIATION = re.compile(
     re.IGNORECASE,
 )
 _OPENS_LOWER = re.compile(r"^(?:[\d.¹²³⁴⁵⁶⁷⁸⁹⁰]+\s+)?[a-z]{2,}\b")  # "and humanities.": a paragraph's line
+_OPENS_MARK = re.compile(r"^[,，.。;；:：、)\]}）】」]")  # the rest of a sentence, or a logo's debris
+# a Chinese character between Latin letters ("HARUTO从F"): a stylised logo or picture read as text
+_MIXED = re.compile(r"[A-Za-z][\u3400-\u4dbf\u4e00-\u9fff]+[A-Za-z]")
 _CONSONANTS = re.compile(r"[bcdfghjklmnpqrstvwxz]{5}", re.IGNORECASE)  # "trinevmdls": misread letters
 GARBLED_WORDS = 2
 
@@ -132,10 +167,13 @@ GARBLED_WORDS = 2
 def _not_heading(text: str) -> bool:
     """Whether a line in large boxes is no heading by its text: an author block's line (an e-mail
     address or a link, an affiliation opened by its superscript number), a paragraph's line (it opens
-    with a word in lower case; a stamp in the margin beside it made its box tall), or a garbled line
-    (words of five consonants in a row, which misread letters make and words seldom have)."""
+    with a word in lower case or a comma; a stamp in the margin beside it made its box tall), or a
+    garbled line (words of five consonants in a row, which misread letters make and words seldom have;
+    a Chinese character between Latin letters, as a logo's letters are read)."""
     if _ADDRESS.search(text) or _GLUED_MARK.match(text) or _OPENS_LOWER.match(text):
         return True
+    if _OPENS_MARK.match(text) or _MIXED.search(text) or sum(c.isalpha() for c in text) < 2:
+        return True  # ... or a chart's axis label ("(W) 0")
     if _MARKED.match(text) and _AFFILIATION.search(text):
         return True
     return len(_CONSONANTS.findall(text)) >= GARBLED_WORDS
@@ -143,24 +181,29 @@ def _not_heading(text: str) -> bool:
 
 def layout(boxes: list[_Box]) -> str:
     """Lines as paragraphs: a gap over 0.8 of a line's height between two lines starts a new one; a
-    short line in type at least 1.25 times the body's is a heading."""
+    short line in larger type than the body's (`_larger`) is a heading, two such lines close together
+    one heading."""
     lines = _lines([b for b in boxes if b.text.strip()])
     if not lines:
         return ""
-    size = _body_size(lines)
+    size, pitch = _body_size(lines), _body_pitch(lines)
     body = statistics.median(line.height for line in lines)
     blocks: list[str] = []
     paragraph = ""
     previous: _Box | None = None
+    headed = False  # whether the line before was a heading
     for line in lines:
         text = line.text.strip()
-        heading = line.size >= 1.25 * size and len(text) <= 80 and len(lines) > 1 and not _not_heading(text)
+        larger = _larger(line, size, pitch)
+        heading = larger and len(text) <= 80 and len(lines) > 1 and not _not_heading(text)
         gap = line.top - previous.bottom if previous is not None else 0.0
         if heading or previous is None or gap > 0.8 * body or previous.size >= 1.25 * size:
             if paragraph:
                 blocks.append(paragraph)
             paragraph = ""
-        if heading:
+        if heading and headed and gap <= 0.8 * body and len(blocks[-1]) + len(text) <= 160:
+            blocks[-1] = _joined(blocks[-1], text)  # a title set on two lines
+        elif heading:
             blocks.append("# " + text)
         elif not paragraph:
             paragraph = text
@@ -168,7 +211,7 @@ def layout(boxes: list[_Box]) -> str:
             paragraph = paragraph[:-1] + text  # a word hyphenated at the line's end
         else:
             paragraph = _joined(paragraph, text)
-        previous = line
+        previous, headed = line, heading
     if paragraph:
         blocks.append(paragraph)
     return _SENTENCE_GLUE.sub(" ", "\n\n".join(blocks))
