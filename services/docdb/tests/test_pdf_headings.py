@@ -182,3 +182,13 @@ def test_a_latin_word_in_arabic_text_keeps_the_space_pdfium_drops_where_the_dire
         "تعتبر Python من الأدوات",
     ]
     assert _page_lines("R and Python, 3.5%") == ["R and Python, 3.5%"]  # no Arabic: as it was
+
+
+def test_a_title_whose_first_line_ends_with_a_colon_is_one_heading(tmp_path: Path) -> None:
+    page = [
+        text(72, 720, 16, "Module Two: Initial Planning and Step 1:", "F2"),
+        text(72, 700, 16, "Concept Development", "F2"),
+        *prose(670, 11, 8),
+    ]
+    pdf = write(tmp_path / "course.pdf", [page])
+    assert headings(pdf) == ["Module Two: Initial Planning and Step 1: Concept Development"]

@@ -571,7 +571,8 @@ def _is_title(run: list[str], mark: _Mark) -> bool:
     return (
         len(run) <= most_lines
         and words <= (20 if len(run) == 1 else most_words)
-        and not any(line.endswith(_SENTENCE_END) for line in run)
+        and not run[-1].endswith(_SENTENCE_END)
+        and not any(line.endswith(_SENTENCE_END) and not line.endswith(":") for line in run[:-1])
         and sum(c.isalpha() for c in "".join(run)) >= 2
         and not _BULLET.match(run[0])
         and not run[0].startswith(_GOES_ON)
