@@ -19,7 +19,8 @@ PROSE = (
 
 
 def text(x: float, y: float, size: float, words: str, font: str = "F1") -> str:
-    return f"BT /{font} {size} Tf 1 0 0 1 {x} {y} Tm ({words}) Tj ET"
+    escaped = words.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+    return f"BT /{font} {size} Tf 1 0 0 1 {x} {y} Tm ({escaped}) Tj ET"
 
 
 def prose(y: float, lines: int) -> list[str]:
@@ -206,3 +207,11 @@ def test_a_logo_or_a_chart_label_read_by_ocr_is_no_heading() -> None:
     ]
     boxes = page([*debris, *BODY])
     assert headings(layout(boxes)) == []
+
+
+def test_a_formula_opening_in_large_type_is_no_heading(tmp_path: Path) -> None:
+    pdf = write(
+        tmp_path / "paper.pdf",
+        [[text(72, 720, 16, "Training", "F2"), *prose(690, 6), text(72, 600, 16, "L(qi"), *prose(570, 6)]],
+    )
+    assert headings(pdf_text(pdf)) == ["Training"]
