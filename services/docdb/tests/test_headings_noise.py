@@ -215,3 +215,17 @@ def test_a_formula_opening_in_large_type_is_no_heading(tmp_path: Path) -> None:
         [[text(72, 720, 16, "Training", "F2"), *prose(690, 6), text(72, 600, 16, "L(qi"), *prose(570, 6)]],
     )
     assert headings(pdf_text(pdf)) == ["Training"]
+
+
+def test_a_scanned_contents_page_has_no_headings_but_its_title() -> None:
+    boxes = page(
+        [
+            ("Contents", 160, 100, 30),
+            ("Diagnosis ..................... 13", 160, 150, 20),
+            ("Mammogram ........................ 13", 160, 172, 15),
+            ("Treatment ..................... 27", 160, 194, 20),
+            ("Surgery ........................... 28", 160, 216, 15),
+            *BODY,
+        ]
+    )
+    assert headings(layout(boxes)) == ["Contents"]

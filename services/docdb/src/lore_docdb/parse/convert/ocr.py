@@ -160,6 +160,7 @@ _OPENS_LOWER = re.compile(r"^(?:[\d.¹²³⁴⁵⁶⁷⁸⁹⁰]+\s+)?[a-z]{2,}\
 _OPENS_MARK = re.compile(r"^[,，.。;；:：、)\]}）】」]")  # the rest of a sentence, or a logo's debris
 # a Chinese character between Latin letters ("HARUTO从F"): a stylised logo or picture read as text
 _MIXED = re.compile(r"[A-Za-z][\u3400-\u4dbf\u4e00-\u9fff]+[A-Za-z]")
+_CONTENTS_ENTRY = re.compile(r"\w.*?(?:(?:[.·]\s?){3,}|…+)\s*(\d{1,4}|[ivxlc]{1,7})$", re.IGNORECASE)
 _CONSONANTS = re.compile(r"[bcdfghjklmnpqrstvwxz]{5}", re.IGNORECASE)  # "trinevmdls": misread letters
 GARBLED_WORDS = 2
 
@@ -172,6 +173,8 @@ def _not_heading(text: str) -> bool:
     a Chinese character between Latin letters, as a logo's letters are read)."""
     if _ADDRESS.search(text) or _GLUED_MARK.match(text) or _OPENS_LOWER.match(text):
         return True
+    if _CONTENTS_ENTRY.match(text):
+        return True  # a table of contents' entry: a title, dot leaders, its page
     if _OPENS_MARK.match(text) or _MIXED.search(text) or sum(c.isalpha() for c in text) < 2:
         return True  # ... or a chart's axis label ("(W) 0")
     if _MARKED.match(text) and _AFFILIATION.search(text):
