@@ -229,3 +229,21 @@ def test_a_scanned_contents_page_has_no_headings_but_its_title() -> None:
         ]
     )
     assert headings(layout(boxes)) == ["Contents"]
+
+
+def test_a_quotations_source_and_a_remark_in_brackets_are_no_headings(tmp_path: Path) -> None:
+    pdf = write(
+        tmp_path / "codex.pdf",
+        [
+            [
+                text(72, 720, 16, "Books and Songs", "F2"),
+                *prose(690, 5),
+                # an em dash, octal 320 in the standard fonts' encoding
+                "BT /F2 11 Tf 1 0 0 1 72 610 Tm (\\320From Tales of the Harbour, by Brother Genitivi) Tj ET",
+                *prose(590, 5),
+                text(72, 510, 11, "(Scribbled in the corner)", "F2"),
+                *prose(490, 5),
+            ]
+        ],
+    )
+    assert headings(pdf_text(pdf)) == ["Books and Songs"]

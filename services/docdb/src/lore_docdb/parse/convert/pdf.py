@@ -566,7 +566,8 @@ def _is_title(run: list[str], mark: _Mark) -> bool:
     words in them (not a formula's lone variable), not a list's item, and not the rest of a line
     that pdfium broke at a mark set higher (", Barlas Oguz" after an author's footnote star), and not
     opening with a word in lower case (a paragraph's line in bold, a label of a map or a chart), nor
-    with a bracket left open (a formula's first letters in large type, "L(qi")."""
+    with a bracket left open (a formula's first letters in large type, "L(qi"), nor a quotation's
+    source after a dash or a remark in brackets, which books set in italics of their own."""
     most_lines, most_words = (3, 20) if mark.larger else (2, 12)
     words = sum(len(line.split()) for line in run)
     return (
@@ -578,6 +579,8 @@ def _is_title(run: list[str], mark: _Mark) -> bool:
         and not _BULLET.match(run[0])
         and not run[0].startswith(_GOES_ON)
         and not _OPENS_LOWER.match(run[0])
+        and not run[0].startswith(("—", "―"))  # an epigraph's source ("—From Tales of Thedas, by …")
+        and not (run[0].startswith("(") and run[-1].endswith(")"))  # a remark ("(Scribbled in the corner)")
         and sum(line.count("(") for line in run) <= sum(line.count(")") for line in run)
     )
 
