@@ -247,3 +247,12 @@ def test_a_quotations_source_and_a_remark_in_brackets_are_no_headings(tmp_path: 
         ],
     )
     assert headings(pdf_text(pdf)) == ["Books and Songs"]
+
+
+def test_a_title_that_the_running_header_repeats_is_kept_on_its_page(tmp_path: Path) -> None:
+    first = [text(72, 740, 18, "Waiting Times at the Clinic", "F2"), *prose(700, 30)]
+    later = [text(72, 760, 9, "Waiting Times at the Clinic"), *prose(720, 30)]
+    pdf = write(tmp_path / "paper.pdf", [first, later, later])
+    out = pdf_text(pdf)
+    assert headings(out) == ["Waiting Times at the Clinic"]
+    assert out.count("Waiting Times at the Clinic") == 1  # the running header on later pages dropped

@@ -1110,8 +1110,10 @@ def pdf_pages(path: Path) -> list[str]:
         )
     # a line at a page's edge that comes back (digits aside) on several pages is a header or footer
     repeats: Counter[str] = Counter()
+    titles: Counter[str] = Counter()  # of those, the ones marked as headings
     for lines in pages:
         repeats.update({_shape(lines[i]) for i in _edges(lines)})
+        titles.update({_shape(lines[i]) for i in _edges(lines) if _HEADING.match(lines[i])})
     threshold = max(2, min(3, round(0.3 * len(pages))))
     result = []
     for lines in pages:
@@ -1122,6 +1124,8 @@ def pdf_pages(path: Path) -> list[str]:
                 len(pages) > 1
                 and repeats[_shape(lines[i])] >= threshold
                 and len(lines[i].split()) <= MAX_FURNITURE_WORDS
+                # the one page where it is a heading: the title that the running header repeats
+                and not (_HEADING.match(lines[i]) and titles[_shape(lines[i])] == 1)
             )
             or _PAGE_NUMBER.fullmatch(_shape(lines[i]))
         }
