@@ -192,3 +192,16 @@ def test_a_title_whose_first_line_ends_with_a_colon_is_one_heading(tmp_path: Pat
     ]
     pdf = write(tmp_path / "course.pdf", [page])
     assert headings(pdf) == ["Module Two: Initial Planning and Step 1: Concept Development"]
+
+
+def test_a_line_in_lower_case_over_a_title_in_the_same_type_leaves_the_title_a_heading(
+    tmp_path: Path,
+) -> None:
+    page = [
+        text(72, 740, 18, "Harbour Works", "F2"),
+        text(72, 710, 14, "llncs, version 2.22, Sep 05, 2022"),
+        text(72, 660, 14, "1 Installation", "F2"),
+        *prose(630, 11, 8),
+    ]
+    pdf = write(tmp_path / "manual.pdf", [page])
+    assert headings(pdf) == ["Harbour Works", "1 Installation"]

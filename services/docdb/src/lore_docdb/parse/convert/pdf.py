@@ -561,13 +561,15 @@ def _apart(styles: list[_Style], index: int) -> bool:
     return abs(above.top - line.top) > TITLE_LINE_STEP * line.size
 
 
-def _is_title(run: list[str], mark: _Mark) -> bool:
+def _is_title(run: list[str], mark: _Mark, whole: bool = False) -> bool:
     """Whether lines marked alike one after another are a title: few and short, no sentence ended,
     words in them (not a formula's lone variable), not a list's item, and not the rest of a line
     that pdfium broke at a mark set higher (", Barlas Oguz" after an author's footnote star), and not
     opening with a word in lower case (a paragraph's line in bold, a label of a map or a chart), nor
     with a bracket left open (a formula's first letters in large type, "L(qi"), nor a quotation's
-    source after a dash or a remark in brackets, which books set in italics of their own."""
+    source after a dash or a remark in brackets, which books set in italics of their own. Those are
+    asked of each title a wide space parts the run into, not of the `whole` run (a date line over a
+    section's title in the same type, "llncs, Version 2.22" over "1 Installation")."""
     most_lines, most_words = (3, 20) if mark.larger else (2, 12)
     words = sum(len(line.split()) for line in run)
     return (
@@ -578,7 +580,13 @@ def _is_title(run: list[str], mark: _Mark) -> bool:
         and sum(c.isalpha() for c in "".join(run)) >= 2
         and not _BULLET.match(run[0])
         and not run[0].startswith(_GOES_ON)
-        and not _OPENS_LOWER.match(run[0])
+        and (whole or _reads_as_title(run))
+    )
+
+
+def _reads_as_title(run: list[str]) -> bool:
+    return (
+        not _OPENS_LOWER.match(run[0])
         and not run[0].startswith(("—", "―"))  # an epigraph's source ("—From Tales of Thedas, by …")
         and not (run[0].startswith("(") and run[-1].endswith(")"))  # a remark ("(Scribbled in the corner)")
         and sum(line.count("(") for line in run) <= sum(line.count(")") for line in run)
@@ -612,7 +620,7 @@ def _marked(raw: str, marks: dict[int, _Mark], styles: list[_Style] | None = Non
         label = ""
         if 0 < lead < len(run[0].split()):
             label, run[0] = " ".join(run[0].split()[:lead]), " ".join(run[0].split()[lead:])
-        if not _is_title(run, mark):  # a paragraph in bold or large type, or one that goes on
+        if not _is_title(run, mark, whole=True):  # a paragraph in bold or large type, or one that goes on
             out.extend(_literal(line) for line in lines[index:end])
             index = end
             continue
