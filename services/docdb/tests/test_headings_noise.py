@@ -256,3 +256,18 @@ def test_a_title_that_the_running_header_repeats_is_kept_on_its_page(tmp_path: P
     out = pdf_text(pdf)
     assert headings(out) == ["Waiting Times at the Clinic"]
     assert out.count("Waiting Times at the Clinic") == 1  # the running header on later pages dropped
+
+
+def test_a_row_of_figures_in_bold_is_no_heading(tmp_path: Path) -> None:
+    pdf = write(
+        tmp_path / "growth.pdf",
+        [
+            [
+                text(72, 720, 16, "Growth of Population", "F2"),
+                *prose(690, 6),
+                text(72, 600, 11, "ALL INDIA 21.51 24.80 24.66 23.87", "F2"),
+                *prose(580, 6),
+            ]
+        ],
+    )
+    assert headings(pdf_text(pdf)) == ["Growth of Population"]

@@ -283,6 +283,7 @@ VIEW_SAMPLE = 64  # characters whose angle tells which way a page's text runs
 _BULLET = re.compile(r"[-–•●▪■◦‣⁃∙·*]\s")
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
 _OPENS_LOWER = re.compile(r"(?:[\d.]+\s+)?[a-z]{2,}\b")  # "and the ...", "woman": no title's first word
+_FIGURE = re.compile(r"[-+(]?[\d.,%]*\d[\d.,%)]*")
 _GOES_ON = (",", ";", ":", ".", ")", "]", "}")  # a line that starts so goes on from the text before it
 _SENTENCE_END = (".", ",", ";", ":", "\ufffe")
 _BOLD_NAME = re.compile(r"bold|black|heavy|demi|semibold|^(cm|sf|ec|lm|tc)bx|[-,](bd|b)$", re.IGNORECASE)
@@ -585,8 +586,11 @@ def _is_title(run: list[str], mark: _Mark, whole: bool = False) -> bool:
 
 
 def _reads_as_title(run: list[str]) -> bool:
+    tokens = " ".join(run).split()
+    figures = sum(bool(_FIGURE.fullmatch(token)) for token in tokens)
     return (
-        not _OPENS_LOWER.match(run[0])
+        not (figures >= 3 and 2 * figures > len(tokens))  # a table's row of figures in bold
+        and not _OPENS_LOWER.match(run[0])
         and not run[0].startswith(("—", "―"))  # an epigraph's source ("—From Tales of Thedas, by …")
         and not (run[0].startswith("(") and run[-1].endswith(")"))  # a remark ("(Scribbled in the corner)")
         and sum(line.count("(") for line in run) <= sum(line.count(")") for line in run)
