@@ -205,3 +205,15 @@ def test_a_line_in_lower_case_over_a_title_in_the_same_type_leaves_the_title_a_h
     ]
     pdf = write(tmp_path / "manual.pdf", [page])
     assert headings(pdf) == ["Harbour Works", "1 Installation"]
+
+
+def test_a_title_in_larger_type_opening_in_lower_case_is_still_a_heading(tmp_path: Path) -> None:
+    # an outline's numbered level, as ODF's sample writes it; only lines in body size, bold or another
+    # face are refused for opening in lower case
+    page = [
+        text(72, 740, 18, "Harbour Works", "F2"),
+        text(72, 700, 15, "heading level 1.0"),
+        *prose(670, 11, 8),
+    ]
+    pdf = write(tmp_path / "outline.pdf", [page])
+    assert headings(pdf) == ["Harbour Works", "heading level 1.0"]

@@ -581,16 +581,19 @@ def _is_title(run: list[str], mark: _Mark, whole: bool = False) -> bool:
         and sum(c.isalpha() for c in "".join(run)) >= 2
         and not _BULLET.match(run[0])
         and not run[0].startswith(_GOES_ON)
-        and (whole or _reads_as_title(run))
+        and (whole or _reads_as_title(run, mark.larger))
     )
 
 
-def _reads_as_title(run: list[str]) -> bool:
+def _reads_as_title(run: list[str], larger: bool) -> bool:
+    """A line opening in lower case is a title only in larger type and without commas (an outline's
+    `heading level 1.0`); in body size, bold or another face it is a line set apart for emphasis or a
+    chart's label, and with commas a running line (`llncs, version 2.22, Sep 05, 2022`)."""
     tokens = " ".join(run).split()
     figures = sum(bool(_FIGURE.fullmatch(token)) for token in tokens)
     return (
         not (figures >= 3 and 2 * figures > len(tokens))  # a table's row of figures in bold
-        and not _OPENS_LOWER.match(run[0])
+        and ((larger and "," not in run[0]) or not _OPENS_LOWER.match(run[0]))
         and not run[0].startswith(("—", "―"))  # an epigraph's source ("—From Tales of Thedas, by …")
         and not (run[0].startswith("(") and run[-1].endswith(")"))  # a remark ("(Scribbled in the corner)")
         and sum(line.count("(") for line in run) <= sum(line.count(")") for line in run)
