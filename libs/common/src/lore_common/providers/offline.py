@@ -64,12 +64,14 @@ def _cells(row: str) -> list[str]:
     return [cell.strip() for cell in row.strip().strip("|").split("|")]
 
 
-def _units(passage: str) -> list[tuple[str, str]]:
+@functools.lru_cache(maxsize=2048)
+def _units(passage: str) -> tuple[tuple[str, str], ...]:
     """A passage's sentences, list items that read as sentences, and table rows read with their
     header (`Team: Maple Leafs; Cups: 13.`: a row's number means nothing without its column's
     name); headings and code are not units. Each with the text that must match the question: a row's
-    own cells (its header's words are in every row)."""
-    out = []
+    own cells (its header's words are in every row). Cached: the same chunks come back for many
+    questions, and segmenting them was a third of a chat's CPU in docdb."""
+    out: list[tuple[str, str]] = []
     header: list[str] | None = None
     for segment in segments(passage):
         if segment.kind != "table":
@@ -90,7 +92,7 @@ def _units(passage: str) -> list[tuple[str, str]]:
         ]
         if len(named) >= 2:
             out.append(("; ".join(named).rstrip(".") + ".", " ".join(cells)))
-    return out
+    return tuple(out)
 
 
 def answer(question: str, passages: Sequence[str], max_sentences: int = 3) -> str:
