@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lore_common.testing.pdf import pdf_bytes
+from lore_common.testing.pdf import pages_pdf
 from lore_docdb.parse.convert.pdf import pdf_text
 
 HEADER = ["Region", "Sales", "Margin", "Staff"]
@@ -28,16 +28,7 @@ PROSE = (
 
 def write(path: Path, ops: list[str]) -> Path:
     """A one-page PDF of these content operators, /F1 Helvetica."""
-    content = "\n".join(ops)
-    objects = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
-        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R "
-        "/Resources << /Font << /F1 3 0 R >> >> >>",
-        f"<< /Length {len(content)} >>\nstream\n{content}\nendstream",
-    ]
-    path.write_bytes(pdf_bytes(objects))
+    path.write_bytes(pages_pdf([ops]))
     return path
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lore_common.testing.pdf import pdf_bytes
+from lore_common.testing.pdf import pages_pdf
 from lore_docdb.parse.convert.pdf import pdf_text
 
 # /F1 to /F4; /F4 is Helvetica whose descriptor calls it bold (a weight of 700, forced bold), as some
@@ -47,22 +47,7 @@ def prose(y: float, size: float, lines: int, font: str = "F1", end: str = ".") -
 
 def write(path: Path, pages: list[list[str]]) -> Path:
     """A PDF of these pages (each a list of content operators) in the standard fonts of FONTS."""
-    fonts = " ".join(f"/F{i + 1} {3 + i} 0 R" for i in range(len(FONTS)))
-    objects = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids ["
-        + " ".join(f"{3 + len(FONTS) + 2 * i} 0 R" for i in range(len(pages)))
-        + f"] /Count {len(pages)} >>",
-        *(f"<< /Type /Font /Subtype /Type1 {font} >>" for font in FONTS),
-    ]
-    for i, ops in enumerate(pages):
-        content = "\n".join(ops)
-        objects.append(
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-            f"/Contents {4 + len(FONTS) + 2 * i} 0 R /Resources << /Font << {fonts} >> >> >>"
-        )
-        objects.append(f"<< /Length {len(content)} >>\nstream\n{content}\nendstream")
-    path.write_bytes(pdf_bytes(objects))
+    path.write_bytes(pages_pdf(pages, FONTS))
     return path
 
 
