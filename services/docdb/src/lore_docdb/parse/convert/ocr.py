@@ -106,15 +106,21 @@ def _lines(boxes: list[_Box]) -> list[_Box]:
     return merged
 
 
-def _body_pitch(lines: list[_Box]) -> float:
-    """The width per character of most of the text: the median over characters."""
-    pitches = sorted((line.pitch, len(line.text.replace(" ", ""))) for line in lines)
-    half, seen = sum(n for _, n in pitches) / 2, 0
-    for pitch, count in pitches:
+def _median_by_characters(values: list[tuple[float, int]]) -> float:
+    """The median of (value, characters) pairs weighted by their characters: what most of the text
+    has, not most of the lines."""
+    ordered = sorted(values)
+    half, seen = sum(n for _, n in ordered) / 2, 0
+    for value, count in ordered:
         seen += count
         if seen >= half:
-            return pitch
-    return pitches[-1][0]
+            return value
+    return ordered[-1][0]
+
+
+def _body_pitch(lines: list[_Box]) -> float:
+    """The width per character of most of the text."""
+    return _median_by_characters([(line.pitch, len(line.text.replace(" ", ""))) for line in lines])
 
 
 PITCH_HEADING = 1.45  # a Latin line whose letters are this many times as wide as the body's: larger type
@@ -137,14 +143,8 @@ def _larger(line: _Box, size: float, pitch: float) -> bool:
 
 
 def _body_size(lines: list[_Box]) -> float:
-    """The size of most of the text: the median over characters, not over lines."""
-    sizes = sorted((line.size, len(line.text)) for line in lines)
-    half, seen = sum(n for _, n in sizes) / 2, 0
-    for size, count in sizes:
-        seen += count
-        if seen >= half:
-            return size
-    return sizes[-1][0]
+    """The size of most of the text."""
+    return _median_by_characters([(line.size, len(line.text)) for line in lines])
 
 
 _ADDRESS = re.compile(r"\S@\S+\.\w|https?://|www\.", re.IGNORECASE)  # an e-mail address, a link
