@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 
 PAGE_BREAK = "\f"  # between two pages of a paged document (PDF)
 _SPACES = re.compile(r"\s+")
@@ -125,17 +127,43 @@ def mend_mojibake(text: str) -> str:
 _BARE_PIPE = re.compile(r"(?<!\\)\|")
 
 
+ENCRYPTED = "is password-protected (encrypted); save it without a password to parse it"
+
+
+def refused(path: Path, reason: str) -> Exception:
+    """The extraction error a converter raises when the file itself is why it cannot be read (a
+    password, a format too old): its reason as it is, not a library's exception wrapped in
+    `could not be read as .xls: PasswordError: ...`."""
+    from lore_docdb.parse.extract import ExtractionError  # here: extract imports the converters
+
+    return ExtractionError(f"{path.name}: {reason}")
+
+
+@contextmanager
+def rust_panics() -> Iterator[None]:
+    """A Rust library's panic (calamine, docling-rs on a corrupt file) as a RuntimeError: pyo3 raises
+    it as `PanicException`, a BaseException the extraction child did not catch, so one broken file
+    took the child down with it."""
+    try:
+        yield
+    except BaseException as exc:
+        if type(exc).__name__ != "PanicException":
+            raise
+        raise RuntimeError(f"the parser gave up on it ({' '.join(str(exc).split())[:200]})") from None
+
+
 def cell_text(value: object) -> str:
     """One table cell on one line: whitespace collapsed, `|` escaped once (a cell passed twice keeps
     `\\|`, not `\\\\|`), whole floats without `.0`, a time to the second (a sheet's times are fractions
-    of a day: `06:15:00.687000` is `06:15:01`)."""
+    of a day: `06:15:00.687000` is `06:15:01`), NUL characters left out (a string a writer stored as
+    UTF-16 but flagged as 8-bit reads `H\\x00i\\x00`: the letters are the text)."""
     if value is None:
         return ""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, datetime.datetime | datetime.time) and value.microsecond:
         value = _to_second(value)
-    return _BARE_PIPE.sub(r"\\|", _SPACES.sub(" ", str(value)).strip())
+    return _BARE_PIPE.sub(r"\\|", _SPACES.sub(" ", str(value).replace("\x00", "")).strip())
 
 
 def _to_second(value: datetime.datetime | datetime.time) -> datetime.datetime | datetime.time:

@@ -21,7 +21,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from lore_docdb.parse.convert.common import decode, tidy_markdown
+from lore_docdb.parse.convert.common import ENCRYPTED, decode, refused, rust_panics, tidy_markdown
 
 
 @cache
@@ -54,14 +54,18 @@ def docling_markdown(path: Path, as_suffix: str | None = None) -> str:
     elif as_suffix is not None:
         source = DocumentStream(name=path.stem + as_suffix, stream=BytesIO(path.read_bytes()))
     try:
-        result = _converter().convert(source)
+        with rust_panics():
+            result = _converter().convert(source)
     except Exception as exc:
+        if type(exc).__name__ == "PasswordRequiredError":  # a .doc or .ppt saved with a password
+            raise refused(path, ENCRYPTED) from None
         if "no WordDocument stream" not in str(exc):
             raise
         named = _ole_names_cased(path.read_bytes())  # `worddocument`: a writer's lower-case names
         if named is None:
             raise
-        result = _converter().convert(DocumentStream(name=path.stem + ".doc", stream=BytesIO(named)))
+        with rust_panics():
+            result = _converter().convert(DocumentStream(name=path.stem + ".doc", stream=BytesIO(named)))
     layers = {ContentLayer.BODY, ContentLayer.NOTES}
     markdown = str(result.document.export_to_markdown(included_content_layers=layers))
     if rewritten is None and path.suffix.lower() == ".doc":
@@ -572,6 +576,7 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
     blocks = _word_blocks(document, _xml(styles_data) if styles_data else None)
     levels = promoted(blocks)
     levels.update({i: b.level for i, b in enumerate(blocks) if b.kind == "outline"})
+    framed = _with_headers_and_footers(archive, main, document)  # after the blocks: no headings
     joined = _words_rejoined(document)
     changed: dict[str, bytes] = {}
     renamed: dict[str, str] = {}
@@ -583,7 +588,7 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
             ("[Content_Types].xml", "/" + main, "/" + WORD_MAIN),
         ):
             changed[part] = _read(archive, part).replace(old.encode(), new.encode())
-    elif not levels and not chunks and not noted and not drawn and not joined:
+    elif not levels and not chunks and not noted and not drawn and not joined and not framed:
         return None
     from lxml import etree
 
@@ -750,6 +755,126 @@ def _pptx_with_diagrams(archive: zipfile.ZipFile, names: set[str]) -> Prepared |
     if not changed:
         return None
     return _replaced(archive, changed), ".pptx", {}
+
+
+_PAGE_FIELDS = ("PAGE", "NUMPAGES", "SECTIONPAGES", "DATE", "TIME", "PRINTDATE", "SAVEDATE", "FILENAME")
+# what a page number's line says besides its numbers, in the languages Word is written in most
+_PAGE_LABELS = frozenset(
+    "page pages pg seite blatt página pagina pág side sida strona str страница стр".split()
+)
+_PAGE_WORDS = _PAGE_LABELS | {"p", "of", "von", "de", "sur", "di", "av", "af", "z", "из", "/"}
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _field_free_text(paragraph: Any) -> str:
+    """A header's or footer's paragraph without the results of its page-number, date and file-name
+    fields, nor a page number's label (`Page 3 of 12`), text boxes inside it left out."""
+    parts: list[str] = []
+    fields: list[list[str | bool]] = []  # per open field: its instruction, whether past `separate`
+    numbered = False  # a page number was left out
+    for node in paragraph.iter(W + "t", W + "tab", W + "ptab", W + "fldChar", W + "instrText"):
+        if _inside_box(node, paragraph):
+            continue
+        tag = node.tag
+        if tag == W + "fldChar":
+            kind = node.get(W + "fldCharType")
+            if kind == "begin":
+                fields.append(["", False])
+            elif kind == "separate" and fields:
+                fields[-1][1] = True
+            elif kind == "end" and fields:
+                fields.pop()
+        elif tag == W + "instrText" and fields:
+            fields[-1][0] = str(fields[-1][0]) + (node.text or "")
+        else:
+            instructions = [str(f[0]) for f in fields if f[1]]  # the fields it is the result of
+            instructions += [a.get(W + "instr") or "" for a in node.iterancestors(W + "fldSimple")]
+            if any(i.split()[:1] and i.split()[0].upper() in _PAGE_FIELDS for i in instructions):
+                numbered = True
+                continue
+            parts.append(node.text or "" if tag == W + "t" else " ")
+    words = "".join(parts).split()
+    label = len(words)  # a page number's label at the end (`Acme Ltd Page of 14`): left out
+    while label and (words[label - 1].lower().strip(".:") in _PAGE_WORDS or words[label - 1].isdigit()):
+        label -= 1
+    tail = words[label:]
+    labelled = any(w.lower().strip(".:") in _PAGE_LABELS for w in tail)
+    if labelled and (numbered or any(w.isdigit() for w in tail)):
+        words = words[:label]
+    return " ".join(words)
+
+
+def _frame_texts(root: Any) -> list[str]:
+    """A header's or footer's lines worth reading: its paragraphs (in its tables' cells too) less
+    page numbers; a line that was only a page number is none."""
+    lines = []
+    for paragraph in root.iter(W + "p"):
+        if any(a.tag == W + "p" for a in paragraph.iterancestors()):
+            continue  # a text box's paragraph: its anchor's paragraph holds it (twice, with a fallback)
+        text = _field_free_text(paragraph)
+        if _WORD.search(text):
+            lines.append(text)
+    return lines
+
+
+_PAGES_SHOWN = {"first": 0, "default": 1, "even": 2}  # the first page's header first
+
+
+def _with_headers_and_footers(archive: zipfile.ZipFile, main: str, document: Any) -> bool:
+    """Each section's page headers as paragraphs before its text and its footers after it, each line
+    once in the document; True when there were any. docling-rs left them out, and with them the
+    text some documents have only there: a title or a document number on the first page's header,
+    a company, a classification, a version in the footer. A DOCX stores a header once however many
+    pages repeat it, so one copy costs one line, not one per page as in a PDF. Page numbers and
+    dates are fields, left out, and a line the body already says is not said again; the first
+    page's header only where the section has one (`titlePg`), the even pages' only where the
+    document sets them apart (`evenAndOddHeaders`)."""
+    from lxml import etree
+
+    body = document.find(W + "body")
+    if body is None:
+        return False
+    relations = _relations(archive, main)
+    settings = _read(archive, main.rpartition("/")[0] + "/settings.xml")
+    even_pages = b"evenAndOddHeaders" in settings and b'evenAndOddHeaders w:val="0"' not in settings
+    said = {" ".join("".join(t.text or "" for t in p.iter(W + "t")).split()) for p in body.iter(W + "p")}
+    sections: list[tuple[Any, Any, Any]] = []  # (first block, last block, sectPr)
+    first = None
+    for child in body:
+        if child.tag == W + "sectPr":
+            sections.append((first, child.getprevious(), child))
+            break
+        first = child if first is None else first
+        inner = child.find(f"{W}pPr/{W}sectPr") if child.tag == W + "p" else None
+        if inner is not None:
+            sections.append((first, child, inner))
+            first = None
+    added = False
+    for start, end, properties in sections:
+        title_page = _on(properties.find(W + "titlePg")) or False
+        for kind in ("header", "footer"):
+            lines = []
+            references = properties.iter(f"{W}{kind}Reference")
+            for reference in sorted(references, key=lambda r: _PAGES_SHOWN.get(r.get(W + "type"), 1)):
+                shown = reference.get(W + "type", "default")
+                if (shown == "first" and not title_page) or (shown == "even" and not even_pages):
+                    continue
+                data = _read(archive, relations.get(reference.get(R + "id", ""), ""))
+                for line in _frame_texts(_xml(data)) if data else []:
+                    if line not in said:
+                        said.add(line)
+                        lines.append(line)
+            for line in lines if kind == "header" else reversed(lines):
+                paragraph = etree.Element(W + "p")
+                etree.SubElement(etree.SubElement(paragraph, W + "r"), W + "t").text = line
+                if kind == "header" and start is not None:
+                    start.addprevious(paragraph)
+                elif kind == "footer" and end is not None and end.tag != W + "sectPr":
+                    end.addnext(paragraph)
+                else:
+                    properties.addprevious(paragraph)  # an empty section: before its properties
+                added = True
+    return added
 
 
 _NOTE_KINDS = (("footnote", "footnotes"), ("endnote", "endnotes"))

@@ -13,7 +13,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from lore_docdb.parse.convert.common import cell_text, decode, md_table
+from lore_docdb.parse.convert.common import ENCRYPTED, cell_text, decode, md_table, refused, rust_panics
 
 MAX_ROWS = 100_000  # rows read per sheet: an inflated sheet stops here instead of filling memory
 # Empty cells a table may have between two filled ones in a row or a column and still be one table:
@@ -22,10 +22,12 @@ TABLE_GAP = 1
 
 
 def sheets_markdown(path: Path) -> str:
-    from python_calamine import CalamineWorkbook
+    with rust_panics():  # a corrupt .xls made calamine panic, which took the extraction child down
+        return _sheets_markdown(path)
 
-    with path.open("rb") as handle:  # by its content: an .xls that is really an .xlsx reads too
-        book = CalamineWorkbook.from_filelike(handle)
+
+def _sheets_markdown(path: Path) -> str:
+    book = _workbook(path)
     notes = _workbook_notes(path)
     parts = []
     names = list(book.sheet_names)
@@ -45,6 +47,108 @@ def sheets_markdown(path: Path) -> str:
         if text:
             parts.append(f"# {name}\n\n{text}")
     return "\n\n".join(parts)
+
+
+def _format(path: Path) -> str:
+    """The suffix of the format the file's content is in: an .xls that is really an .xlsx reads too."""
+    import zipfile
+
+    with path.open("rb") as handle:
+        head = handle.read(8)
+    if not head.startswith(b"PK"):
+        return ".xls"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return ".xlsx"  # calamine says what is wrong with it
+    return ".xlsb" if "xl/workbook.bin" in names else ".ods" if "content.xml" in names else ".xlsx"
+
+
+_SAME_READER = {".xlsm": ".xlsx", ".xlam": ".xlsx", ".xla": ".xls"}
+
+
+def _workbook(path: Path) -> Any:
+    """calamine's workbook, opened as the format its content is in. calamine's reader for a file-like
+    object tries each format and, when all fail, says only `Cannot detect file format`: an .xls with a
+    password, a damaged one and a workbook calamine refuses for one odd sheet all read the same.
+    A password is the reason given; a workbook refused for a sheet that is no worksheet (an Excel 4
+    macro sheet, a sheet whose part is missing) is read without that sheet."""
+    import tempfile
+
+    from python_calamine import CalamineError, CalamineWorkbook, PasswordError
+
+    kind = _format(path)
+    with tempfile.TemporaryDirectory() as folder:
+        named = path
+        if _SAME_READER.get(path.suffix.lower(), path.suffix.lower()) != kind:
+            named = Path(folder) / f"book{kind}"
+            named.symlink_to(path.resolve())
+        try:
+            return CalamineWorkbook.from_path(str(named))
+        except PasswordError:
+            raise refused(path, ENCRYPTED) from None
+        except CalamineError:
+            if kind != ".xlsx":
+                raise
+            worksheets_only = _without_odd_sheets(path)
+            if worksheets_only is None:
+                raise
+            named = Path(folder) / "worksheets.xlsx"
+            named.write_bytes(worksheets_only)
+            return CalamineWorkbook.from_path(str(named))
+
+
+_SHEET_KINDS = ("worksheet", "chartsheet")
+_WORKSHEET = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet"
+_CELL_SHEETS = ("macrosheet", "xlMacrosheet", "dialogsheet")  # cells calamine has no reader for
+
+
+def _without_odd_sheets(path: Path) -> bytes | None:
+    """The XLSX again with its Excel 4 macro sheets and dialog sheets related as worksheets (their
+    cells are cells) and the sheets whose part is missing left out of the workbook's list; None when
+    it has neither (or cannot be read as a package)."""
+    import posixpath
+    import zipfile
+
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+            workbook = etree.fromstring(archive.read("xl/workbook.xml"), parser)
+            relations = etree.fromstring(archive.read("xl/_rels/workbook.xml.rels"), parser)
+            kinds = {}
+            retyped = False
+            for relation in relations:
+                target = relation.get("Target", "")
+                part = target.lstrip("/") if target.startswith("/") else posixpath.join("xl", target)
+                kind = relation.get("Type", "").rsplit("/", 1)[-1]
+                if posixpath.normpath(part) in names and kind in _CELL_SHEETS:
+                    relation.set("Type", _WORKSHEET)
+                    kind, retyped = "worksheet", True
+                if posixpath.normpath(part) in names:
+                    kinds[relation.get("Id", "")] = kind
+            sheets = workbook.xpath("//*[local-name()='sheet']")
+            missing = [sheet for sheet in sheets if kinds.get(sheet.get(_REL, "")) not in _SHEET_KINDS]
+            if len(missing) == len(sheets) or not (missing or retyped):
+                return None
+            for sheet in missing:
+                sheet.getparent().remove(sheet)
+            changed = {
+                "xl/workbook.xml": etree.tostring(workbook, xml_declaration=True, encoding="UTF-8"),
+                "xl/_rels/workbook.xml.rels": etree.tostring(
+                    relations, xml_declaration=True, encoding="UTF-8"
+                ),
+            }
+            out = io.BytesIO()
+            with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+                for info in archive.infolist():
+                    target.writestr(info.filename, changed.get(info.filename) or archive.read(info))
+            return out.getvalue()
+    except (KeyError, etree.Error, zipfile.BadZipFile, OSError, ValueError):
+        return None
 
 
 MAX_XML_PART = 16 * 1024 * 1024  # one comments, chart or drawing part of a workbook, uncompressed
