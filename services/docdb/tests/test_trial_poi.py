@@ -133,3 +133,31 @@ def test_docx_first_page_header_is_left_out_where_the_first_page_shows_the_usual
     document.save(str(path))
 
     assert extract_text(path) == "Running title\n\nBody text."
+
+
+def test_doc_headers_and_footers_are_read_once_first_page_first() -> None:
+    text = extract_text(POI / "DiffFirstPageHeadFoot.doc")
+
+    assert text.startswith(
+        "I am the header on the first page, and I’m nice and simple\n\n"
+        "First header column! Mid header Right header!\n\n"
+        "This is a sample word document."
+    )
+    assert text.endswith(
+        "This is page two. It also has a three column heading, and a three column footer.\n\n"
+        "The footer of the first page\n\n"
+        "Footer Left Footer Middle Footer Right"
+    )
+
+
+@pytest.mark.parametrize("cut", [512, 4096, 9000, 20000])
+def test_a_truncated_doc_gives_no_headers_rather_than_an_error(cut: int) -> None:
+    from lore_docdb.parse.convert.word97 import word97_headers
+
+    data = (POI / "DiffFirstPageHeadFoot.doc").read_bytes()
+
+    assert word97_headers(data[:cut]) == ([], [])
+    assert word97_headers(data)[1] == [
+        "The footer of the first page",
+        "Footer Left Footer Middle Footer Right",
+    ]

@@ -152,6 +152,30 @@ def rust_panics() -> Iterator[None]:
         raise RuntimeError(f"the parser gave up on it ({' '.join(str(exc).split())[:200]})") from None
 
 
+# what a page number's line says besides its numbers, in the languages Word is written in most
+_PAGE_LABELS = frozenset(
+    "page pages pg seite blatt página pagina pág side sida strona str страница стр".split()
+)
+_PAGE_WORDS = _PAGE_LABELS | {"", "p", "of", "von", "de", "sur", "di", "av", "af", "z", "из"}
+_LABEL_PUNCTUATION = ".:|/-–—()[]"
+
+
+def without_page_label(text: str, numbered: bool) -> str:
+    """A page header's or footer's line without its page number's label at the end (`Acme Ltd Page
+    of 14` is `Acme Ltd`), whose number, a field, was left out (`numbered`) or is written in it."""
+    words = text.split()
+    label = len(words)
+    while label:
+        word = words[label - 1].lower().strip(_LABEL_PUNCTUATION)
+        if word not in _PAGE_WORDS and not word.isdigit():
+            break
+        label -= 1
+    tail = [w.lower().strip(_LABEL_PUNCTUATION) for w in words[label:]]
+    if any(w in _PAGE_LABELS for w in tail) and (numbered or any(w.isdigit() for w in tail)):
+        words = words[:label]
+    return " ".join(words)
+
+
 def cell_text(value: object) -> str:
     """One table cell on one line: whitespace collapsed, `|` escaped once (a cell passed twice keeps
     `\\|`, not `\\\\|`), whole floats without `.0`, a time to the second (a sheet's times are fractions

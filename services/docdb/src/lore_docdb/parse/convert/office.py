@@ -21,7 +21,14 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from lore_docdb.parse.convert.common import ENCRYPTED, decode, refused, rust_panics, tidy_markdown
+from lore_docdb.parse.convert.common import (
+    ENCRYPTED,
+    decode,
+    refused,
+    rust_panics,
+    tidy_markdown,
+    without_page_label,
+)
 
 
 @cache
@@ -71,9 +78,23 @@ def docling_markdown(path: Path, as_suffix: str | None = None) -> str:
     if rewritten is None and path.suffix.lower() == ".doc":
         markdown = bold_headings(markdown)  # a Word 97 file: only its Markdown tells what is bold
     markdown = tidy_markdown(plain_markdown(markdown))
+    if path.suffix.lower() == ".doc":
+        markdown = _with_word97_headers(markdown, path.read_bytes())
     for marker, chunk in inserts.items():  # a Word file's chunks of HTML, RTF or text, in place
         markdown = markdown.replace(marker, chunk)
     return markdown
+
+
+def _with_word97_headers(markdown: str, data: bytes) -> str:
+    """A Word 97 document's page headers before its text and its footers after it, as a DOCX's are
+    read (`_with_headers_and_footers`), each line once and not where the text already says it."""
+    from lore_docdb.parse.convert.word97 import word97_headers
+
+    headers, footers = word97_headers(data)
+    said = {line.strip() for line in markdown.splitlines()}
+    top = [line for line in headers if line not in said]
+    bottom = [line for line in footers if line not in said and line not in top]
+    return "\n\n".join(part for part in [*top, markdown, *bottom] if part)
 
 
 # a Word 97 file's streams as Word names them; the compound file compares names without case
@@ -758,11 +779,6 @@ def _pptx_with_diagrams(archive: zipfile.ZipFile, names: set[str]) -> Prepared |
 
 
 _PAGE_FIELDS = ("PAGE", "NUMPAGES", "SECTIONPAGES", "DATE", "TIME", "PRINTDATE", "SAVEDATE", "FILENAME")
-# what a page number's line says besides its numbers, in the languages Word is written in most
-_PAGE_LABELS = frozenset(
-    "page pages pg seite blatt página pagina pág side sida strona str страница стр".split()
-)
-_PAGE_WORDS = _PAGE_LABELS | {"p", "of", "von", "de", "sur", "di", "av", "af", "z", "из", "/"}
 _WORD = re.compile(r"[^\W\d_]+")
 
 
@@ -793,15 +809,7 @@ def _field_free_text(paragraph: Any) -> str:
                 numbered = True
                 continue
             parts.append(node.text or "" if tag == W + "t" else " ")
-    words = "".join(parts).split()
-    label = len(words)  # a page number's label at the end (`Acme Ltd Page of 14`): left out
-    while label and (words[label - 1].lower().strip(".:") in _PAGE_WORDS or words[label - 1].isdigit()):
-        label -= 1
-    tail = words[label:]
-    labelled = any(w.lower().strip(".:") in _PAGE_LABELS for w in tail)
-    if labelled and (numbered or any(w.isdigit() for w in tail)):
-        words = words[:label]
-    return " ".join(words)
+    return without_page_label("".join(parts), numbered)
 
 
 def _frame_texts(root: Any) -> list[str]:
