@@ -161,3 +161,28 @@ def test_a_truncated_doc_gives_no_headers_rather_than_an_error(cut: int) -> None
         "The footer of the first page",
         "Footer Left Footer Middle Footer Right",
     ]
+
+
+def test_a_sheets_text_box_is_read_under_its_sheet() -> None:
+    text = extract_text(POI / "WithTextBox2.xlsx")
+
+    assert "# Sheet2\n\ncontent1A\n\ncontent1B\n\ncontent2B\n\ncontent3B\n\ncontent2A" in text
+
+
+def test_docx_words_set_with_ruby_read_as_their_base_text(tmp_path: Path) -> None:
+    document = docx.Document()
+    paragraph = document.add_paragraph("Capital: ")
+    ruby = OxmlElement("w:ruby")
+    for part, text in (("w:rt", "とうきょう"), ("w:rubyBase", "東京")):
+        holder = OxmlElement(part)
+        run = OxmlElement("w:r")
+        run.append(OxmlElement("w:t"))
+        run[-1].text = text
+        holder.append(run)
+        ruby.append(holder)
+    paragraph._p.add_r().append(ruby)
+    paragraph.add_run(" (Japan)")
+    path = tmp_path / "ruby.docx"
+    document.save(str(path))
+
+    assert extract_text(path) == "Capital: 東京 (Japan)"

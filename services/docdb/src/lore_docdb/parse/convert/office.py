@@ -598,7 +598,7 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
     levels = promoted(blocks)
     levels.update({i: b.level for i, b in enumerate(blocks) if b.kind == "outline"})
     framed = _with_headers_and_footers(archive, main, document)  # after the blocks: no headings
-    joined = _words_rejoined(document)
+    joined = _words_rejoined(document) | _ruby_bases(document)
     changed: dict[str, bytes] = {}
     renamed: dict[str, str] = {}
     if main != WORD_MAIN:
@@ -638,6 +638,23 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
 
 
 R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+
+
+def _ruby_bases(document: Any) -> bool:
+    """Words set with ruby (furigana over Japanese or Chinese) as their base text: docling-rs read
+    neither the base nor its reading, so `東京` with `とうきょう` over it was left out. The reading
+    says how to pronounce it; the base is the word. True when there were any."""
+    found = False
+    for ruby in list(document.iter(W + "ruby")):
+        run = ruby.getparent()
+        base = ruby.find(W + "rubyBase")
+        if run is None or run.tag != W + "r" or run.getparent() is None:
+            continue
+        for inner in reversed(list(base) if base is not None else []):
+            run.addnext(inner)
+        run.getparent().remove(run)
+        found = True
+    return found
 
 
 _WORD_START = re.compile(r"^\w+")

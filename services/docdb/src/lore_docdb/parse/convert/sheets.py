@@ -156,10 +156,10 @@ _REL = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
 
 
 def _workbook_notes(path: Path) -> dict[str, list[str]]:
-    """Per sheet of an XLSX/XLSM workbook, what calamine does not read: its charts' titles and its
-    cells' comments (threaded ones with their author and time, the way the Office converter writes
-    a document's comments), in workbook order; a chart sheet by its name. {} for other formats or
-    an unreadable part: these are extras, the cells are the sheet."""
+    """Per sheet of an XLSX/XLSM workbook, what calamine does not read: its charts' titles, its text
+    boxes' paragraphs and its cells' comments (threaded ones with their author and time, the way the
+    Office converter writes a document's comments), in workbook order; a chart sheet by its name. {}
+    for other formats or an unreadable part: these are extras, the cells are the sheet."""
     import posixpath
     import zipfile
 
@@ -202,7 +202,7 @@ def _workbook_notes(path: Path) -> dict[str, list[str]]:
         found = []
         for _, kind, target in rels(part):
             if kind == "drawing" and sheet:  # a sheet's drawing holds its charts (one level: no loops)
-                found += charts(target, sheet=False)
+                found += charts(target, sheet=False) + text_boxes(target)
             elif kind == "chart":
                 root = xml(target)
                 titles = (
@@ -210,6 +210,21 @@ def _workbook_notes(path: Path) -> dict[str, list[str]]:
                 )
                 if titles and texts(titles[0]):
                     found.append(f"Chart: {texts(titles[0])}")
+        return found
+
+    def text_boxes(part: str) -> list[str]:
+        """The paragraphs of the drawing's text boxes and shapes (a sheet's instructions, a note on
+        its figures), each once: a shape written twice for older readers has its copy in a
+        `Fallback`, and a group's shapes are inside it."""
+        root = xml(part)
+        if root is None:
+            return []
+        found: list[str] = []
+        shapes = "//*[local-name()='sp'][not(ancestor::*[local-name()='Fallback'])]"
+        for paragraph in root.xpath(shapes + "/*[local-name()='txBody']/*[local-name()='p']"):
+            text = " ".join("".join(paragraph.xpath(".//*[local-name()='t']/text()")).split())
+            if text and text not in found:
+                found.append(text)
         return found
 
     def comments(part: str, people: dict[str, str]) -> list[str]:
