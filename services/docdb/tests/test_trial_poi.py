@@ -186,3 +186,27 @@ def test_docx_words_set_with_ruby_read_as_their_base_text(tmp_path: Path) -> Non
     document.save(str(path))
 
     assert extract_text(path) == "Capital: 東京 (Japan)"
+
+
+def test_xls_cell_comments_are_read_with_their_author_and_cell() -> None:
+    assert extract_text(POI / "SimpleWithComments.xls") == (
+        "# Sheet1\n\n| 1 | one |\n|---|---|\n| 2 | two |\n| 3 | three |\n\n"
+        "[author: Yegor Kozlov, cell B1]: first cell\n\n"
+        "[author: Yegor Kozlov, cell B2]: second cell\n\n"
+        "[author: Yegor Kozlov, cell B3]: third cell"
+    )
+
+
+def test_xls_text_boxes_are_read_under_their_sheet() -> None:
+    # a sheet with no cells, only two text boxes: before, it read empty
+    assert extract_text(POI / "45565.xls") == "# Sheet1\n\ntestdoc\n\ntest phrase"
+
+
+@pytest.mark.parametrize("cut", [600, 2000, 5000, 9000])
+def test_a_truncated_xls_gives_no_notes_rather_than_an_error(cut: int, tmp_path: Path) -> None:
+    from lore_docdb.parse.convert.sheets import _xls_notes
+
+    path = tmp_path / "cut.xls"
+    path.write_bytes((POI / "SimpleWithComments.xls").read_bytes()[:cut])
+
+    assert isinstance(_xls_notes(path), dict)

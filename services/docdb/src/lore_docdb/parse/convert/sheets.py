@@ -28,7 +28,7 @@ def sheets_markdown(path: Path) -> str:
 
 def _sheets_markdown(path: Path) -> str:
     book = _workbook(path)
-    notes = _workbook_notes(path)
+    notes = _workbook_notes(path) if _format(path) != ".xls" else _xls_notes(path)
     parts = []
     names = list(book.sheet_names)
     names += [name for name in notes if name not in names]  # chart sheets: no cells, a chart
@@ -273,6 +273,102 @@ def _workbook_notes(path: Path) -> dict[str, list[str]]:
     except (etree.Error, KeyError, ValueError, zipfile.BadZipFile):
         return {}
     return {name: found for name, found in notes.items() if found}
+
+
+_BOF, _EOF, _BOUNDSHEET, _OBJ, _TXO, _CONTINUE, _NOTE = 0x0809, 0x000A, 0x0085, 0x005D, 0x01B6, 0x003C, 0x001C
+_OBJ_NOTE = 0x19  # the object a cell's comment is drawn in
+
+
+def _xls_text(data: bytes, at: int, count: int, flags_first: bool = True) -> tuple[str, int]:
+    """`count` characters of BIFF8 text at `at` (a flags byte, then 8-bit or UTF-16 characters)."""
+    wide = bool(data[at] & 1) if flags_first else False
+    at += 1 if flags_first else 0
+    size = count * 2 if wide else count
+    raw = data[at : at + size]
+    return raw.decode("utf-16-le" if wide else "latin-1", "replace"), at + size
+
+
+def _xls_notes(path: Path) -> dict[str, list[str]]:
+    """Per sheet of an Excel 97-2003 workbook, what calamine does not read: its text boxes' text and
+    its cells' comments (`[author: ..., cell B2]: ...`, as an XLSX's are written), from the
+    workbook stream's TXO records and the CONTINUE records holding their text. {} for a BIFF5
+    workbook or one this cannot read: these are extras, the cells are the sheet."""
+    import struct
+
+    from lore_docdb.parse.convert.word97 import Compound
+
+    try:
+        compound = Compound(path.read_bytes())
+        stream = compound.stream("Workbook")
+    except (ValueError, KeyError, IndexError, struct.error, OSError):
+        return {}
+    names: dict[int, str] = {}  # a sheet's BOF offset -> its name
+    notes: dict[str, list[str]] = {}
+    sheet, depth, kind, obj_id = "", 0, 0, 0
+    boxes: dict[int, str] = {}  # a comment's object id -> its text
+    comments: list[tuple[int, int, int, str]] = []  # row, column, object id, author
+    at = 0
+    try:
+        while at + 4 <= len(stream):
+            record, size = struct.unpack_from("<HH", stream, at)
+            body = stream[at + 4 : at + 4 + size]
+            if record == _BOF:
+                depth += 1
+                if depth == 1 and at in names:
+                    sheet, boxes, comments = names[at], {}, []
+                elif depth == 1 and struct.unpack_from("<H", body)[0] != 0x0600:
+                    return {}  # BIFF5 and older: another layout
+            elif record == _EOF:
+                depth -= 1
+                if depth == 0 and sheet:
+                    for row, column, number, author in sorted(comments):
+                        said = boxes.pop(number, "")  # Excel starts it with the author's name
+                        said = said[len(author) + 1 :] if said.startswith(author + ":") else said
+                        author, said = author.strip(), said.strip()
+                        cell = f"{_column_name(column)}{row + 1}"
+                        notes.setdefault(sheet, []).append(f"[author: {author}, cell {cell}]: {said}")
+                    sheet = ""
+            elif record == _BOUNDSHEET and len(body) > 8:
+                name, _ = _xls_text(body, 7, body[6])
+                names[struct.unpack_from("<I", body)[0]] = name
+            elif record == _OBJ and len(body) >= 8 and body[:2] == b"\x15\x00":
+                kind, obj_id = struct.unpack_from("<HH", body, 4)
+            elif record == _TXO and sheet and len(body) >= 12:
+                count, wanted = struct.unpack_from("<H", body, 10)[0], []
+                follow = at + 4 + size
+                while count > 0 and follow + 5 <= len(stream):
+                    following, length = struct.unpack_from("<HH", stream, follow)
+                    if following != _CONTINUE or not length:
+                        break
+                    piece = stream[follow + 4 : follow + 4 + length]
+                    wide = bool(piece[0] & 1)
+                    text, _ = _xls_text(piece, 0, min(count, (length - 1) // (2 if wide else 1)))
+                    wanted.append(text)
+                    count -= len(text)
+                    follow += 4 + length
+                text = " ".join("".join(wanted).split())
+                if text and kind == _OBJ_NOTE:
+                    boxes[obj_id] = text
+                elif text and text not in notes.get(sheet, []):
+                    notes.setdefault(sheet, []).append(text)
+            elif record == _NOTE and sheet and len(body) >= 11:
+                row, column, _, number, length = struct.unpack_from("<HHHHH", body)
+                author, _ = _xls_text(body, 10, length)
+                comments.append((row, column, number, author))
+            at += 4 + size
+    except (IndexError, struct.error):
+        return {}
+    return notes
+
+
+def _column_name(index: int) -> str:
+    """A column's letters: 0 is A, 26 is AA."""
+    name = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        name = chr(65 + rest) + name
+    return name
 
 
 def _cell_order(ref: str) -> tuple[int, int, str]:

@@ -18,7 +18,7 @@ END_OF_CHAIN = 0xFFFFFFFE
 MAX_SECTORS = 1 << 20  # a chain longer than this loops (a corrupt file)
 
 
-class _Compound:
+class Compound:
     """Just enough of an OLE2 compound file to read a stream by its name."""
 
     def __init__(self, data: bytes) -> None:
@@ -166,7 +166,7 @@ def word97_headers(data: bytes) -> tuple[list[str], list[str]]:
     order (the first page's before the usual one's); even pages' only where the document sets them
     apart. ([], []) for anything else or a file this cannot read."""
     try:
-        compound = _Compound(data)
+        compound = Compound(data)
         word = compound.stream("WordDocument")
         flags = struct.unpack_from("<H", word, _FLAGS)[0]
         if flags & 0x0100:  # encrypted
