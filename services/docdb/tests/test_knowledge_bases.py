@@ -124,6 +124,25 @@ async def test_parse_mode_0_builds_vectors_chunks_and_graph(docdb_factory: Any) 
         whole = (await client.get(f"{KB}/science/graph")).json()
         assert len(whole["nodes"]) == nodes and len(whole["edges"]) == edges and whole["limit"] == 500
         assert (await client.get(f"{KB}/nope/graph")).status_code == 404
+        # Descriptions shorter than the page's cut that end in a multi-byte character, beside one
+        # longer than it: FalkorDB's `substring` returned the short ones cut inside that character, a
+        # 500 for the whole page.
+        descriptions = {
+            "Row Access": "4 1.3.2 New controls: Row and Column Access Control …",
+            "Column Access": "New controls: Row and Column Access Control …",
+            "Long Story": "a" * 299 + "é" * 5,
+        }
+        for name, description in descriptions.items():
+            await state.graph._graph("science").query(
+                "CREATE (:Entity {name: $name, type: 'concept', description: $d, datasets: ['papers']})",
+                {"name": name, "d": description},
+            )
+        shown = await client.get(f"{KB}/science/graph")
+        assert shown.status_code == 200, shown.text
+        got = {n["name"]: n["description"] for n in shown.json()["nodes"]}
+        assert got["Row Access"] == descriptions["Row Access"]
+        assert got["Column Access"] == descriptions["Column Access"]
+        assert got["Long Story"] == descriptions["Long Story"][:300]
         for bad in ({"limit": 0}, {"limit": 2001}, {"offset": -1}):
             refused = await client.get(f"{KB}/science/graph", params=bad)
             assert refused.status_code == 400, refused.text

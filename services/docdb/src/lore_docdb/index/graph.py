@@ -21,6 +21,15 @@ from lore_common.stores.graph import GraphStore
 
 MAX_DESCRIPTION = 2000
 MAX_MATCHED_ENTITIES = 50
+SHOWN_DESCRIPTION = 300
+
+
+def _cut(field: str) -> str:
+    """Cypher for a description's first 300 characters. FalkorDB's `substring` asked for more than a
+    string holds returns bytes past its end, cut inside its last character when that one is multi-byte
+    (`…`, `’`, any non-Latin text): the reply then fails to decode and the whole page with it."""
+    n = SHOWN_DESCRIPTION
+    return f"CASE WHEN size({field}) > {n} THEN substring({field}, 0, {n}) ELSE {field} END"
 
 
 _REPLACE_NODES = """
@@ -225,7 +234,7 @@ class GraphIndex:
         total = int((await graph.query("MATCH (n:Entity) RETURN count(n)")).result_set[0][0])
         ranked = await graph.query(
             "MATCH (n:Entity) OPTIONAL MATCH (n)-[r:RELATED]-() "
-            "WITH n, count(r) AS degree RETURN n.name, n.type, substring(n.description, 0, 300), degree, "
+            "WITH n, count(r) AS degree RETURN n.name, n.type, " + _cut("n.description") + ", degree, "
             "n.datasets ORDER BY degree DESC, n.name LIMIT $upto",
             {"upto": offset + limit},
         )
@@ -244,12 +253,12 @@ class GraphIndex:
         if len(rows) >= total:  # every entity is ranked: read every relation, no list to test against
             found = await graph.query(
                 "MATCH (a:Entity)-[r:RELATED]->(b:Entity) "
-                "RETURN a.name, b.name, substring(r.description, 0, 300), r.weight"
+                "RETURN a.name, b.name, " + _cut("r.description") + ", r.weight"
             )
         else:
             found = await graph.query(
                 "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.name IN $names OR b.name IN $names "
-                "RETURN a.name, b.name, substring(r.description, 0, 300), r.weight",
+                "RETURN a.name, b.name, " + _cut("r.description") + ", r.weight",
                 {"names": [n["name"] for n in nodes]},
             )
         edges = []
