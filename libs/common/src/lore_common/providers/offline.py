@@ -103,7 +103,10 @@ def answer(question: str, passages: Sequence[str], max_sentences: int = 3) -> st
     q_terms = set(keywords(question))
     q_grams = _cjk_bigrams(question)
     split = [[(unit, _terms(unit), _terms(own)) for unit, own in _units(p)] for p in passages]
-    df = Counter(term for found in split for term in frozenset().union(*(t for _, t, _ in found)))
+    # Document frequency: the passages each term occurs in (one C-level count, not a step per term).
+    df = Counter(
+        itertools.chain.from_iterable(frozenset().union(*(t for _, t, _ in found)) for found in split)
+    )
     candidates: list[tuple[float, int, int]] = []
     for index, found in enumerate(split):
         for position, (sentence, terms, own) in enumerate(found):
@@ -146,6 +149,7 @@ def answer(question: str, passages: Sequence[str], max_sentences: int = 3) -> st
     return joiner.join(parts)
 
 
+@functools.lru_cache(maxsize=8192)
 def is_whole_sentence(text: str) -> bool:
     """Whether a text (an answer's sentence, its citation marker removed) reads as a whole sentence:
     it opens with a capital, a digit, a quote or a Chinese character and ends with a stop."""

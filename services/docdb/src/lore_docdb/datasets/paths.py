@@ -43,6 +43,8 @@ def flatten(path: str) -> str:
 
 def path_of(name: str) -> str:
     """The dataset path a stored name stands for (the inverse of `flatten`)."""
+    if "%" not in name:
+        return name  # most names: every passage of a chat's answer asks
     return _ESCAPED.sub(lambda m: "%" if m.group(1) == "25" else "/", name)
 
 
