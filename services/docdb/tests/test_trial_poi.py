@@ -210,3 +210,24 @@ def test_a_truncated_xls_gives_no_notes_rather_than_an_error(cut: int, tmp_path:
     path.write_bytes((POI / "SimpleWithComments.xls").read_bytes()[:cut])
 
     assert isinstance(_xls_notes(path), dict)
+
+
+def test_ppt_speaker_notes_are_read_after_their_slide() -> None:
+    text = extract_text(POI / "basic_test_ppt_file.ppt")
+
+    first = text.index("These are the notes for page 1")
+    assert first < text.index("# This is the title on page 2")
+    assert text.endswith("These are the notes on page two, again lacking formatting")
+
+
+@pytest.mark.parametrize("cut", [512, 3000, 8000, 12000])
+def test_a_truncated_ppt_gives_no_notes_rather_than_an_error(cut: int) -> None:
+    from lore_docdb.parse.convert.ppt97 import ppt_notes
+
+    data = (POI / "basic_test_ppt_file.ppt").read_bytes()
+
+    assert isinstance(ppt_notes(data[:cut]), list)
+    assert ppt_notes(data)[1] == (
+        "This is the title on page 2",
+        ["These are the notes on page two, again lacking formatting"],
+    )

@@ -80,6 +80,8 @@ def docling_markdown(path: Path, as_suffix: str | None = None) -> str:
     markdown = tidy_markdown(plain_markdown(markdown))
     if path.suffix.lower() == ".doc":
         markdown = _with_word97_headers(markdown, path.read_bytes())
+    elif path.suffix.lower() == ".ppt":
+        markdown = _with_ppt_notes(markdown, path.read_bytes())
     for marker, chunk in inserts.items():  # a Word file's chunks of HTML, RTF or text, in place
         markdown = markdown.replace(marker, chunk)
     return markdown
@@ -95,6 +97,40 @@ def _with_word97_headers(markdown: str, data: bytes) -> str:
     top = [line for line in headers if line not in said]
     bottom = [line for line in footers if line not in said and line not in top]
     return "\n\n".join(part for part in [*top, markdown, *bottom] if part)
+
+
+MIN_ANCHOR = 3  # characters of a slide's first line by which it is found in the Markdown
+
+
+def _with_ppt_notes(markdown: str, data: bytes) -> str:
+    """A PowerPoint 97 presentation's speaker notes after their slide, as a PPTX's come: before the
+    paragraph where the next slide's first line is (the slides found in order), or at the end."""
+    from lore_docdb.parse.convert.ppt97 import ppt_notes
+
+    slides = ppt_notes(data)
+    if not any(notes for _, notes in slides):
+        return markdown
+    paragraphs = markdown.split("\n\n")
+    said = {paragraph.strip() for paragraph in paragraphs}
+    starts: list[int | None] = []
+    at = 0
+    for first, _ in slides:
+        found = None
+        if len(first) >= MIN_ANCHOR:
+            found = next((i for i in range(at, len(paragraphs)) if first in paragraphs[i]), None)
+        starts.append(found)
+        at = at if found is None else found + 1
+    before: dict[int, list[str]] = {}
+    for n, (_, notes) in enumerate(slides):
+        fresh = [line for line in notes if line not in said]
+        if fresh:
+            follows = next((s for s in starts[n + 1 :] if s is not None), len(paragraphs))
+            before.setdefault(follows, []).extend(fresh)
+    out: list[str] = []
+    for n, paragraph in enumerate([*paragraphs, ""]):
+        out += before.get(n, [])
+        out.append(paragraph)
+    return "\n\n".join(p for p in out if p)
 
 
 # a Word 97 file's streams as Word names them; the compound file compares names without case
