@@ -322,3 +322,42 @@ def test_ingest_during_a_running_parse_uploads_and_parses_the_change_after_it(
     assert quick["running_task"]["task_id"] == started[0]
     with Lore(stack.url) as lore:
         lore.wait(started[0])
+
+
+def test_ingest_of_a_subfolder_with_delete_asks_before_emptying_the_dataset(
+    run: Any, stack: Stack, tmp_path: Path
+) -> None:
+    """Trial F9: files left out of an ingest were never mentioned, and `--delete` on a subfolder
+    deleted every file of the dataset at once, without a question or a dry run."""
+    folder = tmp_path / "docs"
+    (folder / "mail").mkdir(parents=True)
+    (folder / "wiki.md").write_text("The wiki explains the ducks.")
+    (folder / "notes.md").write_text("Notes about the pond.")
+    (folder / "mail" / "family-day.eml").write_text("Subject: family day\n\nGet excited for family day!")
+    kb = unique("sub")
+    run("ingest", str(folder), "--kb", kb, "--mode", "1")
+
+    def stored() -> list[str]:
+        with Lore(stack.url) as lore:
+            return sorted(f.path for f in lore.list_files(kb))
+
+    (folder / "mail" / "family-day.eml").rename(folder / "mail" / "family-day-2022.eml")
+    hinted = run("ingest", str(folder), "--kb", kb, "--mode", "1").stdout
+    assert "1 file(s) in the dataset are not in the folder(s) given; --delete removes them" in hinted
+
+    plan = as_json(run("ingest", str(folder / "mail"), "--kb", kb, "--delete", "--dry-run", "--json"))
+    assert plan["upload"] == [{"path": "family-day-2022.eml", "status": "added"}]
+    assert plan["delete"] == ["mail/family-day-2022.eml", "mail/family-day.eml", "notes.md", "wiki.md"]
+    refused = run("ingest", str(folder / "mail"), "--kb", kb, "--mode", "1", "--delete", code=2)
+    assert "would delete 4 of the dataset's 4 files" in refused.stderr and "notes.md" in refused.stderr
+    assert "--yes" in refused.stderr
+    assert stored() == plan["delete"]  # nothing sent, nothing deleted
+
+    (folder / "notes.md").unlink()  # one of five: no question
+    pruned = as_json(run("ingest", str(folder), "--kb", kb, "--mode", "1", "--delete", "--json"))
+    assert pruned["deleted"] == ["mail/family-day.eml", "notes.md"]
+    forced = as_json(
+        run("ingest", str(folder / "mail"), "--kb", kb, "--mode", "1", "--delete", "--yes", "--json")
+    )
+    assert sorted(forced["deleted"]) == ["mail/family-day-2022.eml", "wiki.md"]
+    assert stored() == ["family-day-2022.eml"]

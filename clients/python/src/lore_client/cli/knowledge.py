@@ -22,9 +22,9 @@ from rich.progress import (
 from rich.table import Table
 
 from lore_client.cli.labels import shown
-from lore_client.cli.output import JsonFlag, client, console, emit, fail, handled, id_column
+from lore_client.cli.output import JsonFlag, client, console, emit, errors, fail, handled, id_column
 from lore_client.errors import Conflict, TaskFailed
-from lore_client.models import PARSE_STAGES, PutFileResult, Task, TaskProgress
+from lore_client.models import PARSE_STAGES, FileInfo, PutFileResult, Task, TaskProgress
 
 if TYPE_CHECKING:
     from lore_client.sync import Lore
@@ -46,6 +46,12 @@ def ingest(
     delete: Annotated[
         bool, typer.Option("--delete", help="Delete the dataset's files that are not in the folders.")
     ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="With --delete: delete even half the dataset or more.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only print what would be uploaded and deleted.")
+    ] = False,
     chunk_mib: Annotated[int, typer.Option(hidden=True, help="Unused (files are sent whole).")] = 8,
     parallel: Annotated[int, typer.Option(hidden=True, help="Unused (files are sent one by one).")] = 4,
     embedding_model: Annotated[
@@ -61,18 +67,18 @@ def ingest(
 
     A file is its path under the folder given (`guide/README.md`) and its content (sha256): a new path
     is added, a changed file replaces its old version, an unchanged one is not sent, and with
-    `--delete` a file gone from the folders is deleted from the dataset. The dataset is parsed again
-    only when something changed. While a parse of the dataset runs, the files are uploaded and the
-    change is parsed after it (waited for, unless `--no-wait`).
+    `--delete` a file gone from the folders is deleted from the dataset (more than half of its files
+    only with `--yes` or when confirmed). The dataset is parsed again only when something changed.
+    While a parse of the dataset runs, the files are uploaded and the change is parsed after it
+    (waited for, unless `--no-wait`).
     """
     dataset = dataset or kb
     local = local_files(paths)
     if not local:
         raise fail("no files to ingest", 2)
     with client() as lore:
-        if dataset not in lore.list_datasets():
-            lore.create_dataset(dataset)
-        held = {f.path or f.name: f for f in lore.list_files(dataset)}
+        exists = dataset in lore.list_datasets()
+        held = {f.path or f.name: f for f in lore.list_files(dataset)} if exists else {}
         todo = []
         unchanged = []
         for path, file in local.items():
@@ -81,13 +87,20 @@ def ingest(
                 unchanged.append(str(file))
             else:
                 todo.append((path, file))
+        gone = sorted(path for path in held if path not in local)
+        if dry_run:
+            _print_plan(todo, held, unchanged, gone, delete, as_json)
+            return
+        if delete:
+            _check_deletes(gone, len(held), yes)
+        if not exists:
+            lore.create_dataset(dataset)
         uploaded = _send(lore, dataset, todo, quiet=as_json)
         deleted = []
         if delete:
-            for path, gone in held.items():
-                if path not in local:
-                    lore.delete_file(dataset, gone.name)
-                    deleted.append(path)
+            for path in gone:
+                lore.delete_file(dataset, held[path].name)
+                deleted.append(path)
         if kb not in {k.name for k in lore.list_knowledge_bases()}:
             lore.create_knowledge_base(kb, embedding_model)
         task: Task | None = None
@@ -103,6 +116,8 @@ def ingest(
         "uploaded": [{"filename": u.name, **u.to_dict()} for u in uploaded if u.status != "unchanged"],
         "unchanged": unchanged + [u.path for u in uploaded if u.status == "unchanged"],
         "deleted": deleted,
+        # Without --delete: the dataset's files not among the paths given (kept; --delete removes them).
+        "not_in_folder": [] if delete else gone,
         "task": task.to_dict() if task else None,
         # With --no-wait: the parse of the dataset that was running; docdb parses the change after it.
         "running_task": running.to_dict() if running else None,
@@ -115,6 +130,53 @@ def ingest(
         _print_summary(summary)
     if task is not None and task.status not in ("completed", *ACTIVE):
         raise typer.Exit(1)
+
+
+def _print_plan(
+    todo: list[tuple[str, Path]],
+    held: dict[str, FileInfo],
+    unchanged: list[str],
+    gone: list[str],
+    delete: bool,
+    as_json: bool,
+) -> None:
+    """`--dry-run`: each path to upload (added or changed) and to delete, nothing done."""
+    upload = [{"path": path, "status": "changed" if path in held else "added"} for path, _ in todo]
+    plan = {"upload": upload, "unchanged": len(unchanged), "delete": gone if delete else []}
+    if not delete:
+        plan["not_in_folder"] = gone
+    if as_json:
+        emit(plan)
+        return
+    console.print(f"would upload {len(upload)} file(s), {len(unchanged)} unchanged")
+    for item in upload:
+        console.print(f"  {item['status']} {escape(item['path'])}")
+    if delete:
+        console.print(f"would delete {len(gone)} file(s) from the dataset")
+        for path in gone:
+            console.print(f"  delete {escape(path)}")
+    elif gone:
+        console.print(_not_in_folder(len(gone)))
+
+
+def _not_in_folder(count: int) -> str:
+    return f"{count} file(s) in the dataset are not in the folder(s) given; --delete removes them"
+
+
+def _check_deletes(gone: list[str], held: int, yes: bool) -> None:
+    """A mistyped folder with `--delete` would empty the dataset: deleting more than half of its files
+    is asked on a terminal and refused elsewhere, unless `--yes`."""
+    if yes or len(gone) * 2 <= held:
+        return
+    shown = gone[:20] + ([f"… and {len(gone) - 20} more"] if len(gone) > 20 else [])
+    listing = "".join(f"\n  {path}" for path in shown)
+    question = f"--delete would delete {len(gone)} of the dataset's {held} files:{listing}\n"
+    if sys.stdin.isatty():
+        errors.print(escape(question), end="", highlight=False)
+        if typer.confirm("Delete them?"):
+            return
+        raise typer.Exit(1)
+    raise fail(escape(question) + "add --yes to delete them (--dry-run shows the whole plan)", 2)
 
 
 def _parsed(lore: Lore, kb: str, dataset: str) -> bool:
@@ -239,6 +301,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
     console.print(f"[bold]{escape(summary['kb'])}[/bold] ← dataset [bold]{escape(summary['dataset'])}[/bold]")
     line = f"  uploaded {len(summary['uploaded'])} file(s), {len(summary['unchanged'])} unchanged"
     console.print(line + (f", deleted {len(summary['deleted'])}" if summary["deleted"] else ""))
+    if summary["not_in_folder"]:
+        console.print("  " + _not_in_folder(len(summary["not_in_folder"])))
     running = summary["running_task"]
     if running is not None:
         console.print(
