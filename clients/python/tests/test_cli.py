@@ -190,7 +190,7 @@ def test_source_add_sync_and_ls(run: Any, stack: Stack) -> None:
 
 def test_failures_exit_non_zero_with_the_servers_message(run: Any, tmp_path: Path) -> None:
     missing = run("kb", "show", unique("nokb"), code=1)
-    assert "does not exist" in missing.stderr and "404" in missing.stderr
+    assert "does not exist; " in missing.stderr
     assert "name a scope" in run("mem", "search", "x", code=2).stderr
     assert "no such file" in run("ingest", str(tmp_path / "absent"), "--kb", "x", code=2).stderr
     failed = run("table", "every person and their discovery", code=1)
@@ -361,3 +361,24 @@ def test_ingest_of_a_subfolder_with_delete_asks_before_emptying_the_dataset(
     )
     assert sorted(forced["deleted"]) == ["mail/family-day-2022.eml", "wiki.md"]
     assert stored() == ["family-day-2022.eml"]
+
+
+def test_mistaken_names_are_said_in_words_with_the_names_meant(run: Any, tmp_path: Path) -> None:
+    """Trial F11: a name with a space got the validator's regex, an unknown KB in `chat` no hint of
+    the name meant, and `kb rm` of an unknown KB asked to confirm before saying it does not exist."""
+    (tmp_path / "a.md").write_text("Trial notes.")
+    spaced = run("ingest", str(tmp_path), "--kb", "my kb", code=2).stderr
+    assert "'my kb'" in spaced and "letters, digits, _ and -" in spaced and "regex" not in spaced
+    source = run("source", "add", "my ds", "--folder", str(tmp_path), code=1).stderr
+    assert "letters, digits, _ and -" in source and "regex" not in source  # the server's 400, in words
+
+    kb = unique("Trial")
+    run("ingest", str(tmp_path), "--kb", kb, "--mode", "1")
+    typo = kb.lower()
+    for args in (("chat", typo, "What are the notes?"), ("chat", typo, "Notes?", "--stream")):
+        said = run(*args, code=1).stderr
+        assert f"knowledge base '{typo}' does not exist; did you mean {kb}?" in said, said
+    assert f"did you mean {kb}?" in run("kb", "show", typo, code=1).stderr
+    removed = run("kb", "rm", unique("nosuch"), code=1, answer="y\n")
+    assert "does not exist" in removed.stderr and "Delete knowledge base" not in removed.stdout
+    assert as_json(run("kb", "rm", kb, "--yes", "--json"))["status"] == "deleting"

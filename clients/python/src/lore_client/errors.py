@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+# The server's validator names the naming rule by its regex; a person reads it better in words.
+_NAME_RULE = re.compile(r"Expected `str` matching regex '\^\[A-Za-z0-9_\\*-\]\+\$'")
+NAME_RULE = "use only letters, digits, _ and - (at most 64 characters)"
 
 
 class LoreError(Exception):
@@ -88,5 +93,6 @@ def error_for(status: int, body: Any, fallback: str = "") -> LoreError:
             code = body["code"] if isinstance(body.get("code"), int) else status
         elif isinstance(body.get("detail"), str):
             message = body["detail"]
+    message = _NAME_RULE.sub(NAME_RULE, message)
     kind = _BY_STATUS.get(status, ServerError if status >= 500 else LoreError)
     return kind(message, status=status, code=code, detail=detail)

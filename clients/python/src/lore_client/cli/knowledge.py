@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import re
 import sys
 import time
 from pathlib import Path
@@ -23,7 +25,7 @@ from rich.table import Table
 
 from lore_client.cli.labels import shown
 from lore_client.cli.output import JsonFlag, client, console, emit, errors, fail, handled, id_column
-from lore_client.errors import Conflict, TaskFailed
+from lore_client.errors import NAME_RULE, Conflict, LoreError, NotFound, TaskFailed
 from lore_client.models import PARSE_STAGES, FileInfo, PutFileResult, Task, TaskProgress
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
 kb_app = typer.Typer(help="Knowledge bases: ls, show, rm.", no_args_is_help=True)
 ACTIVE = ("pending", "running", "cancelling")
+NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # the API's naming rule of datasets and knowledge bases
 
 
 @handled
@@ -73,6 +76,8 @@ def ingest(
     (waited for, unless `--no-wait`).
     """
     dataset = dataset or kb
+    check_name("knowledge base", kb)
+    check_name("dataset", dataset)
     local = local_files(paths)
     if not local:
         raise fail("no files to ingest", 2)
@@ -130,6 +135,27 @@ def ingest(
         _print_summary(summary)
     if task is not None and task.status not in ("completed", *ACTIVE):
         raise typer.Exit(1)
+
+
+def check_name(what: str, name: str) -> None:
+    if not NAME.fullmatch(name):
+        raise fail(f"{what} name {escape(repr(name))}: {NAME_RULE}", 2)
+
+
+def missing_kb(lore: Lore, name: str) -> typer.Exit | None:
+    """When `name` is no knowledge base: the error that says so, with the names it may have meant."""
+    names = [k.name for k in lore.list_knowledge_bases()]
+    if name in names:
+        return None
+    lowered = {n.lower(): n for n in names}
+    close = [lowered[n] for n in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)]
+    if close:
+        hint = "did you mean " + " or ".join(close) + "?"
+    elif names:
+        hint = "the knowledge bases are " + ", ".join(names[:10]) + (", …" if len(names) > 10 else "")
+    else:
+        hint = "there are none yet (lore ingest creates one)"
+    return fail(escape(f"knowledge base {name!r} does not exist; {hint}"))
 
 
 def _print_plan(
@@ -342,7 +368,12 @@ def kb_list(as_json: JsonFlag = False) -> None:
 def kb_show(name: str, as_json: JsonFlag = False) -> None:
     """A knowledge base: its datasets, query modes and most connected entities."""
     with client() as lore:
-        kb = lore.get_knowledge_base(name)
+        try:
+            kb = lore.get_knowledge_base(name)
+        except NotFound:
+            if (missing := missing_kb(lore, name)) is not None:
+                raise missing from None
+            raise
         overview = lore.overview(name, top_nodes=10, sample_relations=5)
         files = lore.kb_files(name, limit=2000)
     if as_json:
@@ -382,9 +413,11 @@ def kb_remove(
     as_json: JsonFlag = False,
 ) -> None:
     """Delete a knowledge base (in the background)."""
-    if not yes and not typer.confirm(f"Delete knowledge base {name!r}?"):
-        raise typer.Exit(1)
     with client() as lore:
+        if (missing := missing_kb(lore, name)) is not None:
+            raise missing
+        if not yes and not typer.confirm(f"Delete knowledge base {name!r}?"):
+            raise typer.Exit(1)
         status = lore.delete_knowledge_base(name, purge_db=not keep_data)
     if as_json:
         emit({"name": name, "status": status})
@@ -435,25 +468,34 @@ def chat(
 ) -> None:
     r"""Ask a knowledge base; the answer cites its passages as \[n], listed with their files."""
     with client() as lore:
-        if stream and not as_json:
-            done: dict[str, Any] = {}
-            for event in lore.chat_stream(kb, question, mode=mode, user_id=user, max_results=max_results):
-                if event.event == "delta":  # the pieces join to exactly the answer
-                    sys.stdout.write(event.data.get("text", ""))
-                    sys.stdout.flush()
-                elif event.event == "error":
-                    raise fail(str(event.data.get("message")))
-                elif event.event == "done":
-                    done = event.data
-            console.print()
-            _print_sources(done.get("citations") or [])
-            return
-        answer = lore.chat(kb, question, mode=mode, user_id=user, max_results=max_results)
+        try:
+            if stream and not as_json:
+                _chat_stream(lore, kb, question, mode, user, max_results)
+                return
+            answer = lore.chat(kb, question, mode=mode, user_id=user, max_results=max_results)
+        except LoreError:
+            if (missing := missing_kb(lore, kb)) is not None:
+                raise missing from None
+            raise
     if as_json:
         emit(answer)
         return
     console.print(answer.response or "(no answer)", highlight=False, markup=False)
     _print_sources([c.to_dict() for c in answer.citations or []])
+
+
+def _chat_stream(lore: Lore, kb: str, question: str, mode: str, user: str, max_results: int) -> None:
+    done: dict[str, Any] = {}
+    for event in lore.chat_stream(kb, question, mode=mode, user_id=user, max_results=max_results):
+        if event.event == "delta":  # the pieces join to exactly the answer
+            sys.stdout.write(event.data.get("text", ""))
+            sys.stdout.flush()
+        elif event.event == "error":
+            raise missing_kb(lore, kb) or fail(str(event.data.get("message")))
+        elif event.event == "done":
+            done = event.data
+    console.print()
+    _print_sources(done.get("citations") or [])
 
 
 def _print_sources(citations: list[dict[str, Any]]) -> None:
