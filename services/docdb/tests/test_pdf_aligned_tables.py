@@ -179,3 +179,118 @@ def test_group_label_wrapped_over_two_ruled_rows_reads_whole_in_its_first_row(tm
     rows = [cells(line) for line in pdf_text(write(tmp_path / "groups.pdf", ops)).splitlines() if "|" in line]
     assert ["Chronic fatigue syndrome", "Count", "19", "4"] in rows
     assert ["Allergy problems", "Count", "93", "77"] in rows
+
+
+# A parts list whose descriptions wrap onto two or three lines while the other columns keep one:
+# the code, quantity and price sit on each row's first line. The lines of a description are wrapped
+# as a word processor wraps them (each line as full as its column allows) and open in capitals where
+# the wrap falls before a name.
+PARTS = [
+    ("Code", ["Description"], "Qty", "Price"),
+    ("A-100", ["Steel bolt with a hexagonal", "Head for the frame, zinc coated"], "120", "0.45"),
+    ("A-200", ["Flat washer"], "300", "0.05"),
+    (
+        "B-310",
+        ["Copper pipe cut to length for", "Boiler room with two elbow", "Joints and a drain valve"],
+        "12",
+        "14.20",
+    ),
+    ("C-020", ["Rubber seal for the cold tap"], "48", "1.10"),
+    ("C-090", ["Brass valve for the cold water", "Main in the north wing"], "6", "22.00"),
+]
+PARTS_COLUMNS = [72, 130, 300, 350]
+
+
+def parts_table(top: float, pitch: float, gap: float) -> list[str]:
+    """The parts list a column at a time: `pitch` points between a description's lines, `gap` more
+    between rows."""
+    ops = []
+    y = top
+    for code, description, qty, price in PARTS:
+        ops += [
+            text(PARTS_COLUMNS[0], y, code),
+            text(PARTS_COLUMNS[2], y, qty),
+            text(PARTS_COLUMNS[3], y, price),
+        ]
+        ops += [text(PARTS_COLUMNS[1], y - pitch * k, line) for k, line in enumerate(description)]
+        y -= pitch * len(description) + gap
+    return ops
+
+
+def joined(part: tuple[str, list[str], str, str]) -> list[str]:
+    code, description, qty, price = part
+    return [code, " ".join(description), qty, price]
+
+
+def test_description_wrapped_over_lines_stays_in_its_row(tmp_path: Path) -> None:
+    """Rows set apart by more white than a description's lines: every wrapped line, the last row's
+    too, joins its row, so each row's code, description and figures are one line of the output."""
+    ops = [*(text(72, 720 - 14 * i, line) for i, line in enumerate(PROSE)), *parts_table(660, 12, 7)]
+    ops.append(text(72, 420, "Prices are in euros and include the delivery to the site."))
+    output = pdf_text(write(tmp_path / "parts.pdf", ops))
+    rows = [cells(line) for line in output.splitlines() if line.startswith("|") and "---" not in line]
+    assert rows == [joined(part) for part in PARTS]
+    assert "Prices are in euros and include the delivery to the site." in output.splitlines()
+    assert any(line.startswith("The harbour board met") for line in output.splitlines())
+
+
+def test_description_wrapped_at_the_rows_pitch_stays_in_its_row(tmp_path: Path) -> None:
+    """No extra white between rows: a line that only the description fills, under a description line
+    too full for its next word, goes on that description. Rows of short names under a group's label
+    (their first cell empty) stay rows of their own."""
+    grid = [
+        ["Region", "Country", "Capital"],
+        ["Europe", "France", "Paris"],
+        ["", "Germany", "Berlin"],
+        ["", "Italy", "Rome"],
+        ["Asia", "Japan", "Tokyo"],
+        ["", "Nepal", "Kathmandu"],
+    ]
+    ops = parts_table(700, 12, 0)
+    ops.append(text(72, 520, "The capitals of the countries that the parts are shipped to are these."))
+    ops += [
+        text(x, 480 - 12 * i, cell)
+        for i, row in enumerate(grid)
+        for x, cell in zip([72, 160, 260], row, strict=True)
+        if cell
+    ]
+    output = pdf_text(write(tmp_path / "tight.pdf", ops))
+    rows = [cells(line) for line in output.splitlines() if line.startswith("|") and "---" not in line]
+    assert rows == [*(joined(part) for part in PARTS), *grid]
+
+
+def test_chart_axis_labels_beside_its_legend_are_no_table(tmp_path: Path) -> None:
+    """A line chart's text: the y axis's evenly stepped labels down the left, its legend's names set
+    beside the top ones, the x axis's years under it. No table comes of it; the labels stay text."""
+    ops = [text(60, 700 - 20 * i, f"{60 - 10 * i}") for i in range(7)]  # 60, 50, ... 0 every 20 points
+    ops += [text(110, 702 - 20 * i, name) for i, name in enumerate(["Exports", "Imports", "Balance"])]
+    ops += [text(100 + 60 * i, 560, str(2019 + i)) for i in range(5)]
+    output = pdf_text(write(tmp_path / "chart.pdf", ops))
+    assert not any(line.startswith("|") for line in output.splitlines())
+    for label in ("Exports", "Imports", "Balance", "2021"):
+        assert label in output
+
+
+def test_label_and_description_wrapped_together_stay_in_their_row(tmp_path: Path) -> None:
+    """A budget whose programme name and purpose both wrap onto a second line, the figure on the
+    first: the second line's two parts go on their cells of the row, the budget column left empty."""
+    grid = [
+        (["Programme"], ["Purpose"], "Budget"),
+        (["IT Dashboard"], ["Spending on the systems of", "Federal agencies, shown weekly"], "$1.06M"),
+        (
+            ["Federal Risk Authorization", "Management Program"],
+            ["Security reviews of the cloud", "Services that agencies buy"],
+            "$0.3M",
+        ),
+        (["Data.gov"], ["Open data of the government"], "$0.9M"),
+        (["Citizen Engagement Platform"], ["Tools for challenges and prizes"], "$0"),
+    ]
+    ops, y = [], 700
+    for name, purpose, budget in grid:
+        ops.append(text(400, y, budget))
+        ops += [text(72, y - 12 * k, part) for k, part in enumerate(name)]
+        ops += [text(235, y - 12 * k, part) for k, part in enumerate(purpose)]
+        y -= 12 * max(len(name), len(purpose))
+    output = pdf_text(write(tmp_path / "budget.pdf", ops))
+    rows = [cells(line) for line in output.splitlines() if line.startswith("|") and "---" not in line]
+    assert rows == [[" ".join(name), " ".join(purpose), budget] for name, purpose, budget in grid]

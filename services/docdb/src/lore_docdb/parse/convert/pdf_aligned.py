@@ -7,14 +7,20 @@ it); a row rebuilt from the geometry keeps them together.
 
 What is not a table stays text: prose (long cells), a page set in two columns (long cells in two
 columns), lists (a column of bullets or numbers beside text), contents pages (titles and page
-numbers parted by leaders) and numbered equations (a column of `(1)`)."""
+numbers parted by leaders), numbered equations (a column of `(1)`) and a chart's labels (an axis's
+evenly stepped figures beside its legend).
+
+A text cell wrapped over several lines beside a row's one line of figures (a description, a long
+name) goes on its row, so the row's cells stay on one line of the Markdown: its lines sit under the
+row's text, leave some of its columns empty, hold no figures, and are set closer than rows are set
+apart, or wrap (the line above was too full for their first word)."""
 
 from __future__ import annotations
 
 import re
 import statistics
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import pairwise
 from typing import Any, NamedTuple
 
@@ -31,6 +37,14 @@ SPANNING = 0.15  # share of a table's rows whose cells may cross a gutter (title
 MAX_CELL_WORDS = 5.0  # a table's filled cells hold this many words on average at most: more is prose
 LONG_CELL = 9  # words: a cell this long is a sentence
 MAX_LONG_SHARE = 0.25  # of a table's filled cells that may be that long
+WORD_SPACE = 0.25  # of a line's height: a space's width, as words are set
+WRAP_SLACK = 0.1  # of a line's height: room left at a column's right that a wrapped line may leave
+ROW_PAD = 0.25  # of a line's height: white that rows are set apart by beyond a wrapped cell's lines
+AXIS_SLACK = 0.1  # share of an axis's step in value that its labels may stray by
+AXIS_SPACING = 0.3  # share of an axis's step down the page that its lines may stray by (a line's box
+# takes in the legend's text beside a label)
+WRAP = "\n"  # joins a cell's wrapped lines in its text, so that its words a line can be told (a table's
+# Markdown puts the cell on one line)
 MAX_HEADER_LINES = 4  # lines of a header set over several lines, merged into one row
 STRADDLED = 0.75  # of the gutters under a line's cell that run through its words: a sentence, no header
 SPANNING_PROSE = 5  # words: a line at a table's top or foot with a cell this long across a gutter is text
@@ -175,8 +189,30 @@ def _close(upper: _Line, lower: _Line) -> bool:
     return lower.top - upper.top < ONE_ROW * max(upper.height, lower.height)
 
 
+def _wraps(line: _Line, above: list[_Line]) -> bool:
+    """Whether a line, and each line between it and the last line above of two cells or more, has
+    its cells start under a cell of that line, not its first, and end before the next one: a text
+    cell's words wrapped onto the lines under its row. The last of two cells is no such cell: that
+    is the other column of a page set in two."""
+    at = next((k for k in range(len(above) - 1, -1, -1) if len(above[k].cells) >= 2), None)
+    if at is None:
+        return False
+    row = above[at].cells
+    ends = [c.x0 for c in row[2:]] + ([float("inf")] if len(row) > 2 else [])
+    return all(
+        any(
+            abs(cell.x0 - a.x0) <= max(under.height, above[at].height) and cell.x1 < end
+            for a, end in zip(row[1:], ends, strict=False)
+        )
+        for under in [*above[at + 1 :], line]
+        for cell in under.cells
+    )
+
+
 def _blocks(lines: list[_Line]) -> list[list[_Line]]:
-    """Runs of lines close under each other, most of two cells or more: where a table may stand."""
+    """Runs of lines close under each other, most of two cells or more: where a table may stand. The
+    lines of a text cell wrapped under a row's later column stay in the run, however many, once it
+    has two rows (a title's lines wrapped under its text do not lead into a table under it)."""
     blocks: list[list[_Line]] = []
     current: list[_Line] = []
     lone = 0
@@ -184,9 +220,12 @@ def _blocks(lines: list[_Line]) -> list[list[_Line]]:
     for line in lines:
         near = current and line.top - current[-1].bottom <= ROW_GAP * max(line.height, current[-1].height)
         multi = len(line.cells) >= 2
-        if current and near and (multi or lone < MAX_LONE or _close(current[-1], line)):
+        wrapped = (
+            not multi and near and sum(len(a.cells) >= 2 for a in current) >= 2 and _wraps(line, current)
+        )
+        if current and near and (multi or wrapped or lone < MAX_LONE or _close(current[-1], line)):
             current.append(line)
-            lone = 0 if multi else lone + 1
+            lone = 0 if multi or wrapped else lone + 1
         else:
             blocks.append(current)
             current, lone = ([line], 0) if multi else ([], 0)
@@ -196,11 +235,23 @@ def _blocks(lines: list[_Line]) -> list[list[_Line]]:
     blocks.append(current)
     found = []
     for block in blocks:
-        while len(block) > 1 and len(block[-1].cells) < 2 and not _close(block[-2], block[-1]):
-            block = block[:-1]
+        block = _without_foot(block)
         if sum(len(line.cells) >= 2 for line in block) >= MIN_ROWS:
             found.append(block)
     return found
+
+
+def _without_foot(block: list[_Line]) -> list[_Line]:
+    """The block without the lines of one cell at its foot (text under the table, its caption), but
+    for a label's line set close under its row and the wrapped lines of a row's text cell."""
+    while (
+        len(block) > 1
+        and len(block[-1].cells) < 2
+        and not (len(block[-2].cells) >= 2 and _close(block[-2], block[-1]))
+        and not _wraps(block[-1], block[:-1])
+    ):
+        block = block[:-1]
+    return block
 
 
 def _gutters(block: list[_Line]) -> list[float]:
@@ -237,23 +288,116 @@ def _gutters(block: list[_Line]) -> list[float]:
 
 
 def _rows(block: list[_Line], cuts: list[float]) -> list[list[str]]:
-    """The block's rows of cells, one per line, or per run of lines set closer than lines of text."""
+    """The block's rows of cells, one per line, or per run of lines set closer than lines of text,
+    or per line and the lines under it that go on its text cells (`_goes_under`). A table whose
+    lines of text in a row's later columns more often start the row under them than end the row
+    over them sets its cells centred on their row: there, where a row's text ends and the next one's
+    starts is not told by its wrapping, and its lines stay rows of their own."""
+    placed = [
+        [
+            (sum((x0 + x1) / 2 >= cut for cut in cuts), x0, x1, text)
+            for cell in line.cells
+            for x0, x1, text in _pieces(cell, cuts)
+        ]
+        for line in block
+    ]
+    right: dict[int, float] = {}  # per column, where its widest line ends: the width its text wraps at
+    for column, _x0, x1, _text in (piece for pieces in placed for piece in pieces):
+        right[column] = max(right.get(column, x1), x1)
+    starts = [  # the white over each line that opens a row (a first column's cell)
+        line.top - above.bottom
+        for above, line, pieces in zip(block, block[1:], placed[1:], strict=False)
+        if any(column == 0 for column, *_ in pieces)
+    ]
+    leading = statistics.median(starts) if len(starts) >= MIN_ROWS - 1 else None
+    ways = [_wraps_on(k, placed, right, line.height) for k, line in enumerate(block)]
+    loose = [way for way, pieces in zip(ways, placed, strict=True) if pieces and all(c for c, *_ in pieces)]
+    centred = sum(down and not up for up, down in loose) > sum(up and not down for up, down in loose)
     rows: list[list[str]] = []
     full: list[bool] = []  # per row, whether a line of it has cells beyond the first column
-    for k, line in enumerate(block):
+    for k, (line, pieces) in enumerate(zip(block, placed, strict=True)):
         beyond = any(cell.x0 >= cuts[0] for cell in line.cells)
-        if k and _close(block[k - 1], line) and not (beyond and full[-1]):  # two rows of figures stay two
+        # lines closer than lines of text are one row, but two rows of figures stay two
+        close = k > 0 and _close(block[k - 1], line) and not (beyond and full[-1])
+        white = line.top - block[k - 1].bottom
+        wrapped = (
+            k > 0
+            and not close
+            and _goes_under(pieces, rows[-1], ways[k][0] and not centred, line.height, white, leading)
+        )
+        if close or wrapped:
             full[-1] = full[-1] or beyond
             row = rows[-1]
         else:
             row = [""] * (len(cuts) + 1)
             rows.append(row)
             full.append(beyond)
-        for cell in line.cells:
-            for x0, x1, text in _pieces(cell, cuts):
-                column = sum((x0 + x1) / 2 >= cut for cut in cuts)
-                row[column] = f"{row[column]} {text}".strip()
+        for column, _x0, _x1, text in pieces:
+            row[column] = f"{row[column]}{WRAP if wrapped else ' '}{text}".strip()
     return rows
+
+
+def _full(
+    above: tuple[float, float, str] | None, piece: tuple[float, float, str], right: float, height: float
+) -> bool:
+    """Whether a piece of a column's text (x0, x1, text) starts under the piece above, of two words
+    or more, that its first word would not have fitted after: as full as the column's widest line
+    (which ends at `right`) allows, so its text wrapped there."""
+    if above is None or len(above[2].split()) < 2 or abs(piece[0] - above[0]) > height:
+        return False
+    word = (piece[1] - piece[0]) * len(piece[2].split()[0]) / len(piece[2])
+    return above[1] + WORD_SPACE * height + word > right - WRAP_SLACK * height
+
+
+def _wraps_on(
+    k: int, placed: list[list[tuple[int, float, float, str]]], right: dict[int, float], height: float
+) -> tuple[bool, bool]:
+    """Whether each piece of line k wraps on the nearest piece over it in its column (`_full`), and
+    whether the line under it, if it opens a row (a first column's cell), wraps on line k in each."""
+
+    def over(column: int) -> tuple[float, float, str] | None:
+        return next(
+            ((x0, x1, t) for line in reversed(placed[:k]) for c, x0, x1, t in line if c == column), None
+        )
+
+    pieces = placed[k]
+    up = (
+        k > 0
+        and bool(pieces)
+        and all(_full(over(c), (x0, x1, t), right[c], height) for c, x0, x1, t in pieces)
+    )
+    under = placed[k + 1] if k + 1 < len(placed) else []
+    heads = {c: (x0, x1, t) for c, x0, x1, t in under} if any(c == 0 for c, *_ in under) else {}
+    down = bool(heads) and all(
+        c in heads and _full((x0, x1, t), heads[c], right[c], height) for c, x0, x1, t in pieces
+    )
+    return up, down
+
+
+def _goes_under(
+    pieces: list[tuple[int, float, float, str]],
+    row: list[str],
+    wraps: bool,
+    height: float,
+    white: float,
+    leading: float | None,
+) -> bool:
+    """Whether a line's text goes on the text cells of the row above (a description wrapped over
+    several lines beside one line of figures): no figures, text only under the row's text, in some
+    of its columns but not all, not in the first alone (a label's line, `joined_labels`); and the
+    line set closer under the row than rows are set apart, or its text wrapped from the row's
+    (`wraps`) within the white that parts rows."""
+    if not pieces or any(_numeric(text) for *_, text in pieces):
+        return False
+    if any(not row[column] or all(map(_numeric, row[column].split())) for column, *_ in pieces):
+        return False
+    filled = {column for column, *_ in pieces}
+    empty = {j for j, cell in enumerate(row) if cell and j not in filled}  # the row's columns left out
+    if filled == {0} or not empty:
+        return False
+    if leading is not None and white < leading - ROW_PAD * height:
+        return bool(empty - {0})
+    return wraps and (leading is None or white <= leading + ROW_PAD * height)
 
 
 def _straddles(cell: _Cell, cuts: list[float], least: int = 1) -> bool:
@@ -351,12 +495,7 @@ def _trimmed(block: list[_Line], cuts: list[float], page: list[_Line]) -> tuple[
                 changed = True
                 sides += 1
                 break
-    while (
-        len(block) > 1
-        and len(block[-1].cells) < 2
-        and not (len(block[-2].cells) >= 2 and _close(block[-2], block[-1]))
-    ):
-        block = block[:-1]  # text under the table (its caption), now that the text beside it is gone
+    block = _without_foot(block)  # text under the table (its caption), now that the text beside it is gone
     if len(block) < MIN_ROWS:
         return block, []
     if sides:
@@ -446,12 +585,14 @@ def _goes_on(above: list[str], row: list[str]) -> bool:
 
 
 def _is_table(rows: list[list[str]], block: list[_Line]) -> bool:
-    """Whether rows read from aligned text are a table, not prose, a list, contents or equations."""
+    """Whether rows read from aligned text are a table, not prose, a list, contents or equations.
+    A cell wrapped over several lines counts its words a line: a description's lines beside a row's
+    figures are no sentences across a page."""
     columns = len(rows[0])
     filled = [cell for row in rows for cell in row if cell]
     if columns < 2 or sum(sum(bool(c) for c in row) >= 2 for row in rows) < MIN_ROWS:
         return False
-    sizes = [_size(cell) for cell in filled]
+    sizes = [_size(cell) / (cell.count(WRAP) + 1) for cell in filled]
     if statistics.fmean(sizes) > MAX_CELL_WORDS or sum(s >= LONG_CELL for s in sizes) > MAX_LONG_SHARE * len(
         sizes
     ):
@@ -501,6 +642,62 @@ def _flowing(rows: list[list[str]]) -> float:
     return sum(c[0].islower() for c in below) / len(below) if below else 0.0
 
 
+def _tick(line: _Line, left: float, right: float) -> tuple[float, float] | None:
+    """Where down the page a line's one cell between left and right stands and the figure it reads."""
+    there = [c for c in line.cells if c.x0 < right and left < c.x1]
+    if len(there) != 1:
+        return None
+    text = there[0].text.strip().rstrip("%").lstrip("$€£").replace(",", "").replace("−", "-")
+    try:
+        return (line.top + line.bottom) / 2, float(text)
+    except ValueError:
+        return None
+
+
+def _lone_ticks(lines: Iterable[_Line], left: float, right: float) -> list[tuple[float, float]]:
+    """The figures of the run of lines, each of one cell between left and right, that these start with."""
+    found = []
+    for line in lines:
+        tick = _tick(line, left, right) if len(line.cells) == 1 else None
+        if tick is None:
+            break
+        found.append(tick)
+    return found
+
+
+def _axis(block: list[_Line], cuts: list[float], page: list[_Line]) -> bool:
+    """Whether a column of the block is a chart's axis: figures evenly stepped and evenly spaced down
+    the page, going on over or under the block in lines of their own (the labels of a chart's y axis
+    with its legend beside the top ones); a table's column of years or counts ends with the table."""
+    places = [(line.top, line.bottom) for line in page]  # the block's lines, maybe less text beside them
+    start = places.index((block[0].top, block[0].bottom))
+    end = places.index((block[-1].top, block[-1].bottom))
+    bounds = [-float("inf"), *cuts, float("inf")]
+    for low, high in pairwise(bounds):
+        spans = [(c.x0, c.x1) for line in block for c in line.cells if low <= (c.x0 + c.x1) / 2 < high]
+        if not spans:
+            continue
+        left, right = min(a for a, _ in spans), max(b for _, b in spans)
+        ticks = [t for line in block if (t := _tick(line, left, right))]
+        over = _lone_ticks(reversed(page[:start]), left, right)
+        under = _lone_ticks(page[end + 1 :], left, right)
+        ticks = [*reversed(over), *ticks, *under]
+        steps = [b[1] - a[1] for a, b in pairwise(ticks)]
+        pitches = [b[0] - a[0] for a, b in pairwise(ticks)]
+        if (
+            (over or under)
+            and len(ticks) >= MIN_ROWS
+            and steps[0] != 0
+            and all(abs(step - steps[0]) <= AXIS_SLACK * abs(steps[0]) for step in steps)
+            and all(
+                abs(p - statistics.fmean(pitches)) <= AXIS_SPACING * statistics.fmean(pitches)
+                for p in pitches
+            )
+        ):
+            return True
+    return False
+
+
 def aligned_tables(
     textpage: Any, raw: str, view: Callable[[float, float], tuple[float, float]] | None
 ) -> list[tuple[Box, str, int]]:
@@ -514,7 +711,7 @@ def aligned_tables(
         if not cuts or len(block) < MIN_ROWS:
             continue
         rows = _merged(_rows(block, cuts))
-        if not _is_table(rows, block):
+        if not _is_table(rows, block) or _axis(block, cuts, lines):
             continue
         box = (
             min(cell.x0 for line in block for cell in line.cells),
