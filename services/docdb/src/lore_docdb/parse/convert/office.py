@@ -103,23 +103,24 @@ MIN_ANCHOR = 3  # characters of a slide's first line by which it is found in the
 
 
 def _with_ppt_notes(markdown: str, data: bytes) -> str:
-    """A PowerPoint 97 presentation's speaker notes after their slide, as a PPTX's come: before the
-    paragraph where the next slide's first line is (the slides found in order), or at the end."""
+    """A PowerPoint 97 presentation with each of its paragraphs once and its speaker notes after
+    their slide, as a PPTX's come: before the paragraph where the next slide's first line is (the
+    slides found in order), or at the end. A file saved by incremental edits holds its slides once
+    per save and docling-rs read them all, one copy after another (a presentation 14 times over,
+    the first copy with its text boxes, the others their placeholders' text only): a paragraph an
+    earlier copy has is left out, so what is left of a later copy is the text an edit changed,
+    under its heading."""
     from lore_docdb.parse.convert.ppt97 import ppt_notes
 
-    slides = ppt_notes(data)
-    if not any(notes for _, notes in slides):
-        return markdown
+    slides, edits = ppt_notes(data)
     paragraphs = markdown.split("\n\n")
+    if edits > 1:
+        paragraphs = _without_repeats(paragraphs)
+    anchors = [first if len(first) >= MIN_ANCHOR else "" for first, _ in slides]
+    if not any(notes for _, notes in slides):
+        return "\n\n".join(paragraphs)
     said = {paragraph.strip() for paragraph in paragraphs}
-    starts: list[int | None] = []
-    at = 0
-    for first, _ in slides:
-        found = None
-        if len(first) >= MIN_ANCHOR:
-            found = next((i for i in range(at, len(paragraphs)) if first in paragraphs[i]), None)
-        starts.append(found)
-        at = at if found is None else found + 1
+    starts = _found_in_order(paragraphs, anchors, 0)
     before: dict[int, list[str]] = {}
     for n, (_, notes) in enumerate(slides):
         fresh = [line for line in notes if line not in said]
@@ -131,6 +132,42 @@ def _with_ppt_notes(markdown: str, data: bytes) -> str:
         out += before.get(n, [])
         out.append(paragraph)
     return "\n\n".join(p for p in out if p)
+
+
+def _without_repeats(paragraphs: list[str]) -> list[str]:
+    """The paragraphs less those said before; a heading said before only where a paragraph under it
+    is new."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    heading: str | None = None  # a repeated heading, kept once a new paragraph comes under it
+    for paragraph in paragraphs:
+        key = paragraph.strip()
+        repeated = key in seen
+        seen.add(key)
+        if _HEADING_LINE.match(key):
+            heading = key if repeated else None
+            if not repeated:
+                kept.append(paragraph)
+        elif not repeated:
+            if heading is not None:
+                kept.append(heading)
+                heading = None
+            kept.append(paragraph)
+    return kept
+
+
+def _found_in_order(paragraphs: list[str], anchors: list[str], start: int) -> list[int | None]:
+    """Where each slide's first line is, each after the one before; None where it is not found or
+    the slide has none."""
+    starts: list[int | None] = []
+    at = start
+    for anchor in anchors:
+        found = (
+            next((i for i in range(at, len(paragraphs)) if anchor in paragraphs[i]), None) if anchor else None
+        )
+        starts.append(found)
+        at = at if found is None else found + 1
+    return starts
 
 
 # a Word 97 file's streams as Word names them; the compound file compares names without case

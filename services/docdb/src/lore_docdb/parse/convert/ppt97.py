@@ -8,6 +8,7 @@ stream, the newest, is read. Whatever does not add up gives no notes; the slides
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 from lore_docdb.parse.convert.word97 import Compound
 
@@ -47,15 +48,23 @@ def _text(data: bytes, kind: int, start: int, end: int) -> str:
     return text.replace("\x0b", "\r")
 
 
-def ppt_notes(data: bytes) -> list[tuple[str, list[str]]]:
+class Slides(NamedTuple):
     """Per slide in order: its first line of text ('' when none) and its notes' paragraphs ([] when
-    it has none). [] for anything else or a file this cannot read."""
+    it has none); and how many times the file was saved by an incremental edit, each time with all
+    its slides again (a `Document` record each)."""
+
+    slides: list[tuple[str, list[str]]]
+    edits: int
+
+
+def ppt_notes(data: bytes) -> Slides:
+    """The slides' first lines and notes; no slides for anything else or a file this cannot read."""
     try:
         stream = Compound(data).stream("PowerPoint Document")
         top = _records(stream, 0, len(stream))
         documents = [r for r in top if r[0] == _DOCUMENT]
         if not documents:
-            return []
+            return Slides([], 0)
         slides: list[tuple[int, str]] = []  # slide id, first line
         for kind, instance, start, end in _records(stream, documents[-1][2], documents[-1][3]):
             if kind != _SLIDE_LIST or instance != 0:
@@ -80,6 +89,6 @@ def ppt_notes(data: bytes) -> list[tuple[str, list[str]]]:
                     said += [" ".join(p.split()) for p in _text(stream, atom, begin, finish).split("\r")]
             if slide is not None:
                 notes[slide] = [p for p in said if p]  # a later copy is a newer edit
-        return [(first, notes.get(slide, [])) for slide, first in slides]
+        return Slides([(first, notes.get(slide, [])) for slide, first in slides], len(documents))
     except (ValueError, KeyError, IndexError, struct.error, RecursionError):
-        return []
+        return Slides([], 0)
