@@ -382,3 +382,43 @@ def test_mistaken_names_are_said_in_words_with_the_names_meant(run: Any, tmp_pat
     removed = run("kb", "rm", unique("nosuch"), code=1, answer="y\n")
     assert "does not exist" in removed.stderr and "Delete knowledge base" not in removed.stdout
     assert as_json(run("kb", "rm", kb, "--yes", "--json"))["status"] == "deleting"
+
+
+def test_ingest_sends_a_file_over_the_servers_limit_in_chunks(tmp_path: Path) -> None:
+    """Trial F8: a file over docdb's limit for one request (`docdb.max_upload_size`) failed with
+    `cannot reach Lore at …: ` and an empty reason; the chunked upload has no limit."""
+    from lore_common.testing.processes import start_lore_up
+
+    limit = 1024 * 1024
+    small = start_lore_up(tmp_path / "stack", ROOT / "config", {"LORE__DOCDB__MAX_UPLOAD_SIZE": str(limit)})
+    try:
+        folder = tmp_path / "big"
+        (folder / "logs").mkdir(parents=True)
+        line = "The reactor log says the pressure held at {} bar.\n"
+        (folder / "logs" / "reactor.txt").write_text(line.format(7) * (2 * limit // len(line)))
+        (folder / "notes.md").write_text("Notes on the reactor.")
+        env = {"LORE_URL": small.url, "LORE_API_KEY": ""}
+
+        def ingest() -> Any:
+            args = ["ingest", str(folder), "--kb", "big", "--mode", "1", "--chunk-mib", "1", "--json"]
+            result = CliRunner().invoke(app, args, env=env)
+            assert result.exit_code == 0, f"{result.stdout}\n{result.stderr}"
+            return as_json(result)
+
+        first = ingest()
+        assert sorted((f["path"], f["status"]) for f in first["uploaded"]) == [
+            ("logs/reactor.txt", "added"),
+            ("notes.md", "added"),
+        ]
+        assert first["task"]["status"] == "completed"
+        (folder / "logs" / "reactor.txt").write_text(line.format(9) * (2 * limit // len(line)))
+        second = ingest()
+        assert [(f["path"], f["status"]) for f in second["uploaded"]] == [("logs/reactor.txt", "replaced")]
+        assert ingest()["uploaded"] == []
+        with Lore(small.url) as lore:
+            files = {f.path: f.size for f in lore.list_files("big")}
+            passages = " ".join(p.content for p in lore.retrieve("big", "reactor pressure").data)
+        assert files == {"logs/reactor.txt": (folder / "logs" / "reactor.txt").stat().st_size, "notes.md": 21}
+        assert "9 bar" in passages and "7 bar" not in passages
+    finally:
+        small.process.stop()

@@ -77,7 +77,8 @@ class Core:
         try:
             response = await self._http.request(method, url, params=_clean(params or {}), **kwargs)
         except httpx.TransportError as exc:
-            raise Unreachable(f"cannot reach Lore at {self.base_url}: {exc or type(exc).__name__}") from exc
+            reason = str(exc) or type(exc).__name__  # some (a write cut by the server) have no text
+            raise Unreachable(f"cannot reach Lore at {self.base_url}: {reason}") from exc
         if response.status_code >= 400 and response.status_code not in accept:
             raise _error(response)
         return response

