@@ -130,10 +130,17 @@ async def test_delete_dataset_removes_files_and_is_409_while_a_parse_is_active(
 
 
 async def test_simple_upload_size_limit_is_413(docdb_factory: object) -> None:
-    async with docdb_factory(LORE__DOCDB__MAX_UPLOAD_SIZE="1000") as client:  # type: ignore[operator]
+    """The 413 says the limit in MiB and the chunked upload, which has none (a trial's user read only
+    that the body was too large)."""
+    limit = 1024 * 1024
+    async with docdb_factory(LORE__DOCDB__MAX_UPLOAD_SIZE=str(limit)) as client:  # type: ignore[operator]
         await create(client)
-        r = await client.post(f"{DS}/reports/files", files={"files": ("big.bin", os.urandom(5000))})
+        big = os.urandom(limit + 1)
+        r = await client.post(f"{DS}/reports/files", files={"files": ("big.bin", big)})
         assert r.status_code == 413
+        assert "larger than 1 MiB" in r.json()["message"] and "upload/init" in r.json()["message"]
+        put = await client.put(f"{DS}/reports/files", params={"path": "big.bin"}, content=big)
+        assert put.status_code == 413 and "larger than 1 MiB" in put.json()["message"]
         assert (await client.get(f"{DS}/reports/files")).json()["files"] == []
 
 

@@ -14,9 +14,20 @@ from typing import IO
 from lore_core.errors import BadRequest
 from lore_docdb.datasets.errors import PayloadTooLarge
 
+MIB = 1024 * 1024
 COPY_BUFFER = 1024 * 1024
 STREAM_BUFFER = 1024 * 1024
 MAX_PIECES = 512  # below IOV_MAX (1024)
+
+
+def too_large(limit: int) -> PayloadTooLarge:
+    """The 413 of a file over the limit of one request: the limit, and the upload without one."""
+    shown = f"{limit // MIB} MiB" if limit >= MIB and limit % MIB == 0 else f"{limit:,} bytes"
+    return PayloadTooLarge(
+        f"the file is larger than {shown}, the most one request may send (docdb.max_upload_size); "
+        "send it in chunks, which have no size limit: POST …/datasets/{dataset}/upload/init, each "
+        "chunk, then …/complete (lore ingest and the client's upload() do so)"
+    )
 
 
 def copy_limited(source: IO[bytes], target: Path, limit: int) -> int:
@@ -25,9 +36,7 @@ def copy_limited(source: IO[bytes], target: Path, limit: int) -> int:
         while chunk := source.read(COPY_BUFFER):
             size += len(chunk)
             if size > limit:
-                raise PayloadTooLarge(
-                    f"file is larger than the simple-upload limit of {limit} bytes; use chunked upload"
-                )
+                raise too_large(limit)
             out.write(chunk)
         out.flush()
     return size
@@ -106,9 +115,7 @@ async def stream_hashed(stream: AsyncIterator[bytes], target: Path, limit: int) 
         async for chunk in stream:
             size += len(chunk)
             if size > limit:
-                raise PayloadTooLarge(
-                    f"file is larger than the limit of {limit} bytes (docdb.max_upload_size) for one request"
-                )
+                raise too_large(limit)
             digest.update(chunk)
             await writer.add(chunk)
         await writer.flush()
