@@ -11,6 +11,14 @@ Two ways: `--through api` uploads the passages to a real docdb (one file each, m
 retrieval-found condition); `--through skill` (default, seconds) hands the gold passage to the answer
 skill directly, which is the same condition without the parse.
 
+Abstention (`--sets abstain`). SciFact's test claims (`scifact/` in BEIR layout), each asked three
+times: of its gold abstract first among the four abstracts that share the most keywords with it (the
+passages a retrieval would bring), which should be answered and cite the gold one; of four abstracts
+drawn at random (a knowledge base that does not cover the question), where the answer should say that
+nothing answers; and of the four close abstracts alone (same topic, not the claim's evidence: reported,
+no goal, since words alone cannot tell them apart). Goals: answered with gold >= 0.90, abstained on
+unrelated passages >= 0.90.
+
 Entities. The offline extractor over CoNLL-2003 test (`conll2003/test.txt`, CoNLL column format):
 span precision and recall over PER, ORG and LOC. Goals: precision >= 0.70, recall >= 0.50.
 
@@ -26,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import tempfile
@@ -38,7 +47,8 @@ import httpx
 from bench_data import DATA as BENCH_DATA
 
 from lore_common.entities import entity_spans
-from lore_common.providers.offline import answer, is_whole_sentence
+from lore_common.providers.offline import NO_ANSWER, answer, is_whole_sentence
+from lore_common.text import keywords
 
 CITATION = re.compile(r"\s*\[(\d+)\]")
 Item = tuple[str, str, list[str]]  # passage id, question, gold answers
@@ -138,6 +148,44 @@ def through_api(name: str, corpus: Passages, items: list[Item]) -> dict[str, flo
         shutil.rmtree(work, ignore_errors=True)
 
 
+def abstention(limit: int) -> dict[str, float] | str:
+    folder = dataset("scifact")
+    if not (folder / "qrels" / "test.tsv").exists():
+        return f"no scifact/qrels/test.tsv in {BENCH_DATA}"
+    corpus = {
+        d["_id"]: f"{d.get('title', '')}. {d['text']}"
+        for d in map(json.loads, (folder / "corpus.jsonl").open(encoding="utf-8"))
+    }
+    claims = {q["_id"]: q["text"] for q in map(json.loads, (folder / "queries.jsonl").open(encoding="utf-8"))}
+    gold: dict[str, str] = {}
+    for line in (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        query, doc, _ = line.split("\t")
+        gold.setdefault(query, doc)
+    terms = {doc: set(keywords(text)) for doc, text in corpus.items()}
+    rng = random.Random(1)
+    ids = list(corpus)
+    answered = cited = abstained = unrelated = asked = 0
+    for query, doc in list(gold.items())[: limit or None]:
+        claim = claims[query]
+        wanted = set(keywords(claim))
+        others = sorted((d for d in corpus if d != doc), key=lambda d: -len(wanted & terms[d]))[:4]
+        with_gold = answer(claim, [corpus[doc], *(corpus[d] for d in others)])
+        without = answer(claim, [corpus[d] for d in others])
+        drawn = answer(claim, [corpus[d] for d in rng.sample(ids, 5) if d != doc][:4])
+        unrelated += drawn == NO_ANSWER
+        asked += 1
+        answered += with_gold != NO_ANSWER
+        cited += "[1]" in with_gold
+        abstained += without == NO_ANSWER
+    return {
+        "claims": asked,
+        "answered_with_gold": round(answered / max(1, asked), 4),
+        "gold_cited": round(cited / max(1, asked), 4),
+        "abstained_unrelated": round(unrelated / max(1, asked), 4),
+        "abstained_close_not_gold": round(abstained / max(1, asked), 4),
+    }
+
+
 def conll_sentences(path: Path) -> Iterator[tuple[list[str], list[tuple[int, int]]]]:
     """Sentences of a CoNLL-2003 file as tokens and their gold PER/ORG/LOC spans (IOB1 or IOB2)."""
     tokens: list[str] = []
@@ -183,7 +231,9 @@ def main() -> None:
     )
     parser.add_argument("--through", choices=("skill", "api"), default="skill")
     parser.add_argument("--limit", type=int, default=0, help="questions per set (0: all)")
-    parser.add_argument("--sets", default="zh,en,entities", help="which of zh, en, entities to run")
+    parser.add_argument(
+        "--sets", default="zh,en,abstain,entities", help="which of zh, en, abstain, entities to run"
+    )
     args = parser.parse_args()
     figures: dict[str, Any] = {"through": args.through}
     started = time.perf_counter()
@@ -208,6 +258,19 @@ def main() -> None:
             f"{language}: {got['questions']} answers, containment {got['containment']} (goal >= 0.70), "
             f"whole sentences {got['whole_sentences']} (goal >= 0.95)"
         )
+    if "abstain" in sets:
+        held = abstention(args.limit)
+        if isinstance(held, str):
+            figures["abstain_skipped"] = held
+            print(f"abstain: skipped ({held})")
+        else:
+            figures |= {f"abstain_{key}": value for key, value in held.items()}
+            print(
+                f"abstain: {held['claims']} claims, answered with the gold abstract "
+                f"{held['answered_with_gold']} (goal >= 0.90; cited {held['gold_cited']}), abstained "
+                f"on unrelated abstracts {held['abstained_unrelated']} (goal >= 0.90), on close abstracts "
+                f"without the gold one {held['abstained_close_not_gold']}"
+            )
     ner = entities(args.limit * 10) if "entities" in sets else "not asked for"
     if isinstance(ner, str):
         figures["entities_skipped"] = ner

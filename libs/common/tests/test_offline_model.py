@@ -131,6 +131,43 @@ async def test_answer_says_plainly_when_no_passage_answers() -> None:
     assert "[1]" not in reply and "no answer" in reply
 
 
+async def test_answer_abstains_when_the_passages_share_only_a_word_with_the_question() -> None:
+    """Passages about something else that happen to say "won" or "point" are no answer to a question
+    about the World Cup or nitrogen; one that holds the question's subject still is."""
+    guide = [
+        "Battles won by the chieftain made the clan feared across the valley.",
+        "I absolutely cannot wait to survey and explore Nigel's Point.",
+    ]
+    for question in ("Who won the 2018 FIFA World Cup?", "What is the boiling point of liquid nitrogen?"):
+        reply = await OfflineChat().complete(request("answer", question=question, passages=guide))
+        assert "[1]" not in reply and "[2]" not in reply and "no answer" in reply, (question, reply)
+    found = await OfflineChat().complete(
+        request(
+            "answer",
+            question="What is the boiling point of liquid nitrogen?",
+            passages=[*guide, "Liquid nitrogen boils at 77 K, its boiling point at sea level."],
+        )
+    )
+    assert found == "Liquid nitrogen boils at 77 K, its boiling point at sea level. [3]"
+
+
+async def test_answer_drops_the_passages_own_reference_marks() -> None:
+    """A paper's `[4]` quoted as it stands reads as this answer's citation of passage 4."""
+    passages = [
+        "Deep learning is used for layout detection [38, 22], table detection [26], and scene text "
+        "detection [4].",
+        "Unrelated text.",
+        "More unrelated text.",
+        "Still unrelated.",
+    ]
+    reply = await OfflineChat().complete(
+        request("answer", question="What is deep learning used for in table detection?", passages=passages)
+    )
+    assert reply == (
+        "Deep learning is used for layout detection, table detection, and scene text detection. [1]"
+    )
+
+
 async def test_answer_reads_a_table_row_with_its_header_before_a_title_line() -> None:
     """A row's number means nothing without its column: the answer names both; a title that shares
     the question's words ('Stanley Cups Since 67') comes after sentences, and a row matching only

@@ -105,6 +105,14 @@ async def test_query_mode_must_fit_the_kb_process_mode(docdb: Any) -> None:
     assert (await ask(docdb, "Who built the first compiler?", query_mode="rerank"))["code"] == 200
 
 
+async def test_an_offline_answer_that_abstains_cites_nothing(docdb: Any) -> None:
+    """A question the KB does not cover: the offline model says so, and lists no sources under it."""
+    await build_kb(docdb, mode=1)
+    answer = await ask(docdb, "Who won the 2018 FIFA World Cup in Moscow?")
+    assert answer["code"] == 200 and "no answer" in answer["response"], answer["response"]
+    assert answer["citations"] == [] and answer["data"]  # passages were retrieved, none is cited
+
+
 async def test_offline_naive_answer_cites_the_right_file(docdb_factory: Any) -> None:
     async with docdb_factory(**GRAPH) as client:
         await build_kb(client)

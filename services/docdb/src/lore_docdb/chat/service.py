@@ -16,6 +16,7 @@ import structlog
 
 from lore_common.answers import AnswerEvent, CitedAnswer, Failure, Grounding, Stage, cited_numbers, numbered
 from lore_common.providers.chat import ChatMessage, ChatModel, ChatRequest, ModelError, complete_structured
+from lore_common.providers.offline import ABSTENTIONS
 from lore_common.stores.objects import ObjectStore
 from lore_core.bounds import MAX_RESULTS
 from lore_core.errors import BadRequest, NotFound, store_outage
@@ -247,7 +248,10 @@ class ChatService:
         )
 
     async def citations(self, answer: str, hits: list[Hit]) -> list[Citation]:
-        """The passages the answer cites as [n]; every passage shown when it cites none."""
+        """The passages the answer cites as [n]; every passage shown when it cites none, except when the
+        offline model said that nothing answers (sources listed under that would read as its grounds)."""
+        if answer.strip() in ABSTENTIONS:
+            return []
         shown = hits[:ANSWER_PASSAGES]
         numbers = cited_numbers(answer, len(shown)) or list(range(1, len(shown) + 1))
         citations = []
