@@ -239,3 +239,42 @@ def test_a_truncated_ppt_gives_no_notes_rather_than_an_error(cut: int) -> None:
         ],
         3,  # saved three times by incremental edits
     )
+
+
+def _compound(streams: dict[str, bytes]) -> bytes:
+    """A minimal OLE2 compound file holding the streams (512-byte sectors, no mini stream)."""
+    import struct
+
+    end, free = 0xFFFFFFFE, 0xFFFFFFFF
+    fat = [0xFFFFFFFD, end]  # sector 0: the FAT, sector 1: the directory
+    entries = [("Root Entry", 5, end, 0)]
+    data = b""
+    for name, body in streams.items():
+        body += b"\0" * (-len(body) % 512)
+        first, count = len(fat), len(body) // 512
+        fat += [first + n + 1 for n in range(count - 1)] + [end]
+        entries.append((name, 2, first, len(streams[name])))
+        data += body
+    directory = b""
+    for name, kind, start, size in entries:
+        encoded = name.encode("utf-16-le") + b"\0\0"
+        directory += encoded.ljust(64, b"\0") + struct.pack("<HBB", len(encoded), kind, 1)
+        directory += struct.pack("<III", free, free, 1 if kind == 5 and len(entries) > 1 else free)
+        directory += b"\0" * 36 + struct.pack("<IIH", start, size, 0).ljust(12, b"\0")
+    header = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 16 + struct.pack("<HHHHH", 0x3E, 3, 0xFFFE, 9, 6)
+    header += b"\0" * 10 + struct.pack("<IIIIIIII", 1, 1, 0, 0, end, 0, end, 0)
+    header += struct.pack("<I", 0) + struct.pack("<I", free) * 108
+    fat_sector = struct.pack(f"<{len(fat)}I", *fat).ljust(512, b"\xff")
+    return header + fat_sector + directory.ljust(512, b"\0") + data
+
+
+def test_powerpoint95_text_is_read_from_its_text_content_stream() -> None:
+    from lore_docdb.parse.convert.ppt97 import ppt95_text
+
+    text = b"XML, HTML and All That\r\rWhat do they Mean?\r\rOverview\r\rThe birth of HTML\x0bWhy not\r"
+    data = _compound({"PowerPoint Document": b"\0" * 16, "Text_Content": text})
+
+    assert ppt95_text(data) == (
+        "XML, HTML and All That\n\nWhat do they Mean?\n\nOverview\n\nThe birth of HTML\n\nWhy not"
+    )
+    assert ppt95_text(data[:700]) == ""

@@ -82,6 +82,10 @@ def docling_markdown(path: Path, as_suffix: str | None = None) -> str:
         markdown = _with_word97_headers(markdown, path.read_bytes())
     elif path.suffix.lower() == ".ppt":
         markdown = _with_ppt_notes(markdown, path.read_bytes())
+        if not markdown.strip():
+            from lore_docdb.parse.convert.ppt97 import ppt95_text
+
+            markdown = ppt95_text(path.read_bytes())
     for marker, chunk in inserts.items():  # a Word file's chunks of HTML, RTF or text, in place
         markdown = markdown.replace(marker, chunk)
     return markdown
