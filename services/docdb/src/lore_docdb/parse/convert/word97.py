@@ -2,8 +2,9 @@
 file's header story: an OLE2 compound file's `WordDocument` and table streams, the text through the
 piece table, each section's stories by the header plex ([MS-DOC] 2.4.2, 2.5.1, 2.8.35, 2.9.73).
 
-Written here rather than with a library: the project has no OLE2 reader, and this needs little of one.
-Whatever does not add up (a fuzzed or truncated file) gives no headers; the body is docling-rs's."""
+Written here rather than with a library: the project has no OLE2 reader, and this needs little of one
+(`Compound`, which the Excel 97 and PowerPoint 97 readers use too). Whatever does not add up (a
+fuzzed or truncated file) gives no headers; the body is docling-rs's."""
 
 from __future__ import annotations
 
