@@ -399,3 +399,58 @@ def test_a_linked_graph_names_the_base_it_draws_in_its_dropdown(tab: Tab, stack:
     select = tab.page.locator("#graph-kb")
     assert select.evaluate("s => s.options[s.selectedIndex].textContent") == stack.kb
     assert select.input_value() == stack.kb
+
+
+def test_a_file_dropped_again_replaces_its_old_version_and_parse_reads_only_the_change(
+    tab: Tab, stack: Stack, tmp_path: Path
+) -> None:
+    """Trial F4: an updated file dropped again was stored beside the old one (menu.md, menu_1.md, both
+    answered from), and Parse refused to parse the change: the console had no incremental choice."""
+    name = unique("menu")
+    menu = tmp_path / "menu.md"
+    menu.write_text("On Fridays the cafeteria serves lutefisk and cloudberry cream.")
+    section = tab.open("knowledge")
+    section.locator("#new-dataset").fill(name)
+    section.get_by_role("button", name="Create").first.click()
+    section.get_by_role("heading", name=f"Files of {name}").wait_for()
+    section.locator("input[type=file]").set_input_files([str(menu)])
+    uploads = section.get_by_role("list", name="Uploads")
+    uploads.get_by_text("stored").wait_for()
+    section.locator("#new-kb").fill(name)
+    section.get_by_role("button", name="Create").nth(1).click()
+    section.get_by_role("heading", name=f"Parse into {name}").wait_for()
+    incremental = section.get_by_role("checkbox", name="incremental")
+    assert not incremental.is_checked()  # nothing parsed yet
+    section.locator("#parse-datasets").select_option([name])
+    section.get_by_role("button", name="Parse").click()
+    tasks = section.get_by_role("table", name="Parse tasks")
+    tasks.locator("tr", has_text=name).locator("td.status", has_text="completed").first.wait_for(
+        timeout=60_000
+    )
+    section.get_by_text(f"{name} (parsed)").wait_for()
+    assert incremental.is_checked()  # the KB has parsed the dataset: Parse reads only the changes
+
+    menu.write_text("On Fridays the cafeteria now serves tacos and churros.")
+    assert section.get_by_role("checkbox", name="replace files of the same name").is_checked()
+    section.locator("input[type=file]").set_input_files([str(menu)])
+    uploads.get_by_text("replaced").wait_for()
+    files = section.get_by_role("table", name="Files")
+    assert files.get_by_role("cell", name="menu.md", exact=True).count() == 1
+    assert files.get_by_role("cell", name="menu_1.md", exact=True).count() == 0
+    section.get_by_role("button", name="Parse").click()
+    done = tasks.locator("tr", has_text=name).locator("td.status", has_text="completed")
+    tab.page.wait_for_function(
+        "name => [...document.querySelectorAll('tr')].filter(r => r.innerText.includes(name)"
+        " && r.innerText.includes('completed')).length === 2",
+        arg=name,
+        timeout=60_000,
+    )
+    assert done.count() == 2
+    with Lore(stack.url) as lore:
+        assert [f.name for f in lore.list_files(name)] == ["menu.md"]
+        passages = " ".join(p.content for p in lore.retrieve(name, "cafeteria Fridays").data)
+    assert "tacos" in passages and "lutefisk" not in passages
+
+    section.get_by_role("checkbox", name="replace files of the same name").uncheck()
+    section.locator("input[type=file]").set_input_files([str(menu)])
+    uploads.get_by_text("stored as menu_1.md").wait_for()  # kept beside it, and said so

@@ -40,11 +40,11 @@ async function api(method, path, body, isForm) {
 }
 
 // An upload with progress: XHR is the browser API that reports upload progress.
-function send(method, path, body, onProgress) {
+function send(method, path, body, onProgress, type) {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open(method, API + path);
-    for (const [k, v] of Object.entries(headers())) xhr.setRequestHeader(k, v);
+    for (const [k, v] of Object.entries(headers(type ? { "content-type": type } : {}))) xhr.setRequestHeader(k, v);
     xhr.upload.onprogress = (e) => onProgress && onProgress(e.loaded);
     xhr.onload = () => {
       let data = null;
@@ -150,7 +150,12 @@ document.addEventListener("alpine:init", () => {
     kb: null,
     kbFiles: null, // the open KB's files as its parses left them: {total, files}
     settled: new Set(), // ids of the open KB's tasks seen ended, to load its files again when one ends
-    parseForm: { datasets: [], mode: 0, schema: "", force: false },
+    // Replace: a file dropped again replaces the dataset's file of its name (PUT ?path=); off, the
+    // contract's upload keeps both (menu.md, menu_1.md).
+    replace: true,
+    // incremental: parse only what changed since the KB's last parse of a dataset (on by default
+    // when the KB has parsed one of those chosen; without it such a parse is refused).
+    parseForm: { datasets: [], mode: 0, schema: "", force: false, incremental: false },
     tasks: [],
     timer: null,
     init() {
@@ -165,6 +170,9 @@ document.addEventListener("alpine:init", () => {
           const ended = this.tasks.filter((t) => t.metadata.kb_name === this.kb.name && ["completed", "failed", "cancelled"].includes(t.status));
           if (ended.some((t) => !this.settled.has(t.task_id))) {
             ended.forEach((t) => this.settled.add(t.task_id));
+            // its datasets' parsed flags changed: they set incremental's default
+            this.kb = await api("GET", `/docdb/files/knowledge-bases/${encodeURIComponent(this.kb.name)}`);
+            this.chosen();
             await this.loadKbFiles();
           }
         }
@@ -231,25 +239,34 @@ document.addEventListener("alpine:init", () => {
       await Promise.all(files.map(async (file) => {
         const row = Alpine.reactive({ id: Math.random().toString(36).slice(2), name: file.name, percent: 0, state: "sending" });
         this.uploads.unshift(row);
+        const progress = (n) => { row.percent = Math.round((100 * n) / Math.max(file.size, 1)); };
         try {
-          if (file.size <= CHUNK) {
+          let state = "stored";
+          if (file.size > CHUNK) {
+            state = await this.chunked(base, file, row);
+          } else if (this.replace) {
+            const put = await send("PUT", `${base}/files?path=${encodeURIComponent(file.name)}`, file, progress, "application/octet-stream");
+            state = { added: "stored", replaced: "replaced", unchanged: "unchanged (same content)" }[put.data.status] || put.data.status;
+          } else {
             const form = new FormData();
             form.append("files", file, file.name);
-            await send("POST", base + "/files", form, (n) => { row.percent = Math.round((100 * n) / Math.max(file.size, 1)); });
-          } else {
-            await this.chunked(base, file, row);
+            const stored = (await send("POST", base + "/files", form, progress)).files[0].filename;
+            if (stored !== file.name) state = "stored as " + stored;
           }
           row.percent = 100;
-          row.state = "stored";
+          row.state = state;
         } catch (error) {
           row.state = "failed: " + error.message;
         }
       }));
       await this.openDataset(this.dataset);
     },
+    // A large file in chunks; to replace, the file of its name is deleted once every chunk is in, so
+    // that complete stores the new one under that name. Returns the upload's state.
     async chunked(base, file, row) {
       const total = Math.ceil(file.size / CHUNK);
-      const init = await api("POST", base + "/upload/init", { filename: file.name, total_chunks: total, total_size: file.size });
+      const name = file.name.replace(/%/g, "%25"); // as docdb stores a path's name
+      const init = await api("POST", base + "/upload/init", { filename: name, total_chunks: total, total_size: file.size });
       const id = init.upload_id;
       const sent = new Array(total).fill(0);
       const queue = [...Array(total).keys()];
@@ -265,7 +282,10 @@ document.addEventListener("alpine:init", () => {
       };
       await Promise.all(Array.from({ length: Math.min(STREAMS, total) }, worker));
       row.state = "joining";
-      await api("POST", `${base}/upload/${id}/complete`);
+      const replacing = this.replace && this.files.some((f) => f.name === name);
+      if (replacing) await api("DELETE", `${base}/files/${encodeURIComponent(name)}`);
+      const stored = (await api("POST", `${base}/upload/${id}/complete`)).data.filename;
+      return replacing ? "replaced" : stored === name ? "stored" : "stored as " + stored;
     },
     createKb() {
       return attempt(async () => {
@@ -279,6 +299,7 @@ document.addEventListener("alpine:init", () => {
       return attempt(async () => {
         this.kb = await api("GET", `/docdb/files/knowledge-bases/${encodeURIComponent(name)}`);
         this.parseForm.datasets = this.dataset ? [this.dataset] : [];
+        this.chosen();
         this.settled = new Set(this.tasks.filter((t) => t.metadata.kb_name === name).map((t) => t.task_id));
         await this.loadKbFiles();
       });
@@ -288,9 +309,15 @@ document.addEventListener("alpine:init", () => {
       const page = await api("GET", `/docdb/files/knowledge-bases/${encodeURIComponent(this.kb.name)}/files?limit=500`);
       this.kbFiles = { total: page.total, files: page.files };
     },
+    // The datasets to parse changed: incremental is on when the KB has parsed one of them.
+    chosen() {
+      const parsed = new Set(this.kb ? this.kb.datasets.filter((d) => d.parsed).map((d) => d.name) : []);
+      this.parseForm.incremental = this.parseForm.datasets.some((d) => parsed.has(d));
+    },
     parse() {
       return attempt(async () => {
         const body = { datasets: this.parseForm.datasets, mode: Number(this.parseForm.mode), force: this.parseForm.force, schema_name: this.parseForm.schema || null };
+        if (this.parseForm.incremental) body.incremental = true; // only when set, as lore-client sends it
         const reply = await api("POST", `/docdb/files/knowledge-bases/${encodeURIComponent(this.kb.name)}/parse`, body);
         notify(reply.message);
         await this.poll();
