@@ -309,7 +309,7 @@ def test_ingest_during_a_running_parse_uploads_and_parses_the_change_after_it(
 
     monkeypatch.setattr(Lore, "parse", parse_while_one_runs)
     (folder / "menu.md").write_text("On Fridays the cafeteria now serves tacos.")
-    printed = run("ingest", str(folder), "--kb", kb, "--mode", "1").stdout
+    printed = run("ingest", str(folder), "--kb", kb).stdout  # the KB's mode, 1 (was 0: a 409)
     assert f"is running (task {started[0]})" in printed and "completed" in printed
     with Lore(stack.url) as lore:
         texts = " ".join(p.content for p in lore.retrieve(kb, "cafeteria Fridays").data)

@@ -56,7 +56,10 @@ def ingest(
         str | None,
         typer.Option("--dataset", "-d", help="Dataset (created if missing); default: the KB's name."),
     ] = None,
-    mode: Annotated[int, typer.Option(help="0: vectors + knowledge graph, 1: vectors only.")] = 0,
+    mode: Annotated[
+        int | None,
+        typer.Option(help="0: vectors + knowledge graph, 1: vectors only; default: the KB's, else 0."),
+    ] = None,
     schema: Annotated[str | None, typer.Option(help="Entity schema for the graph (mode 0).")] = None,
     delete: Annotated[
         bool, typer.Option("--delete", help="Delete the dataset's files that are not in the folders.")
@@ -122,6 +125,8 @@ def ingest(
                 deleted.append(path)
         if kb not in {k.name for k in lore.list_knowledge_bases()}:
             lore.create_knowledge_base(kb, embedding_model)
+        if mode is None:  # the KB's datasets share one mode: a KB parsed in mode 1 stays in it
+            mode = lore.get_knowledge_base(kb).process_mode or 0
         task: Task | None = None
         running: Task | None = None
         changed = any(u.status != "unchanged" for u in uploaded) or bool(deleted)
