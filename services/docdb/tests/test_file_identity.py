@@ -95,6 +95,14 @@ async def check_identity(client: AppClient) -> None:
         assert reply.headers["content-type"].startswith("text/plain")  # text, never a page
         assert reply.headers["x-content-type-options"] == "nosniff"
     assert body == b"# Guide"
+    # ... or by its path in the dataset, as citations give it (sent as it is, or encoded once).
+    by_path = await client.get(f"{DS}/vault/files/guide/README.md")
+    assert by_path.status_code in (200, 307) and by_path.headers.get("location", "") != reply.text
+    if by_path.status_code == 200:
+        assert by_path.content == b"# Guide"
+    await put(client, "vault", "tmp/draft.txt", b"draft")
+    assert (await client.delete(f"{DS}/vault/files/tmp%2Fdraft.txt")).status_code == 200
+    assert "tmp/draft.txt" not in await listing(client, "vault")
     assert (await client.get(f"{DS}/vault/files/{name}")).status_code == 404  # deleted above
     assert (await client.get(f"{DS}/vault/files/..%2F..%2Fetc%2Fpasswd")).status_code in (400, 404)
 

@@ -27,11 +27,19 @@ from lore_docdb.datasets.models import (
     PathRef,
     UploadResult,
 )
-from lore_docdb.datasets.paths import path_of
+from lore_docdb.datasets.paths import flatten, path_of
 from lore_docdb.datasets.service import DatasetService
 
 DATASETS = "/api/v1/docdb/files/raw-files/datasets"
 BINARY = Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY)
+
+
+def stored_name(given: str) -> str:
+    """The listed name a file route was given, or the name stored for a path in the dataset: citations
+    and `lore kb show` give paths (`docs/guide.md`), and a client that sends one encoded as
+    `docs%2Fguide.md` reaches the route decoded, with its slash."""
+    given = given.lstrip("/")
+    return flatten(given) if "/" in given else given
 
 
 @dataclass
@@ -130,13 +138,14 @@ class DatasetController(Controller):
         return UploadResult(message=f"{len(stored)} file(s) uploaded", dataset=dataset, files=stored)
 
     @get(
-        "/{dataset:str}/files/{filename:str}",
+        "/{dataset:str}/files/{filename:path}",
         summary="The file itself (by its listed name), to open a cited page: its bytes, or a redirect "
         "to a presigned URL on object storage",
     )
     async def download_file(
         self, datasets: NamedDependency[DatasetService], dataset: FromPath[str], filename: FromPath[str]
     ) -> File | Redirect:
+        filename = stored_name(filename)
         found = await datasets.source(dataset, filename)
         if isinstance(found, str):
             return Redirect(found, status_code=307)
@@ -150,10 +159,15 @@ class DatasetController(Controller):
             headers={"x-content-type-options": "nosniff", "content-security-policy": "sandbox"},
         )
 
-    @delete("/{dataset:str}/files/{filename:str}", status_code=200, summary="Delete one file")
+    @delete(
+        "/{dataset:str}/files/{filename:path}",
+        status_code=200,
+        summary="Delete one file, by its listed name or its path in the dataset (`docs/guide.md`)",
+    )
     async def delete_file(
         self, datasets: NamedDependency[DatasetService], dataset: FromPath[str], filename: FromPath[str]
     ) -> FileDeleted:
+        filename = stored_name(filename)
         await datasets.delete_file(dataset, filename)
         return FileDeleted(
             message=f"file {filename!r} deleted", data=FileRef(dataset=dataset, filename=filename)
