@@ -626,6 +626,16 @@ def test_a_file_of_the_wrong_kind_is_refused_before_parsing(tmp_path: Path) -> N
         assert sniff(path, 1 << 20) == f"looks binary (NUL bytes), not {suffix} text"
 
 
+def test_an_office_file_older_than_office_97_is_refused_as_such(tmp_path: Path) -> None:
+    """Excel 2-4 worksheets and Word 2 documents predate OLE2: "neither an OLE2 file nor a zip archive"
+    read as if the file were not Office at all."""
+    for name, head in (("sales.xls", b"\x09\x04\x06\x00"), ("letter.doc", b"\xdb\xa5\x2d\x00")):
+        path = tmp_path / name
+        path.write_bytes(head + b"\x00" * 512)
+        reason = sniff(path, 1 << 20)
+        assert reason is not None and "older than Office 97" in reason, reason
+
+
 def test_a_password_protected_office_file_is_refused_as_such() -> None:
     """Office wraps a document saved with a password in an OLE2 file: 'not a zip archive' told the user
     nothing they could act on."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lore_common.workers import Inbox, Reply, Worker, serve
-from lore_docdb.parse.convert.common import utf16_without_bom
+from lore_docdb.parse.convert.common import ENCRYPTED, utf16_without_bom
 from lore_docdb.parse.convert.pdf import NeedsOCR
 from lore_docdb.parse.extract import (
     EXTRACTORS,
@@ -42,6 +42,8 @@ IMAGE_MAGIC = {
     ".webp": (b"RIFF",),
 }
 TEXT_TYPES = {s for s in EXTRACTORS if s not in (".pdf", *ZIP_TYPES, *OLE_TYPES, *IMAGE_MAGIC)}
+# The first bytes of Excel 2, 3 and 4 worksheets and of Word 2 documents (before OLE2 containers).
+PRE_OFFICE_97 = (b"\x09\x00", b"\x09\x02", b"\x09\x04", b"\xdb\xa5", b"\x31\xbe")
 NEEDS_OCR = "\x00needs-ocr"  # the child's answer when a PDF page is a scan and it has no OCR engine
 
 
@@ -58,9 +60,11 @@ def sniff(path: Path, max_bytes: int) -> str | None:
         return "is not a PDF (no %PDF- header)"
     if suffix in ZIP_TYPES and not head.startswith(b"PK\x03\x04"):
         if head.startswith(OLE_MAGIC) and _encrypted_package(path):
-            return "is password-protected (encrypted); save it without a password to parse it"
+            return ENCRYPTED
         return f"is not a {suffix} document (not a zip archive)"
     if suffix in OLE_TYPES and not head.startswith((OLE_MAGIC, b"PK\x03\x04")) and not _office_xml(head):
+        if head.startswith(PRE_OFFICE_97):
+            return f"is a {suffix} file older than Office 97; save it in a newer format to parse it"
         # A .docx saved under .doc (or .pptx under .ppt) is common: the converters read it by content.
         return f"is not an Office {suffix} file (neither an OLE2 file nor a zip archive)"
     if suffix in IMAGE_MAGIC and not head.startswith(IMAGE_MAGIC[suffix]):
@@ -202,6 +206,10 @@ def _handle(inbox: Inbox, max_bytes: int) -> list[Reply]:
         result = (False, f"{path.name}: the file was removed while the parse ran")
     except OSError as exc:  # its text names the server's path: the reason says what happened only
         result = (False, f"{path.name}: could not be read ({exc.strerror or type(exc).__name__})")
+    except BaseException as exc:  # a native library's panic (pyo3's PanicException is no Exception)
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        result = (False, f"{path.name}: the parser gave up on it ({type(exc).__name__})")
     return [(int(request[0]), True, result)]
 
 
