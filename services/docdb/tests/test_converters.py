@@ -641,6 +641,10 @@ def test_a_password_protected_office_file_is_refused_as_such() -> None:
     nothing they could act on."""
     reason = sniff(DATA / "encrypted.xlsx", 1 << 20)
     assert reason == "is password-protected (encrypted); save it without a password to parse it"
+    # A PDF opened only with a password says the same, not pdfium's "Incorrect password error".
+    with pytest.raises(ExtractionError) as refused:
+        extract_text(DATA / "encrypted.pdf")
+    assert str(refused.value) == f"encrypted.pdf: {reason}"
 
 
 def test_a_truncated_image_is_refused_with_a_reason(tmp_path: Path) -> None:

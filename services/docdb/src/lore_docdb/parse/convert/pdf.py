@@ -15,7 +15,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from lore_docdb.parse.convert.common import PAGE_BREAK, md_table
+from lore_docdb.parse.convert.common import ENCRYPTED, PAGE_BREAK, md_table, refused
 
 
 class NeedsOCR(Exception):
@@ -1092,7 +1092,12 @@ def pdf_pages(path: Path) -> list[str]:
     """Each page's body text, in pdfium's order, tables in place, without the page furniture."""
     import pypdfium2 as pdfium
 
-    document = pdfium.PdfDocument(str(path))
+    try:
+        document = pdfium.PdfDocument(str(path))
+    except pdfium.PdfiumError as exc:
+        if "password" in str(exc).lower():  # pdfium says "Incorrect password error"
+            raise refused(path, ENCRYPTED) from exc
+        raise
     try:
         pages: list[list[str]] = []
         styles: list[list[_Style]] = []
