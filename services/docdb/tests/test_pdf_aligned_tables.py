@@ -294,3 +294,27 @@ def test_label_and_description_wrapped_together_stay_in_their_row(tmp_path: Path
     output = pdf_text(write(tmp_path / "budget.pdf", ops))
     rows = [cells(line) for line in output.splitlines() if line.startswith("|") and "---" not in line]
     assert rows == [[" ".join(name), " ".join(purpose), budget] for name, purpose, budget in grid]
+
+
+def test_last_row_with_a_label_longer_than_the_others_stays_in_the_table(tmp_path: Path) -> None:
+    """The table's last label runs further right than the others, into the white before the figures
+    (where the gutter between the columns falls): with its figures beside it, it is the table's last
+    row, not a sentence under the table."""
+    grid = [
+        ["Process", "Items", "Percent"],
+        ["Total items", "135", "100"],
+        ["Literary experience", "72", "53"],
+        ["Acquire and use information", "63", "47"],
+        ["Focus on stated information", "33", "24"],
+        ["Make inferences", "46", "34"],
+        ["Interpret ideas", "38", "28"],
+        ["Examine and evaluate content and language", "18", "13"],
+    ]
+    ops = [
+        text(x, 700 - 14 * i, cell)
+        for i, row in enumerate(grid)
+        for x, cell in zip([72, 300, 360], row, strict=True)
+    ]
+    output = pdf_text(write(tmp_path / "labels.pdf", ops))
+    rows = [cells(line) for line in output.splitlines() if line.startswith("|") and "---" not in line]
+    assert rows == grid

@@ -442,8 +442,9 @@ def _trimmed(block: list[_Line], cuts: list[float], page: list[_Line]) -> tuple[
 
     body = statistics.median(line.height for line in block)
 
-    def text_line(line: _Line) -> bool:
-        return (
+    def text_line(line: _Line) -> bool:  # a row's figures beside a long label make it no text line
+        figures = sum(_numeric(cell.text) for cell in line.cells[1:])
+        return (figures < 2 or figures * 2 < len(line.cells) - 1) and (
             line.height > TITLE_SIZE * body
             or bool(_CAPTION.match(line.cells[0].text))
             or any(_size(cell.text) >= SPANNING_PROSE and _straddles(cell, cuts) for cell in line.cells)
