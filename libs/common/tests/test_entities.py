@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 from lore_common.entities import entity_spans, extract_entities
 
 MAN_PAGE = """NAME
@@ -79,3 +81,102 @@ def test_an_e_mails_header_labels_and_date_parts_are_not_entities_and_st_stays_i
     names = {e["name"] for e in extract_entities(mail)["entities"]}
     assert not names & {"Date", "Subject", "From", "Fri", "Dec", "St", "Moritz"}, names
     assert {"St Moritz", "Davos", "Jan Smith", "Sun Microsystems"} <= names
+
+
+def _names(text: str) -> set[str]:
+    return {e["name"] for e in extract_entities(text)["entities"]}
+
+
+def test_words_capitalised_only_because_they_open_a_sentence_or_an_item_are_not_names() -> None:
+    """A user's graph held "His", "Usually", "Here's", "Current", "New", "Existing" and "Across"."""
+    text = (
+        "His guide is short. Usually the party rests in Ferelden. Here's the plan for Alistair. "
+        "Current releases ship monthly. New users read the manual. Existing Customers keep their plans. "
+        "Across the valley lies Redcliffe Castle.\n\n"
+        "1. Usually the guide is right.\n2. Security matters.\n- Approximately 3 dogs came.\n\n"
+        "Note: Business goes on. New York is large. Grace Hopper wrote COBOL."
+    )
+    names = _names(text)
+    noise = {"His", "Usually", "Here's", "Here", "Current", "New", "Existing", "Existing Customers", "Across"}
+    noise |= {"Customers", "Security", "Approximately", "Approximately 3", "Business"}
+    assert not names & noise, names & noise
+    assert {"Ferelden", "Alistair", "Redcliffe Castle", "New York", "Grace Hopper", "COBOL"} <= names
+
+
+def test_quoted_speech_legal_capitals_and_common_words_in_capitals_are_not_names() -> None:
+    text = (
+        'Morrigan said, "You\'ve got some good sweepers on your side." She read "By the Fireside," twice.\n\n'
+        'THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED. '
+        'This Agreement binds Acme Corp (the "Company"). The Company pays the Company\'s staff.'
+    )
+    names = _names(text)
+    assert not any(n.endswith((".", ",")) or len(n.split()) > 5 for n in names), names
+    assert not names & {"EXPRESS OR IMPLIED", "AS IS", "Company", "Company's", "EXPRESS", "IMPLIED"}, names
+    assert {"Morrigan", "By the Fireside", "Acme Corp"} <= names, names
+
+
+def test_numbers_and_section_numbers_are_not_glued_to_names() -> None:
+    """ "Switzerland 300", an affiliation's "Lee 4" and "F.4" were entities; a version stays a name's."""
+    text = (
+        "The train crossed Switzerland 300 km from Geneva. Benjamin Charles Germain Lee 4 wrote it. "
+        "See section F.4 and Sections 2 and 3. Apollo 11 landed with Python 3.12 aboard."
+    )
+    names = _names(text)
+    assert not names & {"Switzerland 300", "Benjamin Charles Germain Lee 4", "F.4", "F", "Sections 2"}, names
+    assert {"Switzerland", "Benjamin Charles Germain Lee", "Apollo 11", "Python 3.12"} <= names, names
+
+
+def test_code_identifiers_stay_whole_and_are_identifiers() -> None:
+    """VERIFY_GROUP_FOR_USER was read as GROUP, USER and VERIFY, related to each other."""
+    graph = extract_entities(
+        "The job calls VERIFY_GROUP_FOR_USER, writes TAX_ID to QIBM_DB_SECADM and imports os.path.join. "
+        "Mail admin@Example.ORG or see https://IBM.com/SQL_ADM for more."
+    )
+    kinds = {e["name"]: e["kind"] for e in graph["entities"]}
+    assert {"VERIFY_GROUP_FOR_USER", "TAX_ID", "QIBM_DB_SECADM", "os.path.join"} <= set(kinds), kinds
+    assert {kinds[n] for n in ("VERIFY_GROUP_FOR_USER", "TAX_ID", "os.path.join")} == {"identifier"}
+    assert not set(kinds) & {"GROUP", "USER", "VERIFY", "ID", "TAX", "DB", "QIBM", "SECADM", "ORG", "IBM"}
+    related = {n for r in graph["relations"] for n in (r["source"], r["target"])}
+    assert related <= set(kinds)
+
+
+def test_a_signature_block_gives_a_name_per_line() -> None:
+    mail = "Thanks for the data.\n\nRegards,\nMallori Harrell\nUnstructured Technologies\nData Scientist\n"
+    names = _names(mail)
+    assert {"Mallori Harrell", "Unstructured Technologies"} <= names, names
+    assert not any("Harrell Unstructured" in n or "Data Scientist" in n for n in names), names
+
+
+def test_kinds_come_from_clear_cues_and_a_name_without_one_is_a_physical_entity() -> None:
+    """Washington was a physical entity and Oslo a concept: one place, two types, by chance."""
+    text = (
+        "Ingrid Solberg flew from Oslo to Washington and on to Interlaken Central Station. "
+        "Acme Inc filed XBRL data."
+    )
+    found = {e["name"]: e for e in extract_entities(text)["entities"]}
+    assert {found[n]["type"] for n in ("Oslo", "Washington", "Ingrid Solberg", "XBRL")} == {"客观实体"}
+    assert (
+        found["Interlaken Central Station"]["kind"] == "place" and found["Acme Inc"]["kind"] == "organisation"
+    )
+    assert found["XBRL"]["kind"] == "name" and found["Oslo"]["kind"] == "name"
+
+
+def test_contents_lines_relate_nothing_and_describe_nothing() -> None:
+    """Table-of-contents lines ("61 Dogs in Ferelden …") were relations' and entities' descriptions."""
+    text = (
+        "Contents\n\n1 Dogs in Ferelden and Orzammar .......... 61\n2.3 Alistair and Morrigan 64\n\n"
+        "Alistair met Morrigan in Ferelden."
+    )
+    graph = extract_entities(text)
+    assert all("...." not in r["description"] for r in graph["relations"]), graph["relations"]
+    pairs = {frozenset((r["source"], r["target"])) for r in graph["relations"]}
+    assert frozenset(("Ferelden", "Orzammar")) not in pairs
+    described = {e["name"]: e["description"] for e in graph["entities"]}
+    assert described["Ferelden"] == described["Alistair"] == "Alistair met Morrigan in Ferelden."
+
+
+def test_the_readme_people_example_stays_clean() -> None:
+    folder = Path(__file__).resolve().parents[3] / "examples" / "people"
+    names = set().union(*(_names(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.md"))))
+    expected = {"Marie Curie", "Pierre Curie", "University of Paris", "Nobel Prize", "Grace Hopper"}
+    assert names == expected | {"United States Navy", "A-0", "COBOL"}, names

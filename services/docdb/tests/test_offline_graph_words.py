@@ -40,3 +40,41 @@ async def test_the_graph_and_overview_name_no_stop_words_or_word_pieces(docdb_fa
     assert not names & NEVER and not top & NEVER, (names & NEVER, top & NEVER)
     assert {"Linus Torvalds", "Grace Hopper", "Free Software Foundation"} <= names, names
     assert not any(name.endswith("-") for name in names | top), names | top
+
+
+GUIDE = b"""Contents
+
+1 Dogs in Ferelden and Orzammar .......... 61
+2 Alistair and Morrigan .......... 64
+
+His dog is loyal. Usually the party rests in Ferelden. Here's the plan: Alistair meets Morrigan.
+Existing Customers keep their saves. Across the valley lies Redcliffe Castle.
+Morrigan said, "You've got some good sweepers on your side."
+
+The save job calls VERIFY_GROUP_FOR_USER and writes TAX_ID to QIBM_DB_SECADM.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED.
+"""
+
+GUIDE_NEVER = {"His", "Usually", "Here's", "Existing", "Existing Customers", "Across", "EXPRESS OR IMPLIED"}
+GUIDE_NEVER |= {"GROUP", "USER", "VERIFY", "ID", "TAX", "DB", "QIBM", "SECADM", "AS IS"}
+
+
+async def test_a_game_guides_graph_names_things_keeps_identifiers_whole_and_skips_its_contents(
+    docdb_factory: Any,
+) -> None:
+    """The trial's F10: openers, quoted speech, licence capitals and split identifiers filled the graph, and
+    contents lines described its relations."""
+    async with docdb_factory(LORE__DOCDB__GRAPH_STORE__ENABLED="true") as client:
+        await upload(client, "guide", {"guide.txt": GUIDE})
+        await client.post(KB, json={"name": "guide"})
+        [task_id] = await parse(client, "guide", ["guide"])
+        assert (await wait_task(client, task_id))["status"] == "completed"
+        graph = (await client.get(f"{KB}/guide/graph")).json()
+    names = {node["name"] for node in graph["nodes"]}
+    assert not names & GUIDE_NEVER, names & GUIDE_NEVER
+    assert not any(name.endswith((".", ",")) or len(name.split()) > 5 for name in names), names
+    assert {"Ferelden", "Alistair", "Morrigan", "Redcliffe Castle", "VERIFY_GROUP_FOR_USER"} <= names, names
+    assert {"TAX_ID", "QIBM_DB_SECADM"} <= names, names
+    descriptions = [edge["description"] for edge in graph["edges"]]
+    assert descriptions and not any("...." in d for d in descriptions), descriptions

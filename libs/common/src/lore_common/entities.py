@@ -1,33 +1,44 @@
 """The offline model's entity and relation extractor: deterministic, no weights, English and Chinese.
 
 English: runs of capitalised words (with `of`, `de`, `von`, `the`, `&` inside), acronyms, CamelCase and
-versioned product names, quoted titles and dates. What is not an entity is stopped by lists, not by
-luck: sentence-initial words that the text never capitalises elsewhere ("Returns", "See", "However"),
-RFC 2119 keywords ("MUST", "MAY NOT"), man-page and document section words ("SYNOPSIS", "Note"),
-licence boilerplate ("Cover Texts", "Invariant Sections") and pieces of words a typesetter hyphenated
-across lines ("Docu-"), which are mended before anything is read. Each entity gets a kind (person,
-organisation, place, product, date, event, title, term) from cues in the name and around it: a title or
-given name, an organisation or place word, a verb of speech, a year.
+versioned product names, quoted titles, dates, and code identifiers kept whole (CONSTANT_CASE,
+snake_case, dotted paths). What is not an entity is stopped by general rules, not by luck: a word that
+grammar capitalises (a sentence's, a list item's or a colon's first word) names something only when the
+text capitalises it inside a sentence too, and never when it is a pronoun, an adverb or a common English
+word (english_words.txt, SCOWL) at the head of common words ("His", "Usually", "Existing Customers"); a
+common word alone in capitals is a name only when the text capitalises it twice and never writes it in
+lower case; quoted speech is no title; a number goes with a product's name, not a place's or a person's
+("Switzerland 300", "Lee 4"); section numbers, citation keys, TeX, URLs and e-mail addresses are read for
+no names; short lines (a signature's, an address's) are units of their own. Stop lists remain for RFC
+2119 keywords, man-page section words, licence boilerplate and word pieces a typesetter hyphenated.
+Each entity gets a kind from clear cues only (a title or given name, an organisation's or place's word, a
+known place, a verb of speech, a product's number); a name without one is a "name", a physical entity on
+the wire, so that one name keeps one type.
 
 Chinese: jieba's part-of-speech tags for person (nr), place (ns), organisation (nt) and other proper
 nouns (nz), and 《titles》.
 
 Relations: two entities in one sentence, weighted by how many sentences they share, described by the
-first such sentence (the evidence a person can read).
-"""
+first such sentence (the evidence a person can read); a contents line relates nothing and describes an
+entity only until a sentence does."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any, Literal
 
 from lore_common.text import STOPWORDS, has_cjk, jieba, repair_hyphenation, sentences
 from lore_core.labels import ABSTRACT, DOCUMENT, EVENT, OBJECTIVE, TYPE_LABELS, type_label
 
-EntityKind = Literal["person", "organisation", "place", "product", "date", "event", "title", "term"]
+# "name": a proper name with no cue to what it names; "term" is kept for callers that filter on it.
+EntityKind = Literal[
+    "person", "organisation", "place", "product", "identifier", "name", "date", "event", "title", "term"
+]
 
 # The contract's four entity types go on the wire as they are; people read their labels (lore_core.labels).
 TYPE_OF_KIND: dict[str, str] = {
@@ -35,6 +46,8 @@ TYPE_OF_KIND: dict[str, str] = {
     "organisation": OBJECTIVE,
     "place": OBJECTIVE,
     "product": OBJECTIVE,
+    "identifier": OBJECTIVE,
+    "name": OBJECTIVE,
     "date": EVENT,
     "event": EVENT,
     "title": DOCUMENT,
@@ -58,7 +71,7 @@ _NOT_NAMES = frozenset(
     monday tuesday wednesday thursday friday saturday sunday
     let lets do does did done is are was were be been being has have had will would can could might
     must shall should may ok okay hi hello dear sincerely regards one two three four five six seven
-    eight nine ten""".split()
+    eight nine ten fig figs eq eqs ref refs tab sec vol pp""".split()
 )
 _BOILERPLATE = frozenset(
     """cover texts|front-cover texts|back-cover texts|invariant sections|document|modified version|
@@ -107,7 +120,8 @@ _ORG_WORDS = frozenset(
 )
 _PLACE_WORDS = frozenset(
     """city county state province river lake mountain mountains island islands sea ocean valley bay
-    street road avenue kingdom republic region district peninsula desert coast""".split()
+    street road avenue kingdom republic region district peninsula desert coast station airport park
+    square bridge castle harbour harbor port canyon falls states""".split()
 )
 _PLACES = frozenset(
     """france germany italy spain portugal england scotland wales ireland britain china japan india
@@ -128,7 +142,7 @@ _DEMONYMS = frozenset(
 _DEMONYM_ENDINGS = re.compile(r"^[A-Z][a-z]{3,}(?:ese|ish|ian|ean|iot)s?$")
 _EVENT_WORDS = re.compile(
     r"\b(war|battle|summit|election|conference|festival|olympics|revolution|crisis|treaty|cup|"
-    r"championships?|trophy|tournament|series|games|grand prix)\b",
+    r"championships?|trophy|tournament|olympic games|grand prix)\b",
     re.I,
 )
 _SPEECH = re.compile(r"^\s*,?\s*(said|says|told|wrote|argued|added|explained|was born|died)\b")
@@ -155,8 +169,48 @@ _PRODUCT_AFTER = re.compile(
 )
 _YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 _QUOTED = re.compile(r"[\"“《「]([^\"”》」\n]{2,60})[\"”》」]")
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9'’.\-]*[A-Za-z0-9]|[A-Za-z]|&|\d+(?:\.\d+)*")
+_TOKEN = re.compile(r"[^\W\d_][\w'’.\-]*[^\W_]|[^\W\d_]|&|\d+(?:\.\d+)*")
 _CAMEL = re.compile(r"^[a-z]+[A-Z]|[A-Za-z]+\d|^[A-Z]{2,}[a-z]")
+# A token that is a section or citation number, an exponent or a bibliography code, never a name's
+# word: "F.4", "A.1.2", "E-05", "ApJ...236..351D", "MNRAS.389.1179L".
+_CODE_TOKEN = re.compile(r"\.\.|\.\d|--|\.-|\d{5,}|^[Ee][-+]\d+$|^(?=[a-f]*\d)[0-9a-f]{8,}$")
+# A reference list's author with their initials glued on ("BarthG", "CapperJL,"): two make a list.
+_AUTHOR_INITIALS = re.compile(r"\b([A-Z][a-z]+)[A-Z]{1,3}\b(?=,| et al)")
+# Code identifiers kept whole: CONSTANT_CASE and snake_case (an underscore inside), dotted paths of three
+# or more parts ("os.path.join"). URLs and e-mail addresses are read for none of their parts.
+_IDENTIFIER = re.compile(
+    r"(?<![\w.@/-])(?:[A-Za-z][A-Za-z0-9]+(?:[._][A-Za-z0-9]{2,})*_[A-Za-z0-9]{2,}(?:[._][A-Za-z0-9]{2,})*"
+    r"|[a-z_][a-z0-9_]+(?:\.[a-z_][A-Za-z0-9_]+){2,})(?![\w@/-]|\.\w)"
+)
+_ADDRESS = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# Read for no names: bracketed keys with no space, a citation's or a footnote's ("[GompfS]",
+# "[a2019, b2020]"), TeX's commands ("\Gamma") and inline math ("$A_{\tt SL}$").
+_CITATION = re.compile(
+    r"\[[^\]\s]{1,60}(?:,\s?[^\]\s]{1,60})*\](?!\()|\\[A-Za-z]+|\$(?![\d\s])[^$\n]{1,200}?(?<!\s)\$"
+)
+# A contraction ("You've", "Here's", "Don't") is a pronoun or an adverb with a verb, never a name.
+_CONTRACTION = re.compile(r"(?:['’](?:ve|re|ll|d|m)|n['’]t)$", re.I)
+_CLOSED_CLASS = frozenset(
+    """i me my mine you your yours he him his she her hers it its we us our ours they them their theirs
+    this that these those who whom whose which what here there across along among amongst around behind
+    beside besides beyond despite inside near onto outside past per plus through throughout toward
+    towards underneath unlike upon versus via within without against above below""".split()
+)
+# Endings of adjectives and participles ("Federal", "Active", "Supplementary", "Adjusted"): alone, such
+# a word in capitals names nothing.
+_ADJECTIVE_END = re.compile(r"(?:al|ive|ary|ic|ous|ed|ing|able|ible|ful|less|ar)$")
+# A contents line: dot leaders, or a section number, a title and a page number.
+_CONTENTS = re.compile(r"(?:\.\s?){4,}|…{2,}|_{4,}|^\W*\d+(?:\.\d+)*\.?\s+\D.*\s\d{1,4}\s*$")
+_CONTENTS_LINE = re.compile(
+    r"^[^\n]*(?:(?:\.\s?){4,}|…{2,}|_{4,})[^\n]*$|^[ \t]*\d+(?:\.\d+)*\.?[ \t]+\D[^\n]*[ \t]\d{1,4}[ \t]*$",
+    re.M,
+)
+# A short line that ends in no stop, followed by one that opens with a capital: a signature's, an
+# address's or a heading's line, read as a unit of its own (never glued to the next line's name).
+_SHORT_LINE = re.compile(r"^([ \t]*)(\S[^\n]{0,30}[^\s.,;:!?\-])[ \t]*\n(?=\1[A-Z])", re.M)
+# Inflections and derived adverbs folded into a word's stem to look it up ("Existing", "Usually").
+_SUFFIXES: tuple[tuple[str, str], ...] = (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"))
+_SUFFIXES += (("ing", ""), ("ing", "e"), ("ly", ""), ("ily", "y"), ("ally", ""))
 _ZH_KINDS = {
     "nr": "person",
     "nrfg": "person",
@@ -179,6 +233,70 @@ class Found:
     sentence: str
     mentions: int = 1
     sentences: list[int] = field(default_factory=list)
+
+
+@functools.cache
+def _lexicon() -> frozenset[str]:
+    """Common English words (SCOWL size 35, base forms; english_words.txt), read once."""
+    text = resources.files("lore_common").joinpath("english_words.txt").read_text(encoding="utf-8")
+    return frozenset(w for line in text.splitlines() if not line.startswith("#") for w in line.split())
+
+
+@functools.lru_cache(maxsize=65536)
+def common_word(word: str) -> bool:
+    """Whether a word is a common English word ("Current", "Existing", "Usually", "EXPRESS") rather
+    than a name: in the lexicon, or an inflection of a word in it. Capitals of four letters or fewer are
+    acronyms ("ARM", "GNU"); given names and known places are names."""
+    if (word.isupper() and len(word) <= 4) or (not word.isupper() and not word[1:].islower()):
+        return False  # an acronym ("ARM") or CamelCase ("LaTeX")
+    lowered = re.sub(r"['’]s$", "", word.lower())
+    if lowered in _GIVEN_NAMES or lowered in _PLACES:
+        return False
+    lexicon = _lexicon()
+    return lowered in lexicon or any(
+        lowered.endswith(end) and len(lowered) - len(end) >= 3 and lowered[: -len(end)] + stem in lexicon
+        for end, stem in _SUFFIXES
+    )
+
+
+def _closed_class(word: str) -> bool:
+    """A pronoun, article, preposition or contraction ("His", "Across", "You've")."""
+    lowered = _clean_token(word).lower()
+    stem = re.sub(r"['’]s$", "", lowered)
+    return (
+        lowered in STOPWORDS
+        or stem in _CLOSED_CLASS
+        or stem in _OPENERS
+        or bool(_CONTRACTION.search(lowered))
+    )
+
+
+def _function_word(word: str) -> bool:
+    """A closed-class word, a discourse word ("However") or an adverb ("Usually", "Here's")."""
+    lowered = _clean_token(word).lower()
+    stem = re.sub(r"['’]s$", "", lowered)
+    return (
+        _closed_class(word)
+        or lowered in _NOT_NAMES
+        or (stem != lowered and common_word(stem))  # "Here's", "Company's"
+        or (lowered.endswith("ly") and common_word(lowered))  # "Usually", "Approximately"
+    )
+
+
+@dataclass
+class _Context:
+    """What the whole text says about its words: those it capitalises inside sentences (in how many
+    sentences) and those it writes in lower case."""
+
+    capitalised: Counter[str]
+    lower: set[str]
+
+    @classmethod
+    def of(cls, text: str, units: list[_Sentence]) -> _Context:
+        return cls(_capitalised_elsewhere(units), set(re.findall(r"\b[a-z][a-z'’-]+\b", text)))
+
+    def known(self, word: str) -> bool:
+        return _clean_token(word).lower() in self.capitalised
 
 
 def _is_capitalised(token: str) -> bool:
@@ -207,16 +325,71 @@ def _is_demonym(words: list[str]) -> bool:
     return bool(_DEMONYM_ENDINGS.match(word)) and lowered not in _GIVEN_NAMES
 
 
-def _capitalised_elsewhere(text: str) -> set[str]:
-    """Words the text capitalises somewhere other than at the start of a sentence: those are names."""
-    seen: set[str] = set()
-    for sentence in sentences(text):
-        if _shouting(sentence):
-            continue
-        tokens = _TOKEN.findall(sentence)
-        for token in tokens[1:]:
-            if _is_capitalised(token):
-                seen.add(_clean_token(token).lower())
+_MARKER = re.compile(r"\d+(?:\.\d+)*|[A-Za-z]|[ivxlcIVXLC]+")
+
+
+def _tokens(sentence: str) -> Iterable[tuple[re.Match[str], str, bool]]:
+    """The sentence's tokens, each with the gap before it and, for a capitalised one, whether grammar
+    capitalises it there: the first word, the first after a list item's number or letter ("1.", "b)"),
+    a colon or a dash."""
+    previous_end = 0
+    previous = ""
+    for index, match in enumerate(_TOKEN.finditer(sentence)):
+        gap = sentence[previous_end : match.start()]
+        opens = match.group(0)[:1].isupper() and (
+            index == 0
+            or gap.rstrip().endswith((":", "—", "–", "•"))
+            or (index == 1 and gap.strip()[:1] in (".", ")") and bool(_MARKER.fullmatch(previous)))
+        )
+        yield match, gap, opens
+        previous_end, previous = match.end(), match.group(0)
+
+
+def _mask(found: re.Match[str]) -> str:
+    return "\0" * len(found.group(0))
+
+
+@dataclass
+class _Sentence:
+    """A sentence as the extractor reads it: its code identifiers taken out whole; addresses, citation
+    keys, TeX and underscores masked (read for no names); its tokens, read once."""
+
+    text: str
+    masked: str
+    identifiers: list[str]
+    tokens: list[tuple[re.Match[str], str, bool]]
+    shouting: bool
+
+    @classmethod
+    def of(cls, text: str) -> _Sentence:
+        masked, identifiers = text, []
+        if "@" in masked or "//" in masked or "www." in masked:
+            masked = _ADDRESS.sub(_mask, masked)
+        if "[" in masked or "\\" in masked or "$" in masked:
+            masked = _CITATION.sub(_mask, masked)
+        if "_" in masked or "." in masked:
+            identifiers = [match.group(0) for match in _IDENTIFIER.finditer(masked)]
+            if identifiers:
+                masked = _IDENTIFIER.sub(_mask, masked)
+            masked = masked.replace("_", "\0")
+        if len(_AUTHOR_INITIALS.findall(masked)) >= 2:
+            masked = _AUTHOR_INITIALS.sub(lambda m: m.group(1).ljust(len(m.group(0)), "\0"), masked)
+        return cls(text, masked, identifiers, list(_tokens(masked)), _shouting(masked))
+
+
+def _capitalised_elsewhere(units: list[_Sentence]) -> Counter[str]:
+    """Words the text capitalises somewhere grammar does not (inside a sentence), with the number of
+    sentences that do: those are names."""
+    seen: Counter[str] = Counter()
+    for unit in units:
+        if not unit.shouting:
+            seen.update(
+                {
+                    _clean_token(match.group(0)).lower()
+                    for match, _, opens in unit.tokens
+                    if not opens and _is_capitalised(match.group(0))
+                }
+            )
     return seen
 
 
@@ -233,68 +406,107 @@ def _numbered(sentence: str, number_text: str, end: int) -> bool:
     return following[0][:1].islower() or following[0][:1] in ",:)"
 
 
-def _candidates(sentence: str, known: set[str] | None = None) -> list[tuple[str, int]]:
-    """Runs of capitalised tokens in a sentence (connectors allowed inside), with their start offset.
-    In a sentence in capitals only words in `known` (names the text writes in mixed case) or known
-    places count as capitalised."""
-    shouting = _shouting(sentence)
-    runs: list[tuple[str, int]] = []
+def _takes_number(run: list[str], number: str) -> bool:
+    """Whether a name goes on with a number: a product's ("Apollo 11", "Python 3.12"), not a place's
+    figure ("Switzerland 300"), a person's footnote or affiliation ("Lee 4") or a common word's count
+    ("Sections 2", "Approximately 3")."""
+    if "." in number:
+        return True
+    last = _clean_token(run[-1])
+    return not (
+        common_word(last)
+        or last.lower() in _PLACES
+        or run[0].lower() in _GIVEN_NAMES
+        or (len(run) >= 2 and all(w[:1].isupper() and w[1:].islower() for w in run))  # a person's name
+    )
+
+
+def _candidates(unit: _Sentence, known: Counter[str]) -> list[tuple[str, int, bool]]:
+    """Runs of capitalised tokens in a sentence (connectors allowed inside), with their start offset and
+    whether the run opens the sentence. In a sentence in capitals only words in `known` (names the text
+    writes in mixed case) or known places count as capitalised."""
+    sentence, shouting = unit.masked, unit.shouting
+    runs: list[tuple[str, int, bool]] = []
     current: list[str] = []
-    start = previous_end = 0
-    for match in _TOKEN.finditer(sentence):
+    start = 0
+    opening = False
+
+    def close() -> None:
+        if current:
+            runs.append((" ".join(current), start, opening))
+            current.clear()
+
+    for match, gap, opens in unit.tokens:
         token = match.group(0)
-        gap = sentence[previous_end : match.start()]
-        previous_end = match.end()
-        continues = gap.strip() == "." and bool(current) and current[-1] in _NAME_PREFIXES
-        breaks = (current and gap.strip() != "" and not continues) or (
-            token.upper() in _RFC_KEYWORDS and token.isupper()
+        initial = bool(current) and (
+            current[-1] in _NAME_PREFIXES or (len(current[-1]) == 1 and current[-1].isupper())
         )
-        if breaks and current:
-            runs.append((" ".join(current), start))
-            current = []
-        if token.upper() in _RFC_KEYWORDS and token.isupper():
+        spaced = not gap or gap.isspace()
+        if current and not spaced and not (gap.strip() == "." and initial and _is_capitalised(token)):
+            close()
+        if token in _RFC_KEYWORDS or (
+            token[:1].isalpha() and not token.isalpha() and _CODE_TOKEN.search(token)
+        ):
+            close()
             continue
         if token[:1].isdigit():
             year = bool(_YEAR.fullmatch(token))
             if (
                 current
                 and current[-1][:1].isupper()
-                and not current[-1][:1].isdigit()
                 and not year
                 and _numbered(sentence, token, match.end())
+                and _takes_number(current, token)
             ):
-                current.append(token)  # "Apollo 11", "Python 3.12", "Locker 7"
-            elif current:
-                runs.append((" ".join(current), start))
-                current = []
+                current.append(token)  # "Apollo 11", "Python 3.12", "Boeing 747"
+            else:
+                close()
             continue
         capitalised = _is_capitalised(token)
         if shouting and capitalised:
             lowered = _clean_token(token).lower()
-            capitalised = lowered in (known or set()) or lowered in _PLACES
+            capitalised = lowered in known or lowered in _PLACES
         if capitalised or (token[:1].islower() and _CAMEL.search(token)):
             if not current:
-                start = match.start()
+                start, opening = match.start(), opens
             current.append(token)
         elif current and token.lower() in _CONNECTORS:
             current.append(token)
-        elif current:
-            runs.append((" ".join(current), start))
-            current = []
-    if current:
-        runs.append((" ".join(current), start))
+        else:
+            close()
+    close()
     return runs
 
 
 def _trim(words: list[str]) -> list[str]:
-    while words and (words[-1].lower() in _CONNECTORS or words[-1].endswith("-")):
+    if words and re.search(r"\w['’]s$", words[-1]):
+        words = [*words[:-1], words[-1][:-2]]  # "Christian’s" names Christian
+    while words and (
+        words[-1].lower() in _CONNECTORS
+        or (len(words) > 1 and _closed_class(words[-1]))
+        or words[-1].endswith("-")
+        or (len(words) > 1 and len(words[-1]) == 1 and words[-1] not in "IVX")  # "Kevin P." of a citation
+    ):
         words = words[:-1]
     while words and (words[0].lower() in _CONNECTORS | {"a", "an"} or words[0][:1].isdigit()):
         words = words[1:]
     return words
 
 
+def _cue(words: list[str]) -> bool:
+    """A word that says what the name names: an organisation's or a place's word ("Foundation",
+    "Station"), a known place or a given name."""
+    lowered = [w.lower() for w in words]
+    return (
+        any(w in _PLACES for w in lowered)
+        or lowered[0] in _GIVEN_NAMES
+        or (len(words) > 1 and any(w in _ORG_WORDS or w in _PLACE_WORDS for w in lowered[1:]))
+    )
+
+
 def _kind(name: str, sentence: str, offset: int, quoted: bool) -> EntityKind:
+    """A kind from clear cues only (a title or given name, an organisation's or place's word, a known
+    place, a verb of speech, a product's number); a name with none is a "name"."""
     words = name.split()
     lowered = [w.lower().strip(".") for w in words]
     after = sentence[offset + len(name) :]
@@ -305,55 +517,84 @@ def _kind(name: str, sentence: str, offset: int, quoted: bool) -> EntityKind:
         return "event"
     if _PRODUCT_AFTER.match(after):
         return "product"
-    acronym = name.isupper() and len(name) <= 6 and len(words) == 1
-    if (any(w in _ORG_WORDS for w in lowered) or acronym) and not any(c.isdigit() for c in name):
+    if any(w in _ORG_WORDS for w in lowered) and not any(c.isdigit() for c in name):
         return "organisation"
     if lowered[0] in _PLACES or any(w in _PLACE_WORDS for w in lowered[1:]) or lowered[-1] in _PLACES:
         return "place"
     if before and before[0].lower().strip(".") in _TITLES:
         return "person"
-    name_like = len(words) in (2, 3) and all(w[:1].isupper() and not w.isupper() for w in words)
+    name_like = len(words) in (2, 3, 4) and all(w[:1].isupper() and not w.isupper() for w in words)
     if name_like and (lowered[0] in _GIVEN_NAMES or _SPEECH.match(after) or _PERSON_CUE.match(after)):
         return "person"
     if len(words) == 1 and (_SPEECH.match(after) or _PERSON_CUE.match(after)):
         return "person"
     if any(_CAMEL.search(w) or any(c.isdigit() for c in w) for w in words):
         return "product"
-    if len(words) >= 2 and lowered[0] in _GIVEN_NAMES:
-        return "person"
-    return "term"
+    return "name"
 
 
-def _english(sentence: str, known_names: set[str]) -> list[tuple[str, EntityKind]]:
+def _title(quoted: str) -> str | None:
+    """A quoted title ("Gone with the Wind"), its trailing comma left out; not quoted speech ("You've
+    got some good sweepers on your side."), a date, or a contract's defined term ("Company")."""
+    title = quoted.strip().rstrip(",;:")
+    words = title.split()
+    if not title[:1].isupper() or len(words) > 8 or title[-1:] in ".!?" or _DATE.search(title):
+        return None
+    if any(_CONTRACTION.search(w) or w.lower().strip(",") in _CLOSED_CLASS for w in words):
+        return None
+    content = [w for w in words if w.lower() not in STOPWORDS and w.lower() not in _CONNECTORS]
+    if sum(w[:1].isupper() for w in content) * 2 < len(content):
+        return None  # sentence case: speech, not a title
+    if all(w.lower() in STOPWORDS for w in words) or (
+        len(words) == 1 and (common_word(title) or _function_word(title))
+    ):
+        return None  # "AS IS", a contract's "Company"
+    return title
+
+
+def _english(unit: _Sentence, context: _Context) -> list[tuple[str, EntityKind]]:
+    sentence = unit.text
     found: list[tuple[str, EntityKind]] = []
     for match in _QUOTED.finditer(sentence):
-        title = match.group(1).strip()
-        if len(title.split()) <= 8 and title[:1].isupper():
+        title = _title(match.group(1))
+        if title and " " in title:
             found.append((title, "title"))
     dates = [match.group(0) for match in _DATE.finditer(sentence)]
     found.extend((date, "date") for date in dates)
-    for run, offset in _candidates(sentence, known_names):
+    found.extend((identifier, "identifier") for identifier in unit.identifiers)
+    sentence = unit.masked
+    for run, offset, opens in _candidates(unit, context.capitalised):
         words = [_clean_token(w) if w not in ("&",) else w for w in run.split()]
         words = [w for w in words if w]
-        # A sentence's first word is capitalised by grammar: keep it only when the text capitalises it
-        # elsewhere too (a name), or it is an acronym or a product-like token.
-        if offset == 0 or sentence[:offset].strip() in ('"', "“", "(", "-", "*"):
-            while words and not (
-                words[0].lower() in known_names
-                or words[0].lower() in _PLACES
-                or (words[0].isupper() and len(words[0]) > 1)
-                or _CAMEL.search(words[0])
-                or (len(words) >= 2 and words[0].lower() not in STOPWORDS | _NOT_NAMES | _OPENERS)
+        cue = bool(words) and _cue(words)
+        # Grammar capitalises a sentence's first word: it names something only when the text
+        # capitalises it inside a sentence too, or it is an acronym, a product's token or the start of a
+        # name ("New York", "Grace Hopper"). Pronouns, adverbs and common words go ("His", "Usually",
+        # "Current", "Existing Customers").
+        while opens and words and not context.known(words[0]):
+            first = words[0]
+            title_case_next = len(words) > 1 and words[1][:1].isupper() and words[1][1:].islower()
+            if _function_word(first) or (
+                common_word(first) and not cue and (not title_case_next or common_word(words[1]))
             ):
                 words = _trim(words[1:])
-        words = [w for w in words if w.upper() not in _SECTION_WORDS or not w.isupper() or len(words) > 1]
-        while words and words[0].lower() in _NOT_NAMES:
+                continue
+            if len(words) == 1 and not (
+                (first.isupper() and len(first) > 1)
+                or _CAMEL.search(first)
+                or first.lower() in _PLACES
+                or _SPEECH.match(sentence[offset + len(run) :])
+            ):
+                words = []  # a lone opener the text never capitalises elsewhere: "Pearl-millet", "Quisque"
+            break
+        while words and (_function_word(words[0]) or words[0].lower().removesuffix("s") in _NOT_NAMES):
             words = _trim(words[1:])
+        words = [w for w in words if w.upper() not in _SECTION_WORDS or not w.isupper() or len(words) > 1]
         if len(words) > 1 and words[0].lower().strip(".") in _TITLES:
             words = words[1:]  # "President Bill Clinton" is Bill Clinton; the title marks a person
         words = _trim(words)
-        if not words:
-            continue
+        if not words or len(words) > 5:
+            continue  # more than five capitalised words: a heading, a banner or lines glued together
         name = " ".join(words)
         lowered = name.lower()
         if (
@@ -369,10 +610,33 @@ def _english(sentence: str, known_names: set[str]) -> list[tuple[str, EntityKind
             continue
         if len(words) == 1 and sentence[offset + len(run) :].startswith(":"):
             continue  # a field's label: "Date: …", "Subject: …"
-        if _is_demonym(words):
+        if _is_demonym(words) or any(name in date for date in dates):
             continue
-        if any(name in date for date in dates):
-            continue
+        if len(words) == 1 and lowered.strip(".") in _ORG_WORDS | _PLACE_WORDS:
+            continue  # "Ltd", "Company", "University" alone
+        if not cue and all(common_word(w) or w.lower() in _CONNECTORS for w in words):
+            # Common words in capitals: a name only when the text says so, by capitalising the word in
+            # two sentences and never writing it in lower case ("Congress"); a phrase in capitals
+            # ("EXPRESS OR IMPLIED") or one that opens a sentence ("Existing Customers") never.
+            if len(words) == 1:
+                stem = lowered.removesuffix("s")
+                plural = lowered.endswith("s") and (
+                    common_word(stem)
+                    or common_word(stem.removesuffix("e"))
+                    or common_word(lowered[:-3] + "y")
+                )
+                if (
+                    name.isupper()
+                    or _ADJECTIVE_END.search(lowered)
+                    or plural  # "Securities", "Units"
+                    or lowered in _ORG_WORDS
+                    or lowered in _PLACE_WORDS
+                    or context.capitalised[lowered] < 2
+                    or {lowered, stem, stem + "s"} & context.lower
+                ):
+                    continue
+            elif opens or name.isupper():
+                continue
         at = sentence.find(words[0], offset)
         found.append((name, _kind(name, sentence, max(at, 0), quoted=False)))
     return found
@@ -396,28 +660,41 @@ def _chinese(sentence: str) -> list[tuple[str, EntityKind]]:
 
 def find_entities(text: str) -> tuple[dict[str, Found], Counter[tuple[str, str]], dict[tuple[str, str], str]]:
     """Entities by lower-cased name, the sentence counts of each co-occurring pair, and each pair's
-    first shared sentence."""
-    text = repair_hyphenation(text)
-    known = _capitalised_elsewhere(text)
+    first shared sentence. A contents line ("3.1 Dogs in Ferelden ....... 61") names entities but
+    relates none, and describes one only until a sentence does."""
+    text = _SHORT_LINE.sub(r"\1\2\n\n", repair_hyphenation(text))
+    text = _CONTENTS_LINE.sub(lambda m: f"\n{m.group(0)}\n", text)  # each a unit of its own
+    units = [_Sentence.of(sentence) for sentence in sentences(text)]
+    context = _Context.of(text, units)
     entities: dict[str, Found] = {}
     pair_counts: Counter[tuple[str, str]] = Counter()
     pair_context: dict[tuple[str, str], str] = {}
-    for index, sentence in enumerate(sentences(text)):
-        names = _chinese(sentence) if has_cjk(sentence) else _english(sentence, known)
+    contents_described: set[str] = set()
+    for index, unit in enumerate(units):
+        sentence = unit.text
+        names = _chinese(sentence) if has_cjk(sentence) else _english(unit, context)
+        contents = bool(_CONTENTS.search(sentence))
         present: list[str] = []
         for name, kind in names:
             key = name.lower()
             if key in entities:
                 entity = entities[key]
                 entity.mentions += 1
-                if entity.kind == "term" and kind != "term":
+                if entity.kind == "name" and kind != "name":
                     entity.kind = kind
+                if key in contents_described and not contents:
+                    entity.sentence = sentence[:300]
+                    contents_described.discard(key)
             else:
                 entity = entities[key] = Found(name, kind, sentence[:300])
+                if contents:
+                    contents_described.add(key)
             if index not in entity.sentences:
                 entity.sentences.append(index)
             if key not in present:
                 present.append(key)
+        if contents:
+            continue
         # A name inside a longer one ("Curie" in "Marie Curie") is the same mention, not a pair.
         present = [k for k in present if not any(k != o and f" {k}" in f" {o}" for o in present)]
         for i, a in enumerate(present):
@@ -471,7 +748,8 @@ def entity_spans(tokens: Iterable[str]) -> list[tuple[int, int]]:
         starts.append(at)
         at += len(word) + 1
     spans: list[tuple[int, int]] = []
-    for name, kind in _english(sentence, _capitalised_elsewhere(sentence)):
+    unit = _Sentence.of(sentence)
+    for name, kind in _english(unit, _Context.of(sentence, [unit])):
         if kind in ("date", "event", "title"):
             continue  # not a person, organisation or place: corpora score those spans
         offset = sentence.find(name)
