@@ -23,8 +23,9 @@ _local = threading.local()
 RRF_K = 60
 
 
-def _stem(words: list[str]) -> list[str]:
-    # A PyStemmer object must not be shared between threads (indexes are built in worker threads).
+def stem(words: list[str]) -> list[str]:
+    """English words by their Snowball stems (`bundles`, `bundled` → `bundl`); other words as given.
+    A PyStemmer object must not be shared between threads (indexes are built in worker threads)."""
     stemmer = getattr(_local, "stemmer", None)
     if stemmer is None:
         import Stemmer
@@ -36,7 +37,7 @@ def _stem(words: list[str]) -> list[str]:
 
 def tokenize(text: str) -> list[str]:
     lowered = text.lower()
-    tokens = _stem([w for w in _WORD.findall(lowered) if w not in STOPWORDS])
+    tokens = stem([w for w in _WORD.findall(lowered) if w not in STOPWORDS])
     if has_cjk(lowered):
         import jieba
 
