@@ -318,3 +318,16 @@ def test_last_row_with_a_label_longer_than_the_others_stays_in_the_table(tmp_pat
     output = pdf_text(write(tmp_path / "labels.pdf", ops))
     rows = [cells(line) for line in output.splitlines() if line.startswith("|") and "---" not in line]
     assert rows == grid
+
+
+def test_definition_wrapped_beside_its_term_stays_in_its_row(tmp_path: Path) -> None:
+    """Two columns, a code and its description wrapped over up to three lines, the last row's too:
+    each row is one line of the output, and no line of a description is left under the table."""
+    ops, y = [], 700.0
+    for code, description, _qty, _price in PARTS:
+        ops.append(text(72, y, code))
+        ops += [text(140, y - 12 * k, line) for k, line in enumerate(description)]
+        y -= 12 * len(description) + 4
+    output = pdf_text(write(tmp_path / "terms.pdf", ops))
+    rows = [cells(line) for line in output.splitlines() if line.startswith("|") and "---" not in line]
+    assert rows == [[code, " ".join(description)] for code, description, _qty, _price in PARTS]

@@ -189,16 +189,16 @@ def _close(upper: _Line, lower: _Line) -> bool:
     return lower.top - upper.top < ONE_ROW * max(upper.height, lower.height)
 
 
-def _wraps(line: _Line, above: list[_Line]) -> bool:
+def _wraps(line: _Line, above: list[_Line], foot: bool = False) -> bool:
     """Whether a line, and each line between it and the last line above of two cells or more, has
     its cells start under a cell of that line, not its first, and end before the next one: a text
-    cell's words wrapped onto the lines under its row. The last of two cells is no such cell: that
-    is the other column of a page set in two."""
+    cell's words wrapped onto the lines under its row. Within a run of lines the last of two cells
+    is no such cell (that is the other column of a page set in two); at its foot it is."""
     at = next((k for k in range(len(above) - 1, -1, -1) if len(above[k].cells) >= 2), None)
     if at is None:
         return False
     row = above[at].cells
-    ends = [c.x0 for c in row[2:]] + ([float("inf")] if len(row) > 2 else [])
+    ends = [c.x0 for c in row[2:]] + ([float("inf")] if len(row) > 2 or foot else [])
     return all(
         any(
             abs(cell.x0 - a.x0) <= max(under.height, above[at].height) and cell.x1 < end
@@ -248,7 +248,7 @@ def _without_foot(block: list[_Line]) -> list[_Line]:
         len(block) > 1
         and len(block[-1].cells) < 2
         and not (len(block[-2].cells) >= 2 and _close(block[-2], block[-1]))
-        and not _wraps(block[-1], block[:-1])
+        and not _wraps(block[-1], block[:-1], foot=True)
     ):
         block = block[:-1]
     return block
@@ -395,8 +395,8 @@ def _goes_under(
     empty = {j for j, cell in enumerate(row) if cell and j not in filled}  # the row's columns left out
     if filled == {0} or not empty:
         return False
-    if leading is not None and white < leading - ROW_PAD * height:
-        return bool(empty - {0})
+    if leading is not None and white < leading - ROW_PAD * height and empty - {0}:
+        return True
     return wraps and (leading is None or white <= leading + ROW_PAD * height)
 
 
