@@ -331,3 +331,64 @@ def test_definition_wrapped_beside_its_term_stays_in_its_row(tmp_path: Path) -> 
     output = pdf_text(write(tmp_path / "terms.pdf", ops))
     rows = [cells(line) for line in output.splitlines() if line.startswith("|") and "---" not in line]
     assert rows == [[code, " ".join(description)] for code, description, _qty, _price in PARTS]
+
+
+def test_table_with_long_wrapped_descriptions_is_no_prose(tmp_path: Path) -> None:
+    """Descriptions of twenty words and more over four lines beside one line of figures: the rows'
+    cells hold many words, but no more a line than a narrow column holds, so the table is a table
+    (each row on one line of the output), not prose."""
+    parts = [
+        ("Code", ["Description"], "Qty", "Price"),
+        (
+            "A-100",
+            [
+                "Steel bolt with a hexagonal",
+                "head for the frame, zinc coated",
+                "and sold in boxes of fifty with",
+                "the nuts and washers to fit",
+            ],
+            "120",
+            "0.45",
+        ),
+        (
+            "B-310",
+            [
+                "Copper pipe cut to length for",
+                "the boiler room with two elbow",
+                "joints and a drain valve, with",
+                "the clips to hang it from",
+            ],
+            "12",
+            "14.20",
+        ),
+        (
+            "C-020",
+            [
+                "Rubber seal for the cold tap",
+                "in the kitchen of the north",
+                "wing, two to a pack and with",
+                "a tube of grease for the fitting",
+            ],
+            "48",
+            "1.10",
+        ),
+        (
+            "C-090",
+            [
+                "Brass valve for the cold water",
+                "main in the north wing with",
+                "its own key and a spare, and",
+                "a plate to mark it on the wall",
+            ],
+            "6",
+            "22.00",
+        ),
+    ]
+    ops, y = [], 700.0
+    for code, description, qty, price in parts:
+        ops += [text(72, y, code), text(300, y, qty), text(350, y, price)]
+        ops += [text(130, y - 12 * k, line) for k, line in enumerate(description)]
+        y -= 12 * len(description) + 6
+    output = pdf_text(write(tmp_path / "long.pdf", ops))
+    rows = [cells(line) for line in output.splitlines() if line.startswith("|") and "---" not in line]
+    assert rows == [joined(part) for part in parts]
