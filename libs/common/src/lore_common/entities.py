@@ -377,6 +377,13 @@ class _Sentence:
         return cls(text, masked, identifiers, list(_tokens(masked)), _shouting(masked))
 
 
+def _reads_as_english(unit: _Sentence) -> bool:
+    """Whether a sentence is English: of its first twelve lower-case words, a quarter or more are
+    common English words (a sentence with fewer than six is given the benefit of the doubt)."""
+    words = [m.group(0) for m, _, _ in unit.tokens if m.group(0).islower() and len(m.group(0)) > 1][:12]
+    return len(words) < 6 or sum(common_word(w) or w in STOPWORDS for w in words) * 4 >= len(words)
+
+
 def _capitalised_elsewhere(units: list[_Sentence]) -> Counter[str]:
     """Words the text capitalises somewhere grammar does not (inside a sentence), with the number of
     sentences that do: those are names."""
@@ -543,8 +550,8 @@ def _title(quoted: str) -> str | None:
     if any(_CONTRACTION.search(w) or w.lower().strip(",") in _CLOSED_CLASS for w in words):
         return None
     content = [w for w in words if w.lower() not in STOPWORDS and w.lower() not in _CONNECTORS]
-    if sum(w[:1].isupper() for w in content) * 2 < len(content):
-        return None  # sentence case: speech, not a title
+    if sum(w[:1].isupper() for w in content) * 2 <= len(content) and len(content) > 1:
+        return None  # sentence case: speech or a phrase, not a title
     if all(w.lower() in STOPWORDS for w in words) or (
         len(words) == 1 and (common_word(title) or _function_word(title))
     ):
@@ -562,6 +569,8 @@ def _english(unit: _Sentence, context: _Context) -> list[tuple[str, EntityKind]]
     dates = [match.group(0) for match in _DATE.finditer(sentence)]
     found.extend((date, "date") for date in dates)
     found.extend((identifier, "identifier") for identifier in unit.identifiers)
+    if not _reads_as_english(unit):
+        return found  # capitals in another language (German nouns, a translation's words) are no cue
     sentence = unit.masked
     for run, offset, opens in _candidates(unit, context.capitalised):
         words = [_clean_token(w) if w not in ("&",) else w for w in run.split()]
@@ -612,6 +621,9 @@ def _english(unit: _Sentence, context: _Context) -> list[tuple[str, EntityKind]]
             continue  # a field's label: "Date: …", "Subject: …"
         if _is_demonym(words) or any(name in date for date in dates):
             continue
+        tail = words[-1].rpartition("-")[2]
+        if tail.islower() and len(tail) > 2 and common_word(tail):
+            continue  # a compound adjective: "German-language", "TE-encoded", "SETDB1-containing"
         if len(words) == 1 and lowered.strip(".") in _ORG_WORDS | _PLACE_WORDS:
             continue  # "Ltd", "Company", "University" alone
         if not cue and all(common_word(w) or w.lower() in _CONNECTORS for w in words):
