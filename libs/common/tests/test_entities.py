@@ -180,3 +180,16 @@ def test_the_readme_people_example_stays_clean() -> None:
     names = set().union(*(_names(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.md"))))
     expected = {"Marie Curie", "Pierre Curie", "University of Paris", "Nobel Prize", "Grace Hopper"}
     assert names == expected | {"United States Navy", "A-0", "COBOL"}, names
+
+
+def test_a_translations_capitals_and_compound_adjectives_are_not_names() -> None:
+    """A multilingual page gave "Gewësse" and "Bridderlechkeet"; a wiki gave "German-language"."""
+    text = (
+        "Jiddereen huet säi Verstand a säi Gewësse krut an soll an engem Geescht vu Bridderlechkeet denen "
+        "anere géintiwwer handelen. The Duck page cites German-language sources and TE-encoded genes "
+        "from Marie Curie."
+    )
+    names = _names(text)
+    assert not names & {"Jiddereen", "Verstand", "Gewësse", "Geescht", "Bridderlechkeet"}, names
+    assert not names & {"German-language", "TE-encoded"}, names
+    assert "Marie Curie" in names
