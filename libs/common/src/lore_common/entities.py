@@ -235,6 +235,14 @@ class Found:
     sentences: list[int] = field(default_factory=list)
 
 
+_LOWER_WORD = re.compile(r"\b[a-z][a-z'’-]+\b")
+
+
+def _unpossessed(word: str) -> str:
+    """The word without a possessive's "'s" ("Company's" is Company)."""
+    return word[:-2] if word.endswith(("'s", "’s")) else word
+
+
 @functools.cache
 def _lexicon() -> frozenset[str]:
     """Common English words (SCOWL size 35, base forms; english_words.txt), read once."""
@@ -249,7 +257,7 @@ def common_word(word: str) -> bool:
     acronyms ("ARM", "GNU"); given names and known places are names."""
     if (word.isupper() and len(word) <= 4) or (not word.isupper() and not word[1:].islower()):
         return False  # an acronym ("ARM") or CamelCase ("LaTeX")
-    lowered = re.sub(r"['’]s$", "", word.lower())
+    lowered = _unpossessed(word.lower())
     if lowered in _GIVEN_NAMES or lowered in _PLACES:
         return False
     lexicon = _lexicon()
@@ -262,7 +270,7 @@ def common_word(word: str) -> bool:
 def _closed_class(word: str) -> bool:
     """A pronoun, article, preposition or contraction ("His", "Across", "You've")."""
     lowered = _clean_token(word).lower()
-    stem = re.sub(r"['’]s$", "", lowered)
+    stem = _unpossessed(lowered)
     return (
         lowered in STOPWORDS
         or stem in _CLOSED_CLASS
@@ -274,7 +282,7 @@ def _closed_class(word: str) -> bool:
 def _function_word(word: str) -> bool:
     """A closed-class word, a discourse word ("However") or an adverb ("Usually", "Here's")."""
     lowered = _clean_token(word).lower()
-    stem = re.sub(r"['’]s$", "", lowered)
+    stem = _unpossessed(lowered)
     return (
         _closed_class(word)
         or lowered in _NOT_NAMES
@@ -293,7 +301,7 @@ class _Context:
 
     @classmethod
     def of(cls, text: str, units: list[_Sentence]) -> _Context:
-        return cls(_capitalised_elsewhere(units), set(re.findall(r"\b[a-z][a-z'’-]+\b", text)))
+        return cls(_capitalised_elsewhere(units), set(_LOWER_WORD.findall(text)))
 
     def known(self, word: str) -> bool:
         return _clean_token(word).lower() in self.capitalised
@@ -473,7 +481,8 @@ def _candidates(unit: _Sentence, known: Counter[str]) -> list[tuple[str, int, bo
         if shouting and capitalised:
             lowered = _clean_token(token).lower()
             capitalised = lowered in known or lowered in _PLACES
-        if capitalised or (token[:1].islower() and _CAMEL.search(token)):
+        camel = token[:1].islower() and not (token.isalpha() and token.islower()) and _CAMEL.search(token)
+        if capitalised or camel:
             if not current:
                 start, opening = match.start(), opens
             current.append(token)
@@ -486,7 +495,7 @@ def _candidates(unit: _Sentence, known: Counter[str]) -> list[tuple[str, int, bo
 
 
 def _trim(words: list[str]) -> list[str]:
-    if words and re.search(r"\w['’]s$", words[-1]):
+    if words and len(words[-1]) > 2 and _unpossessed(words[-1]) != words[-1]:
         words = [*words[:-1], words[-1][:-2]]  # "Christian’s" names Christian
     while words and (
         words[-1].lower() in _CONNECTORS
