@@ -140,7 +140,7 @@ async def refresh_queues() -> None:
             log.warning("queue_depth_unread", kind=source.kind, error=str(exc))
             continue
         for state, count in counts.items():
-            QUEUE_DEPTH.labels(source.kind, state).set(count)
+            child(QUEUE_DEPTH, source.kind, state).set(count)
 
 
 def configure(enabled: bool) -> None:
@@ -155,6 +155,19 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST.replace("; charset=utf-8", "")
 def exposition() -> tuple[bytes, str]:
     """The registry in the Prometheus text format, and its content type (without the charset)."""
     return generate_latest(REGISTRY), CONTENT_TYPE
+
+
+_children: dict[tuple[object, tuple[str, ...]], Any] = {}
+
+
+def child(metric: Any, *values: str) -> Any:
+    """`metric.labels(*values)`, kept: prometheus_client checks the values and takes a lock on each call,
+    and a chat asks for about ten children, the same ones every time."""
+    key = (metric, values)
+    found = _children.get(key)
+    if found is None:
+        found = _children[key] = metric.labels(*values)
+    return found
 
 
 @contextmanager
@@ -172,8 +185,8 @@ def in_flight() -> Iterator[None]:
 
 def observe_request(method: str, route: str, status: int, seconds: float) -> None:
     if ENABLED:
-        REQUESTS.labels(method, route, str(status)).inc()
-        REQUEST_SECONDS.labels(method, route).observe(seconds)
+        child(REQUESTS, method, route, str(status)).inc()
+        child(REQUEST_SECONDS, method, route).observe(seconds)
 
 
 class ModelCall:
@@ -188,33 +201,33 @@ class ModelCall:
     def done(self, tokens_in: int, tokens_out: int) -> None:
         if not ENABLED:
             return
-        MODEL_CALLS.labels(self.provider, self.model, "ok").inc()
-        MODEL_SECONDS.labels(self.provider, self.model).observe(time.perf_counter() - self.started)
+        child(MODEL_CALLS, self.provider, self.model, "ok").inc()
+        child(MODEL_SECONDS, self.provider, self.model).observe(time.perf_counter() - self.started)
         if tokens_in:
-            MODEL_TOKENS.labels(self.provider, self.model, "in").inc(tokens_in)
+            child(MODEL_TOKENS, self.provider, self.model, "in").inc(tokens_in)
         if tokens_out:
-            MODEL_TOKENS.labels(self.provider, self.model, "out").inc(tokens_out)
+            child(MODEL_TOKENS, self.provider, self.model, "out").inc(tokens_out)
 
     def failed(self) -> None:
         if ENABLED:
-            MODEL_CALLS.labels(self.provider, self.model, "error").inc()
-            MODEL_SECONDS.labels(self.provider, self.model).observe(time.perf_counter() - self.started)
+            child(MODEL_CALLS, self.provider, self.model, "error").inc()
+            child(MODEL_SECONDS, self.provider, self.model).observe(time.perf_counter() - self.started)
 
 
 def model_cost(provider: str, model: str, cost: float) -> None:
     if ENABLED:
-        MODEL_COST.labels(provider, model).inc(cost)
+        child(MODEL_COST, provider, model).inc(cost)
 
 
 def model_cache_hit(model: str) -> None:
     if ENABLED:
-        MODEL_CACHE_HITS.labels(model).inc()
+        child(MODEL_CACHE_HITS, model).inc()
 
 
 def observe_embedding(model: str, batch: int, seconds: float) -> None:
     if ENABLED:
-        EMBED_BATCH.labels(model).observe(batch)
-        EMBED_SECONDS.labels(model).observe(seconds)
+        child(EMBED_BATCH, model).observe(batch)
+        child(EMBED_SECONDS, model).observe(seconds)
 
 
 @contextmanager
@@ -226,13 +239,13 @@ def store_call(store: str, operation: str) -> Iterator[None]:
             yield
     except Exception as exc:
         if ENABLED:
-            STORE_ERRORS.labels(store, operation).inc()
+            child(STORE_ERRORS, store, operation).inc()
         # The counter says how many; the log says why (a counted error with no cause helps nobody).
         log.warning("store_error", store=store, operation=operation, error=f"{type(exc).__name__}: {exc}")
         raise
     finally:
         if ENABLED:
-            STORE_SECONDS.labels(store, operation).observe(time.perf_counter() - started)
+            child(STORE_SECONDS, store, operation).observe(time.perf_counter() - started)
 
 
 P = ParamSpec("P")
@@ -255,14 +268,14 @@ def timed(store: str, operation: str) -> Callable[[Callable[P, Awaitable[R]]], C
 
 def task_state(kind: str, state: str) -> None:
     if ENABLED:
-        TASKS.labels(kind, state).inc()
+        child(TASKS, kind, state).inc()
 
 
 def task_stage(kind: str, stage: str, seconds: float) -> None:
     if ENABLED:
-        TASK_STAGE_SECONDS.labels(kind, stage).observe(seconds)
+        child(TASK_STAGE_SECONDS, kind, stage).observe(seconds)
 
 
 def upstream_error(module: str, reason: str) -> None:
     if ENABLED:
-        UPSTREAM_ERRORS.labels(module, reason).inc()
+        child(UPSTREAM_ERRORS, module, reason).inc()

@@ -81,7 +81,9 @@ _VERBS = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "CREATE", "A
 def _statement_done(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
     started = connection.info.pop(_STARTED, None)
     if started is not None and metrics.ENABLED:
-        metrics.STORE_SECONDS.labels("relational", _verb(statement)).observe(time.perf_counter() - started)
+        metrics.child(metrics.STORE_SECONDS, "relational", _verb(statement)).observe(
+            time.perf_counter() - started
+        )
 
 
 def _statement_failed(context: Any) -> None:
