@@ -9,30 +9,16 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from lore_common.text import STOPWORDS, has_cjk
+from lore_common.text import STOPWORDS, has_cjk, stem
 
 _WORD = re.compile(r"[a-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
-_local = threading.local()
 RRF_K = 60
-
-
-def stem(words: list[str]) -> list[str]:
-    """English words by their Snowball stems (`bundles`, `bundled` → `bundl`); other words as given.
-    A PyStemmer object must not be shared between threads (indexes are built in worker threads)."""
-    stemmer = getattr(_local, "stemmer", None)
-    if stemmer is None:
-        import Stemmer
-
-        stemmer = _local.stemmer = Stemmer.Stemmer("english")
-    stems: list[str] = stemmer.stemWords(words)
-    return stems
 
 
 def tokenize(text: str) -> list[str]:

@@ -227,6 +227,21 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+_stemmers = threading.local()
+
+
+def stem(words: list[str]) -> list[str]:
+    """English words by their Snowball stems (`bundles`, `bundled` → `bundl`); other words as given.
+    A PyStemmer object must not be shared between threads (indexes are built in worker threads)."""
+    stemmer = getattr(_stemmers, "stemmer", None)
+    if stemmer is None:
+        import Stemmer
+
+        stemmer = _stemmers.stemmer = Stemmer.Stemmer("english")
+    stems: list[str] = stemmer.stemWords(words)
+    return stems
+
+
 def keywords(text: str) -> list[str]:
     """Content words, lower-cased: English words minus stop words, Chinese words by jieba."""
     words = [w.lower() for w in WORD.findall(text) if w.lower() not in STOPWORDS and len(w) > 1]

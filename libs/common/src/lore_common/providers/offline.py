@@ -32,9 +32,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from lore_common.bm25 import stem
 from lore_common.entities import ABSTRACT, DOCUMENT, EVENT, OBJECTIVE, extract_entities
-from lore_common.text import has_cjk, keywords, segments
+from lore_common.text import has_cjk, keywords, segments, stem
 
 __all__ = ["ABSTRACT", "DOCUMENT", "EVENT", "OBJECTIVE", "OfflineSkill", "answer", "extract_entities"]
 

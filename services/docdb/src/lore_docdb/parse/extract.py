@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from lore_docdb.parse.convert.common import ExtractionError as ExtractionError  # named here by callers
 from lore_docdb.parse.convert.common import decode, drop_leaders
 from lore_docdb.parse.convert.mail import eml_markdown, mht_markdown, rtf_text
 from lore_docdb.parse.convert.markup import epub_markdown, html_file, html_markdown, markdown_file
@@ -23,11 +24,6 @@ from lore_docdb.parse.convert.sheets import (
     sheets_markdown,
     spreadsheetml_markdown,
 )
-
-
-class ExtractionError(ValueError):
-    """The file could not be turned into text."""
-
 
 MARKUP_HEAD = 2048  # the characters a text file's markup kind is told by
 

@@ -127,6 +127,10 @@ def mend_mojibake(text: str) -> str:
 _BARE_PIPE = re.compile(r"(?<!\\)\|")
 
 
+class ExtractionError(ValueError):
+    """The file could not be turned into text."""
+
+
 ENCRYPTED = "is password-protected (encrypted); save it without a password to parse it"
 
 
@@ -134,8 +138,6 @@ def refused(path: Path, reason: str) -> Exception:
     """The extraction error a converter raises when the file itself is why it cannot be read (a
     password, a format too old): its reason as it is, not a library's exception wrapped in
     `could not be read as .xls: PasswordError: ...`."""
-    from lore_docdb.parse.extract import ExtractionError  # here: extract imports the converters
-
     return ExtractionError(f"{path.name}: {reason}")
 
 
