@@ -126,6 +126,15 @@ def test_numbers_and_section_numbers_are_not_glued_to_names() -> None:
     assert {"Switzerland", "Benjamin Charles Germain Lee", "Apollo 11", "Python 3.12"} <= names, names
 
 
+def test_a_numbered_thing_is_a_name_and_a_numbered_part_of_the_document_is_not() -> None:
+    """ "Locker 3" and "Crate 7" label things (memories about them relate them to what they hold); a
+    document's "Table 2" and "Figure 3" name nothing."""
+    text = "Locker 3 holds the parcel ZX0003Q. Crate 7 ships spare part KP007. Table 2 lists Figure 3."
+    names = _names(text)
+    assert {"Locker 3", "Crate 7", "ZX0003Q", "KP007"} <= names, names
+    assert not names & {"Table 2", "Figure 3", "Table", "Figure", "Locker", "Crate"}, names
+
+
 def test_code_identifiers_stay_whole_and_are_identifiers() -> None:
     """VERIFY_GROUP_FOR_USER was read as GROUP, USER and VERIFY, related to each other."""
     graph = extract_entities(

@@ -421,16 +421,31 @@ def _numbered(sentence: str, number_text: str, end: int) -> bool:
     return following[0][:1].islower() or following[0][:1] in ",:)"
 
 
+# Common nouns that number a document's own parts: "Figure 3", "Table 2" and "Step 4" name no thing.
+_DOCUMENT_PARTS = frozenset(
+    """figure fig table tab section sec chapter ch page step part appendix equation eq line item note
+    volume vol issue number no column row paragraph slide sheet question example exercise footnote
+    reference ref version level phase stage round day week year""".split()
+)
+
+
+def _labels(word: str) -> bool:
+    """Whether a common word numbered is a thing's label ("Locker 3", "Gate 12", "Windows 10"): a
+    singular noun, not a count ("Sections 2", "Approximately 3") nor a part of the document."""
+    return word not in _DOCUMENT_PARTS and not word.endswith(("s", "ly"))
+
+
 def _takes_number(run: list[str], number: str) -> bool:
-    """Whether a name goes on with a number: a product's ("Apollo 11", "Python 3.12"), not a place's
-    figure ("Switzerland 300"), a person's footnote or affiliation ("Lee 4") or a common word's count
-    ("Sections 2", "Approximately 3")."""
+    """Whether a name goes on with a number: a product's ("Apollo 11", "Python 3.12") or a thing's label
+    ("Locker 3"), not a place's figure ("Switzerland 300"), a person's footnote or affiliation ("Lee
+    4"), a common word's count ("Sections 2", "Approximately 3") or a part of the document ("Table 2")."""
     if "." in number:
         return True
     last = _clean_token(run[-1])
+    if common_word(last) and not _labels(last.lower()):
+        return False
     return not (
-        common_word(last)
-        or last.lower() in _PLACES
+        last.lower() in _PLACES
         or run[0].lower() in _GIVEN_NAMES
         or (len(run) >= 2 and all(w[:1].isupper() and w[1:].islower() for w in run))  # a person's name
     )
@@ -501,8 +516,8 @@ def _trim(words: list[str]) -> list[str]:
         words[-1].lower() in _CONNECTORS
         or (len(words) > 1 and _closed_class(words[-1]))
         or words[-1].endswith("-")
-        or (len(words) > 1 and len(words[-1]) == 1 and words[-1] not in "IVX")  # "Kevin P." of a citation
-    ):
+        or (len(words) > 1 and len(words[-1]) == 1 and words[-1].isalpha() and words[-1] not in "IVX")
+    ):  # the last test: "Kevin P." of a citation
         words = words[:-1]
     while words and (words[0].lower() in _CONNECTORS | {"a", "an"} or words[0][:1].isdigit()):
         words = words[1:]
@@ -592,8 +607,12 @@ def _english(unit: _Sentence, context: _Context) -> list[tuple[str, EntityKind]]
         while opens and words and not context.known(words[0]):
             first = words[0]
             title_case_next = len(words) > 1 and words[1][:1].isupper() and words[1][1:].islower()
+            labelled = len(words) > 1 and words[1][:1].isdigit()  # "Locker 3": the number kept it
             if _function_word(first) or (
-                common_word(first) and not cue and (not title_case_next or common_word(words[1]))
+                common_word(first)
+                and not cue
+                and not labelled
+                and (not title_case_next or common_word(words[1]))
             ):
                 words = _trim(words[1:])
                 continue
