@@ -68,6 +68,19 @@ class InsertJob(msgspec.Struct, kw_only=True):
             imagecaption=self.imagecaption,
         )
 
+    def summary(self) -> InsertSummary:
+        return InsertSummary(
+            id=self.id,
+            status=self.status,
+            created_at=self.created_at,
+            preview=" ".join(self.query.split())[:PREVIEW_CHARS],
+            chars=len(self.query),
+            chunks=self.chunks,
+            entities=self.entities,
+            relations=self.relations,
+            error=self.error,
+        )
+
     def public(self) -> InsertStatus:
         """The job as its status route answers it: everything but where its media wait."""
         return InsertStatus(
@@ -119,6 +132,40 @@ class InsertStatus(msgspec.Struct, kw_only=True):
     usage: UsageReport | None = None
     created_at: str
     updated_at: str
+
+
+PREVIEW_CHARS = 120
+
+
+class InsertSummary(msgspec.Struct, kw_only=True):
+    """One insert as `GET /mem/kb/inserts` lists it: its text's opening, not the whole text."""
+
+    id: str
+    status: JobStatus
+    created_at: str
+    preview: str  # the text's first PREVIEW_CHARS characters, whitespace runs made one space
+    chars: int  # the whole text's length
+    chunks: int
+    entities: int
+    relations: int
+    error: str | None
+
+
+class InsertPage(msgspec.Struct, kw_only=True):
+    inserts: list[InsertSummary]
+    total: int  # inserts of the workspace in all
+    offset: int
+    limit: int
+
+
+class InsertDeleted(msgspec.Struct, kw_only=True):
+    """What `DELETE /mem/kb/insert/{id}` removed."""
+
+    id: str
+    deleted: bool
+    chunks: int
+    entities: int  # entities no other insert mentions, removed with it
+    communities: int  # communities holding an entity it touched, recomputed by the next community run
 
 
 class QueryRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

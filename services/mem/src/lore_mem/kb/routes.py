@@ -1,4 +1,5 @@
-"""Routes of the memory graph (mem kb): insert, the insert job's status, query (see docs/mem.md)."""
+"""Routes of the memory graph (mem kb): insert, the insert job's status, the list of inserts, forgetting
+one, query (see docs/mem.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, Request, delete, get, post
 from litestar.datastructures import UploadFile
 from litestar.di import NamedDependency
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
@@ -23,6 +24,8 @@ from lore_mem.kb.models import (
     DEFAULT_WORKSPACE,
     WORKSPACE_CHARS,
     InsertAccepted,
+    InsertDeleted,
+    InsertPage,
     InsertStatus,
     KbAnswer,
     QueryRequest,
@@ -31,6 +34,7 @@ from lore_mem.kb.service import MEDIA_KINDS, KbService
 
 MAX_INSERT_BYTES = 512 * 1024 * 1024
 COPY_CHUNK = 1024 * 1024
+MAX_PAGE = 1000
 # Every kb route takes `?workspace=`: the graph the call belongs to (see docs/mem.md). The gateway
 # puts in the one a key limited to some memories may use.
 Workspace = Annotated[
@@ -134,6 +138,32 @@ class KbController(Controller):
         self, kb: NamedDependency[KbService], job_id: FromPath[str], workspace: Workspace = DEFAULT_WORKSPACE
     ) -> InsertStatus:
         return (await kb.job(job_id, workspace)).public()
+
+    @get("/inserts", summary="The workspace's inserts, newest first (id, status, the text's opening)")
+    async def inserts(
+        self,
+        kb: NamedDependency[KbService],
+        workspace: Workspace = DEFAULT_WORKSPACE,
+        offset: Annotated[int, QueryParameter(ge=0)] = 0,
+        limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 100,
+    ) -> InsertPage:
+        return await kb.inserts(workspace, offset, limit)
+
+    @delete(
+        "/insert/{job_id:str}",
+        status_code=200,
+        summary="Forget an insert: its chunks, and the entities and relations only it brought",
+        description=(
+            "Removes the insert's chunks and their vectors, the entities no other insert mentions, the "
+            "relations no other chunk supports, the descriptions quoted from its text alone, and its job "
+            "record, in one transaction; the communities it touched are recomputed. 404 for an unknown "
+            "insert, 409 while it is accepted or processing."
+        ),
+    )
+    async def forget(
+        self, kb: NamedDependency[KbService], job_id: FromPath[str], workspace: Workspace = DEFAULT_WORKSPACE
+    ) -> InsertDeleted:
+        return await kb.forget(job_id, workspace)
 
     @post(
         "/query",

@@ -32,6 +32,8 @@ from typing import Any
 import msgspec
 import numpy as np
 import structlog
+from sqlalchemy import delete
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from lore_common.answers import (
     AnswerEvent,
@@ -58,7 +60,7 @@ from lore_common.providers.extraction import EXTRACTION_PROMPT_VERSION, Extracti
 from lore_common.providers.usage import begin_usage, check_failed_share
 from lore_common.stores.sql import advisory_lock
 from lore_core.bounds import QUERY_CHARS
-from lore_core.errors import BadRequest, LoreError, NotFound, store_outage
+from lore_core.errors import BadRequest, Conflict, LoreError, NotFound, store_outage
 from lore_core.settings import ChunkConfig, MemoryKbConfig
 from lore_mem.kb.communities import CommunityUpdater
 from lore_mem.kb.legacy import import_file_store
@@ -70,7 +72,9 @@ from lore_mem.kb.models import (
     MAX_KEY,
     ChunkRecord,
     EntityRecord,
+    InsertDeleted,
     InsertJob,
+    InsertPage,
     KbAnswer,
     KbCitation,
     KbPassages,
@@ -79,7 +83,7 @@ from lore_mem.kb.models import (
     RelationRecord,
     Segment,
 )
-from lore_mem.kb.store import KbStore, relation_key
+from lore_mem.kb.store import Forgotten, KbStore, relation_key
 
 log = structlog.get_logger("lore.mem.kb")
 
@@ -263,6 +267,44 @@ class KbService:
         if job is None or job.workspace != workspace:  # another workspace's job is not told of
             raise NotFound(f"insert job {job_id!r} does not exist")
         return job
+
+    async def inserts(self, workspace: str, offset: int, limit: int) -> InsertPage:
+        """The workspace's inserts, newest first. Records of releases before workspaces name none:
+        they are the default workspace's, so that one is filtered here rather than by the store."""
+        named = None if workspace == DEFAULT_WORKSPACE else {"workspace": workspace}
+        jobs = [j for j in await self.runner.store.list_jobs(fields=named) if j.workspace == workspace]
+        page = [j.summary() for j in jobs[offset : offset + limit]]
+        return InsertPage(inserts=page, total=len(jobs), offset=offset, limit=limit)
+
+    async def forget(self, job_id: str, workspace: str) -> InsertDeleted:
+        """Remove an insert and what only it brought to the graph (`KbStore.forget`), and its job record
+        (which holds its text), in one transaction; the communities it touched are recomputed."""
+        job = await self.job(job_id, workspace)
+        jobs = self.runner.store
+        if job.status in jobs.lifecycle.unfinished:
+            raise Conflict(f"insert {job_id!r} is {job.status}: delete it once it is done or failed")
+
+        async def drop_record(connection: AsyncConnection) -> None:
+            await connection.execute(delete(jobs.table).where(jobs.table.c.id == job.id))
+
+        store = await self.store.existing(workspace)
+        if store is None:  # nothing was ever stored in this workspace: only the record goes
+            async with self.store.engine.begin() as connection:
+                await drop_record(connection)
+            forgotten = Forgotten()
+        else:
+            forgotten = await store.forget(job.id, drop_record)
+        # The store keeps finished records in memory for status reads; JobStore has no delete of its own.
+        jobs._finished.pop(job.id, None)
+        self.communities.mark_dirty()
+        log.info("kb_insert_deleted", job_id=job.id, workspace=workspace, chunks=forgotten.chunks)
+        return InsertDeleted(
+            id=job.id,
+            deleted=True,
+            chunks=forgotten.chunks,
+            entities=len(forgotten.entities),
+            communities=len(forgotten.communities),
+        )
 
     async def _process(self, job: InsertJob) -> InsertJob:
         async with self._slots:

@@ -23,7 +23,8 @@ import math
 import re
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -90,6 +91,21 @@ def _merge(target: list[str], extra: Iterable[str], cap: int | None = None) -> b
             target.append(item)
             changed = True
     return changed
+
+
+def _flat(text: str) -> str:
+    """Text with its whitespace runs made one space (a description quotes a chunk across its lines)."""
+    return " ".join(text.split())
+
+
+@dataclass
+class Forgotten:
+    """What forgetting an insert removed: its chunk count, the entities that went, the communities
+    that are recomputed."""
+
+    chunks: int = 0
+    entities: list[str] = field(default_factory=list)
+    communities: list[str] = field(default_factory=list)
 
 
 def _matrix(data: bytes, count: int, dim: int) -> np.ndarray[Any, Any]:
@@ -278,6 +294,142 @@ class KbStore:
         if new_relations:
             await connection.execute(RelationRow.__table__.insert(), new_relations)  # type: ignore[attr-defined]
         await self._bump(connection, "changes")
+
+    async def forget(self, job_id: str, also: Callable[[AsyncConnection], Awaitable[None]]) -> Forgotten:
+        """Remove what the insert `job_id` added, in one transaction (`also` writes what goes with it,
+        the job's own record): its chunks and mentions; the entities no other chunk mentions (rows and
+        vectors); the relations whose ends went or that no other chunk mentions both ends of; the
+        descriptions quoted from its text alone; the communities holding any entity it touched (the
+        next community run recomputes them, as after an insert). Its vectors go after the commit: a
+        vector without rows is never answered, so a failure there only leaves dead points."""
+        async with self.engine.begin() as connection:
+            await transaction_lock(connection, COMMIT_LOCK)
+            forgotten = await self._forget_rows(connection, job_id)
+            await also(connection)
+        await self.chunk_vectors.delete_where({"job_id": job_id})
+        await self.entity_vectors.delete([point_id("entity", k) for k in forgotten.entities])
+        await self.community_vectors.delete([point_id("community", c) for c in forgotten.communities])
+        return forgotten
+
+    async def _forget_rows(self, connection: AsyncConnection, job_id: str) -> Forgotten:
+        ws = self.workspace
+        chunks = dict(
+            (
+                await connection.execute(
+                    select(ChunkRow.id, ChunkRow.text).where(
+                        ChunkRow.workspace == ws, ChunkRow.job_id == job_id
+                    )
+                )
+            ).all()
+        )
+        if not chunks:
+            return Forgotten()
+        ids = list(chunks)
+        touched = sorted(
+            {
+                str(k)
+                for k in (
+                    await connection.execute(
+                        select(MentionRow.entity_key).where(
+                            MentionRow.workspace == ws, col(MentionRow.chunk_id).in_(ids)
+                        )
+                    )
+                ).scalars()
+            }
+        )
+        await connection.execute(
+            delete(MentionRow).where(col(MentionRow.workspace) == ws, col(MentionRow.chunk_id).in_(ids))
+        )
+        await connection.execute(
+            delete(ChunkRow).where(col(ChunkRow.workspace) == ws, col(ChunkRow.id).in_(ids))
+        )
+        # What other chunks still say of each touched entity: which of them mention it, and their text.
+        left: dict[str, set[str]] = defaultdict(set)
+        for key, chunk_id in (
+            await connection.execute(
+                select(MentionRow.entity_key, MentionRow.chunk_id).where(
+                    MentionRow.workspace == ws, col(MentionRow.entity_key).in_(touched)
+                )
+            )
+        ).all():
+            left[str(key)].add(str(chunk_id))
+        gone = [k for k in touched if not left.get(k)]
+        kept_texts = await self._texts(connection, {c for cs in left.values() for c in cs})
+        removed_text = "\n".join(_flat(t) for t in chunks.values())
+
+        def only_here(description: str, others: set[str]) -> bool:
+            said = _flat(description)
+            return said in removed_text and not any(said in kept_texts.get(c, "") for c in others)
+
+        entities = await connection.execute(
+            select(EntityRow.key, EntityRow.descriptions).where(
+                EntityRow.workspace == ws, col(EntityRow.key).in_(touched)
+            )
+        )
+        for key, descriptions in entities.all():
+            if key in gone:
+                continue
+            kept = [d for d in descriptions if not only_here(d, left[str(key)])]
+            if kept != list(descriptions):
+                await connection.execute(
+                    update(EntityRow)
+                    .where(col(EntityRow.workspace) == ws, col(EntityRow.key) == key)
+                    .values(descriptions=kept)
+                )
+        if gone:
+            await connection.execute(
+                delete(EntityRow).where(col(EntityRow.workspace) == ws, col(EntityRow.key).in_(gone))
+            )
+        relations = await connection.execute(
+            select(RelationRow.source, RelationRow.target, RelationRow.descriptions).where(
+                RelationRow.workspace == ws,
+                or_(col(RelationRow.source).in_(touched), col(RelationRow.target).in_(touched)),
+            )
+        )
+        touched_set, gone_set = set(touched), set(gone)
+        for source, target, descriptions in relations.all():
+            where = (
+                col(RelationRow.workspace) == ws,
+                col(RelationRow.source) == source,
+                col(RelationRow.target) == target,
+            )
+            if source in gone_set or target in gone_set:
+                await connection.execute(delete(RelationRow).where(*where))
+                continue
+            if source not in touched_set or target not in touched_set:
+                continue  # an end its chunks never named: another insert's relation
+            both = left[source] & left[target]  # chunks that still name both ends
+            if not both:
+                await connection.execute(delete(RelationRow).where(*where))
+                continue
+            kept = [d for d in descriptions if not only_here(d, both)]
+            if kept != list(descriptions):
+                await connection.execute(update(RelationRow).where(*where).values(descriptions=kept))
+        communities = [
+            str(i)
+            for i, members in (
+                await connection.execute(
+                    select(CommunityRow.id, CommunityRow.members).where(CommunityRow.workspace == ws)
+                )
+            ).all()
+            if set(members) & set(touched)
+        ]
+        if communities:
+            await connection.execute(
+                delete(CommunityRow).where(
+                    col(CommunityRow.workspace) == ws, col(CommunityRow.id).in_(communities)
+                )
+            )
+        await self._bump(connection, "changes")
+        return Forgotten(chunks=len(ids), entities=gone, communities=communities)
+
+    async def _texts(self, connection: AsyncConnection, chunk_ids: set[str]) -> dict[str, str]:
+        if not chunk_ids:
+            return {}
+        rows = await connection.execute(
+            select(ChunkRow.id, ChunkRow.text).where(col(ChunkRow.id).in_(sorted(chunk_ids)))
+        )
+        return {str(i): _flat(str(t)) for i, t in rows.all()}
 
     async def _bump(self, connection: AsyncConnection, name: str, to: int | None = None) -> None:
         """Add one to the workspace's counter `name`, or set it to `to`."""
