@@ -489,3 +489,84 @@ async def test_a_row_whose_model_call_keeps_failing_stays_empty_and_is_reported(
         done = await run_table(client)
         assert done["status"] == "failed"
         assert "1 of 3 chunks failed extraction" in done["error"]
+
+
+CLUBS = {
+    "watford.txt": "His football career started at Watford as a trainee in 1986.",
+    "leicester.txt": "Leicester City signed the forward in 1996 for a fee.",
+    "norwich.txt": "Norwich City paid Wolves for the forward in 1997. Mike Walker was the manager.",
+    "ibm.txt": "Thomas J. Watson was fired from the National Cash Register Company in Dayton, Ohio.",
+}
+
+
+async def offline_table(client: Any, question: str, kb: str) -> dict[str, Any]:
+    response = await client.post(SUBMIT, json={"question": question, "kb_name": kb, "threshold": 0.0})
+    done = await wait_done(client, f"{STATUS}/{response.json()['task_id']}")
+    assert done["status"] == "completed", done
+    result: dict[str, Any] = done["result"]
+    return result
+
+
+@pytest.mark.parametrize(
+    ("question", "rows"),
+    [
+        # One-word names opening a list were lost; a question's verb was glued to the first name.
+        ("Compare Watford, Leicester City and Norwich City", ["Watford", "Leicester City", "Norwich City"]),
+        ("Compare Leicester City, Watford and Norwich City", ["Leicester City", "Watford", "Norwich City"]),
+        ("Watford, Leicester City and Norwich City: when did the forward join each?", None),
+    ],
+)
+async def test_offline_rows_are_the_names_the_question_lists_in_its_order(
+    gen_factory: Any, docdb_fake: FakeDocdb, question: str, rows: list[str] | None
+) -> None:
+    docdb_fake.add_kb("clubs", CLUBS)
+    async with gen_factory() as client:
+        result = await offline_table(client, question, "clubs")
+    expected = rows or ["Watford", "Leicester City", "Norwich City"]
+    assert result["schema"]["entities"] == expected
+    by_name = {row["name"]: row for row in result["csv_data"]}
+    assert list(by_name) == expected
+    for name in expected:  # each row's evidence is a sentence that names its entity
+        assert name in by_name[name]["evidence"], by_name[name]
+
+
+async def test_offline_rows_are_only_the_acronyms_the_question_names_with_the_passage_it_found(
+    gen_factory: Any, docdb_fake: FakeDocdb
+) -> None:
+    """'Tell me about IBM, NCR and CTR' gave 35 rows (every name of the passages): names without a cue
+    ("IBM") were not taken as the question's. Each row's evidence is the question's passage that names it,
+    though a retrieval by the row's name alone finds nothing."""
+    docdb_fake.add_kb(
+        "ibm",
+        {
+            "ibm.md": "A history of computing machines. IBM was founded in 1911 as CTR in Endicott. "
+            "Thomas J. Watson was fired from NCR by John Henry Patterson. Microsoft made DOS.",
+        },
+    )
+    async with gen_factory() as client:
+        result = await offline_table(client, "Tell me the history of IBM, NCR and CTR", "ibm")
+    assert result["schema"]["entities"] == ["IBM", "NCR", "CTR"]
+    rows = {row["name"]: row for row in result["csv_data"]}
+    assert rows["NCR"]["evidence"] == "Thomas J. Watson was fired from NCR by John Henry Patterson."
+    assert rows["CTR"]["evidence"].startswith("IBM was founded in 1911 as CTR")
+    assert rows["IBM"]["type"] is not None
+
+
+async def test_offline_column_it_cannot_fill_stays_null_and_references_are_no_rows(
+    gen_factory: Any, docdb_fake: FakeDocdb
+) -> None:
+    """A column made from the question ("years and goals") was filled with the words after its name
+    ("Team Apps"); reference lines (ISBN, dates, links) became rows."""
+    docdb_fake.add_kb(
+        "career",
+        {
+            "career.txt": "He joined Watford as a trainee. Norwich City paid Wolves for him in 1997. "
+            "His years and goals there: 1997 Team Apps 96. ISBN 1-85291-662-1. Retrieved 22 June 2020.",
+        },
+    )
+    async with gen_factory() as client:
+        result = await offline_table(client, "List all clubs with their years and goals", "career")
+    assert result["schema"]["columns"] == ["name", "years_and_goals", "evidence"]
+    assert {"Watford", "Norwich City"} <= set(result["schema"]["entities"])
+    assert not {"ISBN", "22 June 2020"} & set(result["schema"]["entities"])
+    assert all(row["years_and_goals"] is None for row in result["csv_data"])

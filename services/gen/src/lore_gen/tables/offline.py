@@ -16,9 +16,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from lore_common.entities import find_entities
+from lore_common.entities import common_word, find_entities
 from lore_common.providers.offline import OfflineSkill, strings
-from lore_common.text import keywords, sentences
+from lore_common.text import STOPWORDS, keywords, sentences
 
 OFFLINE_TABLE_COLUMNS = ("name", "type", "evidence")
 
@@ -47,6 +47,8 @@ _ATTRIBUTE_VERBS: dict[str, tuple[str, ...]] = {
     "born": ("born",),
     "death": ("died",),
 }
+_EVIDENCE = 300
+_LINK = re.compile(r"https?://|\bwww\.|\bRetrieved\b|\bISBN\b")
 _VALUE_END = re.compile(r",\s+(?:and|in|at|on|which|who|while|but)\b|[,;.()]|\s+(?:in|at|on|by)\s+\d")
 
 
@@ -62,6 +64,88 @@ def _column(noun: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", noun.lower()).strip("_") or "value"
 
 
+# What separates the items of a list of names: "A, B and C", "A or B", "A vs. B".
+_LIST_GAP = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s*,?\s+(?:and|or|&|vs\.?|versus)\s+")
+_TOKEN = re.compile(r"[^\W_](?:[\w'’&.-]*[\w.])?")
+_CONNECTORS = frozenset({"of", "de", "la", "le", "du", "von", "van", "der", "den", "del", "the", "&"})
+_ROW_KINDS = frozenset({"person", "organisation", "place", "product", "identifier", "name", "title", "event"})
+
+
+def _capitalised_runs(question: str) -> list[tuple[int, int]]:
+    """Spans of capitalised words (with `of`, `de`, `the` inside): the question's candidate names."""
+    runs: list[tuple[int, int]] = []
+    start = end = -1  # the open run
+    inside = -1  # the end of a connector after the run ("Bank of"), kept only if a capital follows
+    for match in _TOKEN.finditer(question):
+        word = match.group().rstrip(".") if match.group().count(".") == 1 else match.group()
+        capital = word[:1].isupper() or (word[:1].isdigit() and any(c.isupper() for c in word))
+        touching = start >= 0 and not question[max(end, inside) : match.start()].strip()
+        if capital and touching:
+            end, inside = match.start() + len(word), -1
+        elif touching and inside < 0 and word.lower() in _CONNECTORS:
+            inside = match.end()
+        else:
+            if start >= 0:
+                runs.append((start, end))
+            start, end, inside = (match.start(), match.start() + len(word), -1) if capital else (-1, -1, -1)
+    if start >= 0:
+        runs.append((start, end))
+    return runs
+
+
+def _listed(question: str) -> list[tuple[int, str]]:
+    """The names of the question's lists ("Watford, Leicester City and Norwich City", "IBM, NCR and
+    CTR"): each item is a name even when one word opens the question or is a common word."""
+    runs = _capitalised_runs(question)
+    items: list[tuple[int, str]] = []
+    chain: list[tuple[int, int]] = []
+    joined = False  # an "and"/"or" links the chain: two names after a comma alone may be a greeting
+
+    def close() -> None:
+        if len(chain) >= 3 or (len(chain) == 2 and joined):
+            items.extend((a, question[a:b]) for a, b in chain)
+
+    for run in runs:
+        gap = question[chain[-1][1] : run[0]] if chain else ""
+        if chain and _LIST_GAP.fullmatch(gap):
+            chain.append(run)
+            joined = joined or "," not in gap or bool(re.search(r"\b(?:and|or)\b", gap))
+        else:
+            close()
+            chain, joined = [run], False
+    close()
+    return items
+
+
+def _unglued(name: str, at: int, question: str, passages: Sequence[str]) -> str:
+    """The name without the question word its capital glued on ("Compare Leicester City" is Leicester
+    City), unless the passages name it whole ("New York")."""
+    words = name.split()
+    if len(words) < 2 or question[:at].strip(" \"'“(") or not common_word(words[0]):
+        return name
+    text = " ".join(passages).lower()
+    if passages and name.lower() in text:
+        return name
+    return " ".join(words[1:])
+
+
+def question_entities(question: str, passages: Sequence[str] = ()) -> list[str]:
+    """The names the question asks about, in its order: a list's items when it has one ("A, B and C:
+    when did X join each?" is about A, B and C), else every name the extractor finds in it (acronyms
+    and names without a cue included), with no question word glued on."""
+    found: list[tuple[int, str]] = _listed(question)
+    if not found:
+        entities, _, _ = find_entities(question)
+        found = sorted(
+            (max(question.find(e.name), 0), e.name) for e in entities.values() if e.kind in _ROW_KINDS
+        )
+    names = [_unglued(name, at, question, passages) for at, name in found]
+    names = [n for n in names if len(n) > 1 and n.lower() not in STOPWORDS]
+    # A name inside a longer one the question also gives ("Curie" in "Marie Curie") is the same row.
+    names = [n for n in names if not any(n != o and f" {n.lower()}" in f" {o.lower()}" for o in names)]
+    return list(dict.fromkeys(names))
+
+
 def design_table(question: str, passages: Sequence[str], max_entities: int = 20) -> dict[str, Any]:
     """The table's title, rows and columns from the question's shape and the passages' entities."""
     title = question.strip().rstrip("?？.。") or "table"
@@ -73,7 +157,12 @@ def design_table(question: str, passages: Sequence[str], max_entities: int = 20)
         for passage in passages:
             found, _, _ = find_entities(passage)
             for key, entity in found.items():
-                if kind is None or entity.kind == kind:
+                if entity.kind == kind or (
+                    # Any kind of name, but no date, code name or reference ("ISBN", "Retrieved ...").
+                    kind is None
+                    and entity.kind in _ROW_KINDS - {"identifier"}
+                    and not _LINK.search(entity.sentence)
+                ):
                     counts[key] += entity.mentions
                     names.setdefault(key, entity.name)
         rows = [names[key] for key, _ in counts.most_common()]
@@ -84,11 +173,7 @@ def design_table(question: str, passages: Sequence[str], max_entities: int = 20)
             "entities": rows[:max_entities],
             "columns": ["name", _column(shaped.group("y")), "evidence"],
         }
-    named: list[str] = []
-    found_in_question, _, _ = find_entities(question)
-    for entity in found_in_question.values():
-        if entity.kind in ("person", "organisation", "place", "product", "title", "event"):
-            named.append(entity.name)
+    named = question_entities(question, passages)
     if not named:
         wanted = set(keywords(question))
         counts = Counter()
@@ -108,13 +193,9 @@ def design_table(question: str, passages: Sequence[str], max_entities: int = 20)
     }
 
 
-def _mentions(sentence: str, entity: str) -> bool:
-    lowered = sentence.lower()
-    if entity.lower() in lowered:
-        return True
-    # "Marie Curie and Pierre Curie discovered ..." names both; a list of first names shares a surname.
-    parts = entity.split()
-    return len(parts) >= 2 and parts[0].lower() in lowered and parts[-1].lower() in lowered
+def mentions(sentence: str, entity: str) -> bool:
+    """Whether the text names the entity as a whole word ("IBM", not the letters of another word)."""
+    return re.search(rf"(?<![\w-]){re.escape(entity)}(?![\w-])", sentence, re.I) is not None
 
 
 def _attribute(sentence: str, column: str) -> str | None:
@@ -122,8 +203,9 @@ def _attribute(sentence: str, column: str) -> str | None:
     "polonium and radium"), or None when the sentence has no such verb."""
     stem = column.split("_")[0][:5]
     verbs = next((v for k, v in _ATTRIBUTE_VERBS.items() if k.startswith(stem) or stem.startswith(k)), ())
-    alternatives = "|".join(map(re.escape, verbs)) if verbs else rf"{re.escape(stem)}\w*"
-    pattern = rf"\b({alternatives})\b\s+(.*)"
+    if not verbs:
+        return None  # no verb says what this column holds: the words after its name would be fragments
+    pattern = rf"\b({'|'.join(map(re.escape, verbs))})\b\s+(.*)"
     match = re.search(pattern, sentence, re.I)
     if not match:
         return None
@@ -136,21 +218,22 @@ def fill_row(entity: str, columns: Sequence[str], passages: Sequence[str]) -> di
     """The entity's name, then each column from the passage sentences that mention it: its kind
     (`type`), the attribute a column names and the sentence that says so (`evidence`). Every other cell
     stays null: nothing is invented."""
-    mentioned = [s for p in passages for s in sentences(p) if _mentions(s, entity)]
+    mentioned = [s for p in passages for s in sentences(p) if mentions(s, entity)]
     row: dict[str, Any] = {column: None for column in columns}
     if columns:
         row[columns[0]] = entity
-    evidence = mentioned[0] if mentioned else None
+    # A sentence a person reads as evidence: not an infobox run together nor a reference's link.
+    readable = [s for s in mentioned if len(s) <= _EVIDENCE and not _LINK.search(s)]
+    evidence = (readable or mentioned or [None])[0]
     for column in columns[1:]:
         name = column.lower()
         if name in ("evidence", "description"):
             continue
         if name == "type":
-            for sentence in mentioned:
-                found, _, _ = find_entities(sentence)
-                if entity.lower() in found:
-                    row[column] = found[entity.lower()].kind
-                    break
+            # The sentences read together: a name that opens one is capitalised inside another.
+            found, _, _ = find_entities(" ".join(mentioned)) if mentioned else ({}, None, None)
+            if entity.lower() in found:
+                row[column] = found[entity.lower()].kind
             continue
         for sentence in mentioned:
             value = _attribute(sentence, name)
@@ -160,7 +243,7 @@ def fill_row(entity: str, columns: Sequence[str], passages: Sequence[str]) -> di
                 break
     for column in columns[1:]:
         if column.lower() in ("evidence", "description"):
-            row[column] = evidence[:300] if evidence else None
+            row[column] = evidence[:_EVIDENCE] if evidence else None
     return {"row": row}
 
 

@@ -39,6 +39,7 @@ from lore_core.settings import GenConfig
 from lore_gen.docdb.client import DocdbClient
 from lore_gen.docdb.models import Passage
 from lore_gen.tables.models import RowReply, SqlReply, SubmitRequest, TableSchema
+from lore_gen.tables.offline import mentions
 from lore_gen.tables.sql_guard import UnsafeSQL, guard_select
 from lore_gen.tables.store import TableStore, coerce, identifier, infer_kinds
 from lore_gen.tasks.models import Body, Checkpoint, Report, TaskFailure, TaskRecord
@@ -163,9 +164,14 @@ class TableService:
         usage = begin_usage(self.config.llm)  # model calls, tokens, cost, rows that failed
         await report(STEP_SCHEMA, "schema")
         known = await self.kb_entities(kb_name)
+        passages = (
+            await self.docdb.retrieve(kb_name, request.question, request.top_k, request.threshold)
+            if kb_name
+            else []
+        )
         designed = checkpoint.get("design")
         if designed is None:
-            schema = await self.design(request, kb_name, known)
+            schema = await self.design(request, kb_name, known, passages)
             table_name = _table_name(schema.title)
             designed = {"schema": msgspec.to_builtins(schema), "table_name": table_name}
             await checkpoint.put("design", designed)  # a resumed run builds this table, not another
@@ -174,7 +180,7 @@ class TableService:
         columns = schema.columns
         total = len(schema.entities)
         await report(STEP_ROWS, "rows", done=0, total=total)
-        rows = await self.fill_rows(request, kb_name, schema, report, known)
+        rows = await self.fill_rows(request, kb_name, schema, report, known, passages)
         check_failed_share(total, self.config.llm.max_failed_share)
 
         await report(STEP_TABLE, "table")
@@ -209,13 +215,12 @@ class TableService:
         }
 
     async def design(
-        self, request: SubmitRequest, kb_name: str | None, known: Mapping[str, str]
+        self,
+        request: SubmitRequest,
+        kb_name: str | None,
+        known: Mapping[str, str],
+        passages: Sequence[Passage],
     ) -> TableSchema:
-        passages = (
-            await self.docdb.retrieve(kb_name, request.question, request.top_k, request.threshold)
-            if kb_name
-            else []
-        )
         limit = self.config.max_entities
         described = [f"{name}: {text}" for name, text in known.items() if text]
         reply = await complete_structured(
@@ -254,7 +259,10 @@ class TableService:
         schema: TableSchema,
         report: Report,
         known: Mapping[str, str],
+        found: Sequence[Passage] = (),
     ) -> list[dict[str, Any]]:
+        """Each entity's row; the passages retrieved for the question that name the entity are its
+        evidence too (a row-by-row retrieval can miss the passage the question found)."""
         slots = asyncio.Semaphore(max(1, request.max_workers))
         done = 0
         key = schema.columns[0]
@@ -262,7 +270,8 @@ class TableService:
         async def fill(entity: str) -> dict[str, Any]:
             nonlocal done
             async with slots:
-                row = await self.fill_row(request, kb_name, schema, entity, known.get(entity, ""))
+                named = [p for p in found if mentions(p.content, entity)]
+                row = await self.fill_row(request, kb_name, schema, entity, known.get(entity, ""), named)
             row[key] = row.get(key) or entity
             done += 1
             tally = current_usage()
@@ -273,13 +282,21 @@ class TableService:
         return list(await asyncio.gather(*(fill(entity) for entity in schema.entities)))
 
     async def fill_row(
-        self, request: SubmitRequest, kb_name: str | None, schema: TableSchema, entity: str, described: str
+        self,
+        request: SubmitRequest,
+        kb_name: str | None,
+        schema: TableSchema,
+        entity: str,
+        described: str,
+        named: Sequence[Passage] = (),
     ) -> dict[str, Any]:
         empty: dict[str, Any] = {column: None for column in schema.columns}
         passages: list[Passage] = []
         if kb_name:
             query = f"{entity}: {', '.join(schema.columns[1:])}"
             passages = await self.docdb.retrieve(kb_name, query, request.top_k, request.threshold)
+            seen = {p.content for p in passages}
+            passages += [p for p in named if p.content not in seen]
             if described and not any(described in p.content for p in passages):
                 # The sentence the KB graph keeps for the entity is evidence too.
                 passages.append(Passage(content=described, score=0.0, source="knowledge graph"))
