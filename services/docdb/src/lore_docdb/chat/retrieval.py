@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import operator
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -53,7 +54,7 @@ FUSION: dict[str, Rrf | Scores] = {"local:usem3": Rrf(4.0, 2), "local:minilm": S
 PLAIN_RRF = Rrf(1.0, 60)
 
 
-@dataclass
+@dataclass(slots=True)
 class Hit:
     chunk_id: str
     score: float
@@ -80,8 +81,7 @@ class Hit:
         )
 
 
-def _page(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+_SCORE = operator.attrgetter("score")
 
 
 @dataclass(frozen=True)
@@ -140,20 +140,24 @@ class Retriever:
         points = await self.vectors.search(
             kb.name, vector, top_k, threshold, top_k * self.search.ef_multiplier
         )
-        hits = [
-            Hit(
-                chunk_id=str(p.payload["chunk_id"]),
-                score=float(p.score),
-                text=str(p.payload.get("text", "")),
-                dataset=str(p.payload.get("dataset", "")),
-                file=str(p.payload.get("file", "")),
-                heading_path=tuple(str(t) for t in p.payload.get("heading_path") or ()),
-                page_start=_page(p.payload.get("page_start")),
-                page_end=_page(p.payload.get("page_end")),
+        hits = []
+        for point in points:
+            payload = point.payload
+            if not payload:
+                continue
+            first, last = payload.get("page_start"), payload.get("page_end")
+            hits.append(
+                Hit(
+                    str(payload["chunk_id"]),
+                    float(point.score),
+                    str(payload.get("text", "")),
+                    str(payload.get("dataset", "")),
+                    str(payload.get("file", "")),
+                    tuple(map(str, payload.get("heading_path") or ())),
+                    first if type(first) is int else None,  # a page number, never a bool
+                    last if type(last) is int else None,
+                )
             )
-            for p in points
-            if p.payload
-        ]
         trace.candidates["vector"] = trace.candidates.get("vector", 0) + len(hits)
         trace.time("vector_ms", started)
         return hits
@@ -193,8 +197,9 @@ class Retriever:
         )
         defaults = self.defaults()
         merged: dict[str, Hit] = {}
-        for hit in vector_hits:
-            merged[hit.chunk_id] = hit.scored(defaults.similarity_weight * hit.score)
+        for hit in vector_hits:  # this search's own hits: weighted in place
+            hit.score *= defaults.similarity_weight
+            merged[hit.chunk_id] = hit
         top_occurrence = max((score for _, score in graph_hits), default=0.0) or 1.0
         for chunk_id, occurrence in graph_hits:
             bonus = defaults.occur_weight * occurrence / top_occurrence
@@ -203,7 +208,9 @@ class Retriever:
             else:
                 merged[chunk_id] = Hit(chunk_id, bonus)
         await self.fill(merged)
-        return sorted((h for h in merged.values() if h.text), key=lambda h: -h.score)
+        found = [h for h in merged.values() if h.text]
+        found.sort(key=_SCORE, reverse=True)  # stable: ties keep their order, as a key of -score did
+        return found
 
     async def fused(self, kb: KbTarget, query: str, top_k: int, threshold: float, trace: Trace) -> list[Hit]:
         """BM25 + vector, fused as the KB's embedder measured best (`FUSION`); no model call."""

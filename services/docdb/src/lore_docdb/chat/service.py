@@ -272,7 +272,7 @@ class ChatService:
         return citations
 
     async def _file_url(self, hit: Hit) -> str | None:
-        if self.objects is None or not hit.file:
+        if not hit.file or self.objects is None:
             return None
         try:
             url = await self.objects.presigned_get(f"{hit.dataset}/{hit.file}")
