@@ -17,7 +17,7 @@ GENERATE = "/api/v1/gen/tag-tree/generate"
 SUBMIT = "/api/v1/gen/tag-tree/submit"
 STATUS = "/api/v1/gen/tag-tree/status"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-ROWS = [
+ROWS: list[list[Any]] = [
     ["Science", "Physics", "Optics"],
     ["Science", "Physics", "Mechanics"],
     ["Science", "Chemistry"],
@@ -219,26 +219,50 @@ async def test_kb_tree_is_grounded_in_the_kb_entities(gen_factory: Any, docdb_fa
     assert docdb_fake.queries == ["renewable energy"]
 
 
-async def test_kb_tree_offline_groups_the_kb_entities_by_type(
+def leaves(nodes: list[dict[str, Any]]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for node in nodes:
+        found.update(
+            leaves(node["children"]) if node["children"] else {node["node_name"]: node["description"]}
+        )
+    return found
+
+
+async def test_kb_tree_offline_is_the_topic_entities_with_one_line_descriptions(
     gen_factory: Any, docdb_fake: FakeDocdb
 ) -> None:
+    """The offline tree listed the KB's top entities whatever the topic (IBM and Ohio under a football
+    career), each described by 300 characters of raw passage."""
     docdb_fake.add_kb(
-        "energy",
-        {"solar.txt": "Photovoltaics convert sunlight."},
+        "corp",
+        {
+            "roberts.txt": "His football career started at Watford as a trainee in 1986. In July 1997 "
+            "Norwich City manager Mike Walker paid Wolves for him, and his career there lasted seven "
+            "seasons, with goals against Ipswich Town in the East Anglian derby that fans still recall "
+            "today in songs, columns and the club's own histories of its greatest players and seasons. "
+            "Julius Pitrap patented a computing scale in Dayton, Ohio in 1885.",
+            "ibm.txt": "IBM was founded in Endicott, New York, as CTR by Thomas J. Watson.",
+        },
         entities=[
-            {"name": "Photovoltaics", "type": "客观实体", "description": "solar cells"},
-            {"name": "Wind power", "type": "抽象实体", "description": "turbines"},
-            {"name": "Turbine", "type": "客观实体", "description": "rotating machine"},
+            {"name": "IBM", "type": "客观实体", "description": "IBM was founded in Endicott."},
+            {"name": "Thomas J. Watson", "type": "客观实体", "description": "Watson led CTR."},
+            {"name": "Watford", "type": "客观实体", "description": "His football career started at Watford."},
         ],
     )
     async with gen_factory() as client:
-        response = await client.post(GENERATE, json={"topic": "energy", "mode": "kb", "kb_name": "energy"})
+        response = await client.post(
+            GENERATE, json={"topic": "Football career of the forward", "mode": "kb", "kb_name": "corp"}
+        )
         done = await wait_done(client, f"{STATUS}/{response.json()['task_id']}")
-        result = done["result"]
-        assert result["node_count"] == 6  # energy, 2 types, 3 entities
-        assert find(result["nodes"], "Turbine")["category"] == "energy -> Physical entity"
-        assert "实体" not in json.dumps(result["nodes"], ensure_ascii=False)
-        assert result["kb_entity_nodes"] == 3
+    result = done["result"]
+    found = leaves(result["nodes"])
+    assert {"Watford", "Norwich City", "Mike Walker"} <= set(found)
+    assert not {"IBM", "Thomas J. Watson", "Ohio", "Dayton", "Julius Pitrap"} & set(found)
+    assert find(result["nodes"], "Watford")["category"] == "Football career of the forward -> Physical entity"
+    assert "实体" not in json.dumps(result["nodes"], ensure_ascii=False)
+    assert all(len(line) <= 120 and "\n" not in line for line in found.values()), found
+    assert found["Watford"].startswith("His football career started at Watford")
+    assert result["kb_entity_nodes"] == 1  # Watford, the one top entity of the topic
 
 
 @pytest.mark.parametrize(

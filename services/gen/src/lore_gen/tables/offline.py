@@ -224,7 +224,7 @@ def fill_row(entity: str, columns: Sequence[str], passages: Sequence[str]) -> di
         row[columns[0]] = entity
     # A sentence a person reads as evidence: not an infobox run together nor a reference's link.
     readable = [s for s in mentioned if len(s) <= _EVIDENCE and not _LINK.search(s)]
-    evidence = (readable or mentioned or [None])[0]
+    evidence: str | None = next(iter(readable or mentioned), None)
     for column in columns[1:]:
         name = column.lower()
         if name in ("evidence", "description"):

@@ -2,8 +2,9 @@
 
 KB mode gives the model the KB's most connected entities (docdb's overview) and the passages retrieved
 for the topic, and asks it to name nodes after those entities; the result reports how many nodes carry
-a KB entity's name. `category` is always computed here from the ancestors, and the tree is bounded in
-depth and size so that a runaway reply cannot exhaust memory.
+a KB entity's name. The offline model takes the entities of those passages only (tag_trees.offline).
+`category` is always computed here from the ancestors, and the tree is bounded in depth and size so
+that a runaway reply cannot exhaust memory.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ class TagTreeService:
                     ChatMessage("user", f"Topic: {topic}{context}"),
                 ],
                 task="tag_tree",
-                inputs={"topic": topic, "entities": entities},
+                inputs={"topic": topic, "entities": entities, "passages": passages},
             ),
             TreeReply,
         )
