@@ -184,6 +184,33 @@ async def test_a_failed_incremental_parse_leaves_the_kb_as_it_was(docdb_factory:
 
 
 @EMBEDDED_ONLY
+async def test_a_parse_after_every_file_was_deleted_empties_the_kb_of_them(docdb_factory: Any) -> None:
+    """A dataset whose files are all gone (a source that mirrored an emptied folder) parses to nothing:
+    the parse completes and the KB holds none of the files' chunks, vectors, BM25 entries or entities,
+    instead of failing with "no parsable file" and answering from deleted files. A first parse of a
+    dataset with nothing parsable still fails."""
+    async with docdb_factory(**GRAPH) as client:
+        await upload(client, "papers", {name: text.encode() for name, text in FILES.items()})
+        await client.post(KB, json={"name": "inc"})
+        await parsed(client, "inc", "papers")
+        assert (await snapshot(client, "inc"))["nodes"]
+        for name in FILES:
+            assert (await client.delete(f"{DS}/papers/files/{name}")).status_code == 200
+        emptied = await parsed(client, "inc", "papers", incremental=True)
+        assert emptied["metadata"]["files"] == {"added": 0, "changed": 0, "deleted": 5, "unchanged": 0}
+        left = await snapshot(client, "inc")
+        assert (left["chunks"], left["vectors"], left["bm25"]) == ([], {}, [])
+        assert (left["nodes"], left["edges"]) == ([], [])
+        found = await client.post("/api/v1/docdb/retrieve", json={"kb_id": "inc", "query": "Albert Einstein"})
+        assert found.json()["data"] == []
+
+        await upload(client, "binaries", {"setup.exe": b"MZ"})
+        [task_id] = await parse(client, "inc", ["binaries"])
+        first = await wait_task(client, task_id)
+        assert first["status"] == "failed" and "has no parsable file" in first["error"], first
+
+
+@EMBEDDED_ONLY
 async def test_a_kb_parsed_before_file_records_reads_every_file_once(docdb_factory: Any) -> None:
     """A KB from before migration 0008 has no file records and chunks without graph contributions: its
     next parse reads every file, replaces the old chunks and graph, and records the files."""

@@ -174,7 +174,9 @@ class ParsePipeline:
             skipped + [{"file": r.file, "reason": r.skipped} for r in kept if r.skipped],
             key=lambda s: s["file"],
         )
-        if not texts and not any(r.chunks for r in kept):
+        # Nothing to parse is an error in a first parse only: once the KB holds the dataset, a parse
+        # with no text left (every file deleted or unparsable now) takes their chunks back in `finish`.
+        if not texts and not records:
             reasons = "; ".join(f"{path_of(s['file'])}: {s['reason']}" for s in outcome.skipped[:5])
             raise ExtractionError(
                 f"dataset {task.dataset!r} has no parsable file" + (f" ({reasons})" if reasons else "")
