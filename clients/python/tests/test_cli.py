@@ -173,8 +173,14 @@ def test_source_add_sync_and_ls(run: Any, stack: Stack) -> None:
     outside = run("source", "add", dataset, "--folder", str(stack.data), code=1)
     assert "folder_roots" in outside.stderr
     assert "name one source" in run("source", "add", dataset, code=2).stderr
-    added = as_json(run("source", "add", dataset, "--folder", str(folder), "--interval", "3600", "--json"))
-    assert added["source"] == {"kind": "folder", "interval": 3600, "auto_parse": True, "path": str(folder)}
+    added = as_json(run("source", "add", dataset, "--folder", str(folder), "--json"))
+    assert added["source"] == {
+        "kind": "folder",
+        "interval": None,
+        "auto_parse": True,
+        "max_delete": 0.5,
+        "path": str(folder),
+    }
     first = as_json(run("source", "sync", dataset, "--json"))
     assert first["status"] == "completed" and first["report"]["added"] == ["guide/setup.md", "intro.md"]
     (folder / "intro.md").write_text("Welcome to the handbook!")
@@ -184,8 +190,31 @@ def test_source_add_sync_and_ls(run: Any, stack: Stack) -> None:
     listed = {s["dataset"]: s for s in as_json(run("source", "ls", "--json"))}
     assert listed[dataset]["last_sync"]["report"]["changed"] == ["intro.md"]
     assert dataset in run("source", "ls").stdout
+    # A schedule starts with a sync at once (it used to wait one interval: an hour of nothing).
+    scheduled = run("source", "add", dataset, "--folder", str(folder), "--interval", "3600").stdout
+    assert "first sync within seconds, then every 3600 s" in scheduled
     run("source", "rm", dataset)
     assert "has no source" in run("source", "sync", dataset, code=1).stderr
+
+
+def test_source_add_git_with_subdir_and_max_delete(run: Any, stack: Stack) -> None:
+    dataset = unique("wiki")
+    repo = stack.data / "sources" / dataset
+    (repo / "docs").mkdir(parents=True)
+    (repo / "docs" / "guide.md").write_text("Read the guide.")
+    (repo / "README.md").write_text("Not under docs.")
+    for args in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-q", "-m", "one"]):
+        git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    as_url = run("source", "add", dataset, "--git", f"file://{repo}", code=1).stderr
+    assert "file:// URLs are not supported" in as_url and "outside" not in as_url
+    assert run("source", "add", dataset, "--git", str(repo), "--max-delete", "2", code=2)
+    added = as_json(
+        run("source", "add", dataset, "--git", str(repo), "--subdir", "docs", "--max-delete", "1", "--json")
+    )
+    assert added["source"]["subdir"] == "docs" and added["source"]["max_delete"] == 1
+    synced = as_json(run("source", "sync", dataset, "--json"))
+    assert synced["status"] == "completed" and synced["report"]["added"] == ["guide.md"]
 
 
 def test_failures_exit_non_zero_with_the_servers_message(run: Any, tmp_path: Path) -> None:

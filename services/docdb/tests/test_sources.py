@@ -13,7 +13,7 @@ import subprocess
 import threading
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +201,10 @@ async def test_a_git_branch_syncs_commits_that_add_edit_rename_and_delete(
     git(repo, "commit", "-q", "-m", "draft")
     git(repo, "checkout", "-q", "main")
     async with docdb_factory(**roots(tmp_path / "repos")) as client:
+        # A file:// URL is not a folder "outside folder_roots": the reply says to give the path.
+        as_url = await source(client, "repo", {"kind": "git", "url": f"file://{repo}"}, status=400)
+        assert "file:// URLs are not supported" in as_url["message"] and str(repo) in as_url["message"]
+        assert "folder_roots" not in as_url["message"]
         await source(client, "repo", {"kind": "git", "url": str(repo), "branch": "main"})
         assert report(await sync(client, "repo"))["added"] == ["a.md", "b.md", "gone.md"]
         (repo / "a.md").write_text("second")
@@ -323,10 +327,82 @@ async def test_a_scheduled_sync_runs_once_per_interval_and_parses_the_kbs_again(
         # check two hours ahead, where the source is due, and docdb's own check (every 0.1 s, at
         # the real time) cannot claim it first.
         store = docdb.app.state.sources.store
-        await store.put("notes", (await store.get("notes")).spec, 3600)
+        await store.put("notes", (await store.get("notes")).spec, 3600, due=utcnow() + timedelta(hours=1))
         ahead = utcnow() + timedelta(hours=2)
         claims = await asyncio.gather(*(store.claim_due(ahead) for _ in range(4)))
         assert sorted(len(c) for c in claims) == [0, 0, 0, 1]
+
+
+async def test_a_scheduled_source_syncs_at_once_not_one_interval_later(
+    docdb_factory: Any, tmp_path: Path
+) -> None:
+    """`interval: 3600` used to mean an hour of nothing after the source was set."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "vault.txt").write_text("The vault code is 1234.")
+    env = {**roots(tmp_path), "LORE__DOCDB__SOURCES__SCHEDULE_CHECK": "0.1"}
+    async with docdb_factory(**env) as docdb:
+        info = await source(docdb, "notes", {"kind": "folder", "path": str(folder), "interval": 3600})
+        assert stamp(info["next_sync_at"]) <= utcnow()
+        assert report(await first_scheduled(docdb, "notes"))["added"] == ["vault.txt"]
+        later = (await docdb.get(f"{DS}/notes/source")).json()["next_sync_at"]
+        assert stamp(later) > utcnow() + timedelta(minutes=59)  # then once an hour
+
+
+def stamp(value: str) -> datetime:
+    moment = datetime.fromisoformat(value)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+async def test_a_sync_that_would_delete_most_files_is_refused_unless_the_source_allows_it(
+    docdb_factory: Any, tmp_path: Path
+) -> None:
+    """An emptied folder (an unmounted share) read as "every file deleted": the scheduled sync deleted
+    the dataset, then the KBs' parses failed and they kept answering from the deleted files. Now a
+    sync deleting more than `max_delete` (half) of the files, or all of a dataset of fewer than 4,
+    fails and changes nothing; allowed, it deletes them and the KB's parse takes their chunks back."""
+    folder = tmp_path / "share"
+    folder.mkdir()
+    rooms = "abcde"
+    for room in rooms:
+        (folder / f"{room}.md").write_text(f"The vault code of room {room} is {room * 4}.")
+    async with docdb_factory(**roots(tmp_path)) as docdb:
+        await source(docdb, "hb", {"kind": "folder", "path": str(folder)})
+        assert len(report(await sync(docdb, "hb"))["added"]) == 5
+        await docdb.post(KB, json={"name": "hb"})
+        parse = await docdb.post(f"{KB}/hb/parse", json={"datasets": ["hb"], "mode": 1})
+        await wait_parse(docdb, parse.json()["data"]["tasks"][0]["task_id"])
+
+        for room in "cde":
+            (folder / f"{room}.md").unlink()
+        refused = await sync(docdb, "hb")
+        assert refused["status"] == "failed" and refused["parse_tasks"] == []
+        error = refused["error"]
+        assert "would delete 3 of the dataset's 5 files (c.md, d.md, e.md)" in error
+        assert "more than 50%" in error and "max_delete 1" in error
+        assert len(await files(docdb, "hb")) == 5  # nothing deleted
+
+        (folder / "c.md").write_text("The vault code of room c is cccc.")
+        half = await sync(docdb, "hb")
+        assert report(half)["deleted"] == ["d.md", "e.md"]  # 2 of 5 is within the half
+        await wait_parse(docdb, half["parse_tasks"][0])
+
+        for room in "abc":  # the folder is empty now: a dataset of 3 files may not lose all of them
+            (folder / f"{room}.md").unlink()
+        empty = await sync(docdb, "hb")
+        assert empty["status"] == "failed" and "would delete 3 of the dataset's 3 files" in empty["error"]
+        assert "all of them" in empty["error"] and sorted(await files(docdb, "hb")) == [
+            "a.md",
+            "b.md",
+            "c.md",
+        ]
+
+        await source(docdb, "hb", {"kind": "folder", "path": str(folder), "max_delete": 1})
+        allowed = await sync(docdb, "hb")
+        assert report(allowed)["deleted"] == ["a.md", "b.md", "c.md"] and await files(docdb, "hb") == {}
+        await wait_parse(docdb, allowed["parse_tasks"][0])  # it used to fail: "no parsable file"
+        found = await docdb.post("/api/v1/docdb/retrieve", json={"query": "vault code room", "kb_id": "hb"})
+        assert found.json()["data"] == []
 
 
 async def wait_parse(client: AppClient, task_id: str) -> None:
@@ -366,8 +442,8 @@ async def test_two_replicas_on_one_postgresql_run_each_interval_s_sync_once(
         "LORE__DOCDB__SOURCES__SCHEDULE_CHECK": "0.05",
     }
     async with replica(tmp_path, "r1", **env) as one, replica(tmp_path, "r2", **env) as two:
+        set_at = time.monotonic()  # before: the first sync is due at once, the next 1 s after the set
         await source(one, "notes", {"kind": "folder", "path": str(folder), "interval": 1})
-        set_at = time.monotonic()
         while True:
             listing = await two.get(f"{DS}/notes/syncs")
             assert listing.status_code == 200, listing.text

@@ -9,7 +9,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from lore_client.cli.output import JsonFlag, client, console, emit, fail, handled
+from lore_client.cli.output import JsonFlag, client, console, emit, errors, fail, handled
+from lore_client.errors import Conflict
 
 source_app = typer.Typer(
     help="Dataset sources: add, sync, ls, rm (a folder on the server, S3, git, web pages).",
@@ -29,6 +30,7 @@ def add(
     secret_key: Annotated[str | None, typer.Option(envvar="LORE_SOURCE_SECRET_KEY")] = None,
     git: Annotated[str | None, typer.Option(help="A git repository: https URL or server path.")] = None,
     branch: Annotated[str | None, typer.Option(help="The git branch (default: the remote's).")] = None,
+    subdir: Annotated[str, typer.Option(help="Git: only the files under this folder.")] = "",
     token: Annotated[str | None, typer.Option(envvar="LORE_SOURCE_TOKEN", help="git https token.")] = None,
     url: Annotated[list[str] | None, typer.Option("--url", help="A web page to start from (repeat).")] = None,
     sitemap: Annotated[str | None, typer.Option(help="A sitemap listing the web pages.")] = None,
@@ -38,6 +40,15 @@ def add(
     auto_parse: Annotated[
         bool, typer.Option(help="Parse the dataset again in its KBs after a sync that changed it.")
     ] = True,
+    max_delete: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="The largest share of the dataset's files one sync may delete (server default 0.5; "
+            "1: no limit). A sync that would delete more fails and changes nothing.",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Give a dataset its source (one of --folder, --s3, --git, --url/--sitemap); `lore source sync`
@@ -50,13 +61,15 @@ def add(
     spec: dict[str, Any] = {"kind": chosen[0], "auto_parse": auto_parse}
     if interval is not None:
         spec["interval"] = interval
+    if max_delete is not None:
+        spec["max_delete"] = max_delete
     if folder:
         spec["path"] = folder
     elif s3:
         spec |= {"bucket": s3, "prefix": prefix, "endpoint_url": endpoint}
         spec |= {"access_key": access_key, "secret_key": secret_key}
     elif git:
-        spec |= {"url": git, "branch": branch, "token": token}
+        spec |= {"url": git, "branch": branch, "subdir": subdir or None, "token": token}
     else:
         spec |= {"urls": url or [], "sitemap": sitemap, "max_depth": depth, "max_pages": max_pages}
     with client() as lore:
@@ -67,6 +80,11 @@ def add(
         emit(info)
     else:
         console.print(f"{escape(dataset)}: source {escape(_describe(info.source))} set")
+        interval_s = info.source.get("interval")
+        if interval_s:
+            console.print(f"  first sync within seconds, then every {interval_s} s (see `lore source ls`)")
+        else:
+            console.print(f"  no schedule: sync it with `lore source sync {escape(dataset)}`")
 
 
 @source_app.command("sync")
@@ -78,7 +96,14 @@ def sync(
 ) -> None:
     """Sync a dataset from its source now and print the report (exit 1 if the sync failed)."""
     with client() as lore:
-        task = lore.sync(dataset)
+        try:
+            task = lore.sync(dataset)
+        except Conflict as exc:  # a sync already runs (the first scheduled one, say): wait for it
+            active = exc.detail.get("active_tasks") if isinstance(exc.detail, dict) else None
+            if not (wait and active):
+                raise
+            errors.print(f"sync {active[0]} of {escape(dataset)} is already running; waiting for it")
+            task = lore.get_sync(dataset, str(active[0]))
         if wait:
             with console.status(f"sync {task.task_id[:8]} of {escape(dataset)}", spinner="dots"):
                 task = lore.wait_sync(dataset, task.task_id)
@@ -149,5 +174,6 @@ def _describe(source: dict[str, Any]) -> str:
     if kind == "s3":
         return f"s3://{source.get('bucket')}/{source.get('prefix', '')}"
     if kind == "git":
-        return f"git {source.get('url')}" + (f" ({source['branch']})" if source.get("branch") else "")
+        subdir = f" {source['subdir']}/" if source.get("subdir") else ""
+        return f"git {source.get('url')}{subdir}" + (f" ({source['branch']})" if source.get("branch") else "")
     return f"web {source.get('sitemap') or ', '.join(source.get('urls') or [])}"

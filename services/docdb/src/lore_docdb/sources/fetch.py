@@ -99,7 +99,7 @@ class Fetcher:
             if _is_http(spec.url):
                 await check_url(spec.url, self.allow_ranges)
             else:
-                self.allowed_folder(spec.url)
+                self.allowed_folder(_repository_path(spec.url))
         else:
             if not spec.urls and not spec.sitemap:
                 raise BadRequest("a web source needs `urls` or a `sitemap`")
@@ -192,7 +192,7 @@ class Fetcher:
                 netloc = f"x-access-token:{quote(spec.token, safe='')}@{parts.hostname}"
                 url = urlunsplit(parts._replace(netloc=netloc + (f":{parts.port}" if parts.port else "")))
         else:
-            url = str(self.allowed_folder(url))
+            url = str(self.allowed_folder(_repository_path(url)))
         clone = into / "repository"
         scheme = urlsplit(url).scheme if _is_http(url) else "file"
         command = [
@@ -250,6 +250,27 @@ class Fetcher:
 
 def _is_http(url: str) -> bool:
     return url.startswith(("http://", "https://"))
+
+
+def _repository_path(url: str) -> str:
+    """A git URL that is not http(s) is a path on the server; other URLs are refused by what they are
+    (a `file://` URL is not a folder outside `folder_roots`, which is what its check would say)."""
+    if url.startswith("file://"):
+        raise BadRequest(
+            f"file:// URLs are not supported; give the repository's path on the server "
+            f"({unquote(urlsplit(url).path)!r})"
+        )
+    if "://" in url:
+        raise BadRequest(
+            f"{url.split('://', 1)[0][:20]}:// URLs are not supported; give an https URL, or the path "
+            "of a repository on the server"
+        )
+    if re.match(r"[\w.-]+@[\w.-]+:", url):
+        raise BadRequest(
+            "ssh URLs (user@host:path) are not supported; give an https URL (with a token for a "
+            "private repository)"
+        )
+    return url
 
 
 def _shown(spec: GitSource) -> str:

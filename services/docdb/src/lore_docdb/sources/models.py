@@ -15,6 +15,7 @@ from lore_docdb.envelope import Success
 SYNC_TABLE = "lore_docdb_sync_jobs"  # the job table of sync tasks
 Interval = Annotated[int, msgspec.Meta(ge=1, le=30 * 24 * 3600)]
 Url = Annotated[str, msgspec.Meta(min_length=1, max_length=2048)]
+Share = Annotated[float, msgspec.Meta(ge=0, le=1)]
 
 
 class _Spec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, tag_field="kind"):
@@ -22,6 +23,10 @@ class _Spec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, tag_field=
     interval: Interval | None = None
     # After a sync that changed something, parse the dataset again in each KB that holds it.
     auto_parse: bool = True
+    # The largest share of the dataset's files one sync may delete; a sync that would delete more (or,
+    # in a dataset of fewer than 4 files, all of them) fails and changes nothing: an empty or unmounted
+    # folder, a wrong prefix or branch reads as "every file is gone". 1: no limit.
+    max_delete: Share = 0.5
 
 
 class FolderSource(_Spec, tag="folder"):

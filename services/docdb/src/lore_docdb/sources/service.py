@@ -181,7 +181,7 @@ class SourceService:
                 fetched = await self.fetcher.fetch(spec, staging)
             except SourceFailed as exc:
                 raise SourceFailed(f"{describe(spec)}: {exc}") from None
-            report = await self._apply(task.dataset, fetched.files, fetched.failed)
+            report = await self._apply(task.dataset, fetched.files, fetched.failed, spec)
         finally:
             await asyncio.to_thread(shutil.rmtree, staging, True)
         parses: list[str] = []
@@ -198,10 +198,15 @@ class SourceService:
         )
         return msgspec.structs.replace(task, report=report, parse_tasks=parses)
 
-    async def _apply(self, dataset: str, files: dict[str, Path], failed: list[SyncFailure]) -> SyncReport:
+    async def _apply(
+        self, dataset: str, files: dict[str, Path], failed: list[SyncFailure], spec: SourceSpec
+    ) -> SyncReport:
         report = SyncReport(failed=list(failed))
         await self.datasets.require(dataset)
         held = {path_of(name): name for name, _, _ in await self.raw.list_files(dataset)}
+        kept = {f.path for f in failed}
+        gone = sorted(path for path in held if path not in files and path not in kept)
+        refuse_mass_delete(spec, len(held), gone, len(files))
         hashes = await self.raw.hashes(dataset)
         for path in sorted(files):
             local = files[path]
@@ -219,11 +224,9 @@ class SourceService:
                 report.failed.append(SyncFailure(path=path, reason=f"{type(exc).__name__}: {exc}"))
                 continue
             (report.changed if existed else report.added).append(path)
-        kept = {f.path for f in failed}
-        for path, name in sorted(held.items()):
-            if path not in files and path not in kept:
-                await self.raw.delete_file(dataset, name)
-                report.deleted.append(path)
+        for path in gone:
+            await self.raw.delete_file(dataset, held[path])
+            report.deleted.append(path)
         return report
 
     async def run_due(self) -> int:
@@ -255,6 +258,23 @@ class SourceService:
 
     async def shutdown(self) -> None:
         await self.jobs.shutdown()
+
+
+def refuse_mass_delete(spec: SourceSpec, held: int, gone: list[str], listed: int) -> None:
+    """Fail the sync, before it writes anything, when it would delete more of the dataset's files than
+    the source's `max_delete` allows (in a dataset of fewer than 4 files: all of them). A scheduled
+    sync runs unattended, and an unmounted share, an emptied bucket prefix or a wrong branch looks
+    to it like every file was deleted."""
+    if len(gone) <= spec.max_delete * held or (held < 4 and len(gone) < held):
+        return
+    named = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
+    limit = "all of them" if held < 4 else f"more than {spec.max_delete:.0%} of them"
+    raise SourceFailed(
+        f"{describe(spec)}: sync refused, nothing changed: it would delete {len(gone)} of the dataset's "
+        f"{held} files ({named}), {limit}, and the source lists {listed} files; an empty or unmounted "
+        "folder, an emptied prefix or a wrong branch looks like this. If the deletions are meant, set "
+        "the source again with max_delete 1 (`lore source add … --max-delete 1`) and sync."
+    )
 
 
 def _kind(spec: SourceSpec) -> str:

@@ -28,10 +28,11 @@ class SourceStore:
             rows = await connection.execute(select(_SOURCES).order_by(_SOURCES.c.dataset))
             return [SourceRow(**row._mapping) for row in rows]
 
-    async def put(self, dataset: str, spec: str, interval_s: int | None) -> None:
-        """Set the dataset's source; a scheduled one is first due one interval from now."""
+    async def put(self, dataset: str, spec: str, interval_s: int | None, due: datetime | None = None) -> None:
+        """Set the dataset's source; a scheduled one is first due at `due`, by default at once (the
+        next schedule check syncs it, rather than one interval later: an hour of nothing)."""
         dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
-        due = utcnow() + timedelta(seconds=interval_s) if interval_s else None
+        due = (due or utcnow()) if interval_s else None
         values = {"spec": spec, "interval_s": interval_s, "next_sync_at": due}
         async with self.engine.begin() as connection:
             await connection.execute(
