@@ -32,7 +32,8 @@ def table(
     max_workers: Annotated[int, typer.Option(help="Rows filled at once.")] = 16,
     as_json: JsonFlag = False,
 ) -> None:
-    """Build a table for a question: its steps live, then the rows and the SQL that selected them."""
+    """Build a table for a question: its steps live, then the rows and the SQL that selected them
+    (with --json, the task's status body: `task_id`, `status`, `result`, as `lore`'s API answers it)."""
     events: list[TableEvent] = []
     with client() as lore, console.status("table: connecting", spinner="dots") as status:
         stream = lore.table_stream(
@@ -43,8 +44,12 @@ def table(
             if event.type == "progress" and not as_json:
                 rows = f" ({event.done}/{event.total} rows)" if event.total is not None else ""
                 status.update(f"table: step {event.step}/4 {event.name or ''}{rows}")
+        # The stream's last message carries no task id; its progress messages do.
+        task_id = next((e.task_id for e in events if e.task_id), None)
+        if as_json and task_id:
+            emit(lore.table_status(task_id))  # a script keeps the id, and the error of a failed task
     last = events[-1] if events else None
-    if as_json:
+    if as_json and not task_id:
         emit(last)
     if last is None or last.type == "error" or last.data is None:
         raise fail(last.message if last and last.message else "the table stream ended without a result")
