@@ -13,10 +13,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
 from lore_client.cli import app
+from lore_client.errors import Conflict
 from lore_client.sync import Lore
 
 from .conftest import ROOT, Stack
@@ -195,6 +197,26 @@ def test_source_add_sync_and_ls(run: Any, stack: Stack) -> None:
     assert "first sync within seconds, then every 3600 s" in scheduled
     run("source", "rm", dataset)
     assert "has no source" in run("source", "sync", dataset, code=1).stderr
+
+
+def test_source_sync_waits_for_a_sync_already_running(run: Any, stack: Stack, monkeypatch: Any) -> None:
+    """A scheduled source syncs at once when set, so `lore source sync` right after `source add` may
+    find that sync running: it waits for it and prints its report instead of failing with a 409."""
+    dataset = unique("busy")
+    folder = stack.data / "sources" / dataset
+    folder.mkdir(parents=True)
+    (folder / "intro.md").write_text("Welcome.")
+    run("source", "add", dataset, "--folder", str(folder))
+
+    def already_running(self: Lore, name: str) -> Any:
+        first = httpx.post(f"{stack.url}/api/v1/docdb/files/raw-files/datasets/{name}/sync")
+        active = {"active_tasks": [first.json()["data"]["task_id"]]}  # the sync that got there first
+        raise Conflict(f"dataset {name!r} is being synced", status=409, detail=active)
+
+    monkeypatch.setattr(Lore, "sync", already_running)
+    waited = run("source", "sync", dataset)
+    assert "is already running; waiting for it" in waited.stderr
+    assert "completed" in waited.stdout and "added 1, changed 0" in waited.stdout
 
 
 def test_source_add_git_with_subdir_and_max_delete(run: Any, stack: Stack) -> None:
