@@ -129,6 +129,15 @@ class Context:
         )
 
 
+# A text's own reference marks (Wikipedia's `[39]`, a paper's `[4, 7]`): beside the context's passage
+# numbers they read as Lore's citations, and `leg.[41] In` hides a sentence's end from the answer.
+_REFERENCE_MARK = re.compile(r"\[\d{1,4}(?:\s*[,–-]\s*\d{1,4})*\]")
+
+
+def unmarked(text: str) -> str:
+    return _REFERENCE_MARK.sub("", text) if "[" in text else text
+
+
 def entity_key(name: str) -> str:
     return re.sub(r"\s+", " ", name.strip().lower())
 
@@ -502,7 +511,7 @@ class KbService:
         texts = await store.chunk_texts(chunk_ids)
         lines = context.sections.setdefault("Sources", [])
         for chunk_id in chunk_ids:
-            text = texts.get(chunk_id)
+            text = unmarked(texts.get(chunk_id) or "")
             if text and text not in context.passages:
                 context.passages.append(text)
                 lines.append(f"[{len(context.passages)}] {text}")
@@ -520,7 +529,7 @@ class KbService:
         keys = [k for k in keys if k in entities]  # a vector whose insert never committed is skipped
         weights = {k: w for k, w in weights.items() if k in entities}
         context.sections["Entities"] = [
-            f"{e.name} ({type_label(e.type)}): {'; '.join(e.descriptions[:2])}"
+            f"{e.name} ({type_label(e.type)}): {unmarked('; '.join(e.descriptions[:2]))}"
             for e in (entities[k] for k in keys)
         ]
         around: dict[str, list[RelationRecord]] = {}
@@ -537,7 +546,7 @@ class KbService:
         relation_lines: list[str] = []
         for relation in picked:
             a, b = names.get(relation.source, relation.source), names.get(relation.target, relation.target)
-            line = f"{a} -- {b}: {relation.descriptions[0] if relation.descriptions else 'related'}"
+            line = f"{a} -- {b}: {unmarked(relation.descriptions[0]) if relation.descriptions else 'related'}"
             if line not in relation_lines:
                 relation_lines.append(line)
         context.sections["Relations"] = relation_lines
@@ -554,8 +563,9 @@ class KbService:
             community = by_id.get(community_id)
             if community is None:
                 continue
-            context.passages.append(community.summary)
-            lines.append(f"[{len(context.passages)}] {community.title}: {community.summary}")
+            summary = unmarked(community.summary)
+            context.passages.append(summary)
+            lines.append(f"[{len(context.passages)}] {community.title}: {summary}")
 
 
 class KbQueryAnswer(CitedAnswer[KbPassages, KbCitation, KbAnswer | QueryFailed]):
