@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
+import msgspec
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -11,10 +15,16 @@ from rich.table import Table
 from lore_client.cli.output import JsonFlag, client, console, emit, fail, handled, id_column
 from lore_client.models import Memory
 
+if TYPE_CHECKING:
+    from lore_client.sync import Lore
+
 mem_app = typer.Typer(
-    help="Agent memory (vg): add, search, ls, history, update, rm; kb insert and query.", no_args_is_help=True
+    help="Agent memory (vg): add, search, ls, history, update, rm; kb insert, ls, rm and query.",
+    no_args_is_help=True,
 )
-kb_memory_app = typer.Typer(help="The knowledge-graph memory: insert text, query it.", no_args_is_help=True)
+kb_memory_app = typer.Typer(
+    help="The knowledge-graph memory: insert text, list and forget inserts, query it.", no_args_is_help=True
+)
 mem_app.add_typer(kb_memory_app, name="kb")
 
 User = Annotated[str | None, typer.Option("--user", "-u", help="The user the memories belong to.")]
@@ -155,22 +165,60 @@ Workspace = Annotated[
 ]
 
 
+def _text(text: str | None, file: Path | None) -> str:
+    """The text to insert: as given, `-` for stdin, `@PATH` or `--file PATH` for a file's text."""
+    if file is not None and text is not None:
+        raise fail("give the text or --file, not both", 2)
+    if file is None and text is not None and text.startswith("@") and len(text) > 1:
+        file = Path(text[1:])
+    if file is not None:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise fail(f"cannot read {file}: {exc.strerror if isinstance(exc, OSError) else exc}", 2) from exc
+    elif text == "-":
+        text = sys.stdin.read()
+    if text is None:
+        raise fail("give the text to remember, `-` to read it from stdin, or --file PATH", 2)
+    if not text.strip():
+        raise fail("nothing to insert: the text is empty", 2)
+    return text
+
+
+def _api(lore: Lore, method: str, path: str, params: dict[str, Any]) -> Any:
+    """A mem kb route the client library has no method for yet (the inserts' list, forgetting one)."""
+    response = lore._portal.run(lore.aio._send(method, f"mem/kb/{path}", params=params))
+    return response.json()
+
+
+def _in(workspace: str | None) -> dict[str, Any]:
+    return {"workspace": workspace} if workspace else {}
+
+
 @kb_memory_app.command("insert")
 @handled
 def kb_insert(
-    text: str,
+    text: Annotated[
+        str | None,
+        typer.Argument(help="The text to remember; `-` reads it from stdin, `@PATH` a file's text."),
+    ] = None,
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", help="Insert this file's text (UTF-8).", dir_okay=False)
+    ] = None,
     wait: Annotated[bool, typer.Option(help="Wait until it is queryable.")] = True,
     workspace: Workspace = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Insert text into the knowledge-graph memory."""
+    """Insert text into the knowledge-graph memory (`lore mem kb insert - < notes.txt`)."""
+    body = _text(text, file)
     with client() as lore:
-        job = lore.kb_insert(text, workspace=workspace)
+        job = lore.kb_insert(body, workspace=workspace)
         if wait:
             with console.status("inserting", spinner="dots"):
                 job = lore.wait_insert(job)
-    if as_json:
-        emit(job)
+    if as_json:  # the job without the text it was sent (it may be long): its length instead
+        shown = {k: v for k, v in msgspec.to_builtins(job).items() if k != "query"}
+        emit({**shown, "chars": len(body)})
     else:
         counts = (
             f": {job.chunks} chunk(s), {job.entities} entities, {job.relations} relations"
@@ -178,6 +226,59 @@ def kb_insert(
             else ""
         )
         console.print(f"insert {job.id} {job.status}{counts}")
+
+
+@kb_memory_app.command("ls")
+@handled
+def kb_list(
+    workspace: Workspace = None,
+    limit: Annotated[int, typer.Option(help="At most this many.", min=1, max=1000)] = 100,
+    offset: Annotated[int, typer.Option(help="Skip this many (newest first).", min=0)] = 0,
+    as_json: JsonFlag = False,
+) -> None:
+    """The inserts of the knowledge-graph memory, newest first."""
+    with client() as lore:
+        page = _api(lore, "GET", "inserts", {**_in(workspace), "limit": limit, "offset": offset})
+    if as_json:
+        emit(page)
+        return
+    inserts = page["inserts"]
+    table = Table(id_column("id", [i["id"] for i in inserts]), "status", "created", "chunks", "text")
+    for i in inserts:
+        table.add_row(i["id"], i["status"], i["created_at"], str(i["chunks"]), escape(i["preview"]))
+    console.print(table)
+    shown = f"{offset + 1}-{offset + len(inserts)} of " if inserts and len(inserts) < page["total"] else ""
+    console.print(f"{shown}{page['total']} insert(s)", highlight=False)
+
+
+@kb_memory_app.command("rm")
+@handled
+def kb_remove(
+    insert_id: Annotated[str, typer.Argument(help="The insert (its id from `lore mem kb ls`).")],
+    workspace: Workspace = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Forget one insert: its text, and the entities and relations only it brought."""
+    with client() as lore:
+        gone = _api(lore, "DELETE", f"insert/{insert_id}", _in(workspace))
+    if as_json:
+        emit(gone)
+        return
+    console.print(
+        f"deleted {gone['id']}: {gone['chunks']} chunk(s), {gone['entities']} entities no other insert "
+        f"mentions; {gone['communities']} communities to recompute",
+        highlight=False,
+    )
+
+
+_PASSAGE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
+
+
+def _sources(answer: str, rag_memory: str) -> list[str]:
+    """The passages the answer cites, as `[n] opening…` lines: the numbers point to something shown."""
+    passages = {int(n): text for n, text in _PASSAGE.findall(rag_memory)}
+    cited = dict.fromkeys(int(n) for n in re.findall(r"\[(\d+)\]", answer) if int(n) in passages)
+    return [f"[{n}] {passages[n][:160]}{'…' if len(passages[n]) > 160 else ''}" for n in cited]
 
 
 @kb_memory_app.command("query")
@@ -188,7 +289,15 @@ def kb_query(
     workspace: Workspace = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Ask the knowledge-graph memory."""
+    r"""Ask the knowledge-graph memory; the passages the answer cites as \[n] are listed under Sources."""
     with client() as lore:
         answer = lore.kb_query(query, mode=mode, workspace=workspace)
-    emit(answer) if as_json else console.print(answer.final_answer, highlight=False, markup=False)
+    if as_json:
+        emit(answer)
+        return
+    console.print(answer.final_answer, highlight=False, markup=False)
+    sources = _sources(answer.final_answer, answer.rag_memory)
+    if sources:
+        console.print("\nSources:", highlight=False)
+        for line in sources:
+            console.print(line, highlight=False, markup=False)
