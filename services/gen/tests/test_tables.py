@@ -570,3 +570,29 @@ async def test_offline_column_it_cannot_fill_stays_null_and_references_are_no_ro
     assert {"Watford", "Norwich City"} <= set(result["schema"]["entities"])
     assert not {"ISBN", "22 June 2020"} & set(result["schema"]["entities"])
     assert all(row["years_and_goals"] is None for row in result["csv_data"])
+
+
+@pytest.mark.parametrize(
+    ("question", "passages", "names"),
+    [
+        ("Curie and Hopper: what did each discover or build?", [], ["Curie", "Hopper"]),
+        ("Ada Lovelace, Alan Turing, and Grace Hopper: what did each build?", [], None),
+        ("Compare Leicester City with Norwich City", [], ["Leicester City", "Norwich City"]),
+        ("Sales of Q1, Q2 and Q3 2024", [], ["Q1", "Q2", "Q3"]),
+        ("Which is older: IBM or NCR?", [], ["IBM", "NCR"]),
+        # A name the passages give whole keeps its first word, though a question word looks the same.
+        (
+            "New York, Paris and London: which is largest?",
+            ["New York is a city."],
+            ["New York", "Paris", "London"],
+        ),
+        ("Which rivers flood every spring?", [], []),
+    ],
+)
+def test_the_offline_model_reads_the_names_a_question_gives(
+    question: str, passages: list[str], names: list[str] | None
+) -> None:
+    from lore_gen.tables.offline import question_entities
+
+    expected = ["Ada Lovelace", "Alan Turing", "Grace Hopper"] if names is None else names
+    assert question_entities(question, passages) == expected

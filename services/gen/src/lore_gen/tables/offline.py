@@ -126,7 +126,10 @@ def _unglued(name: str, at: int, question: str, passages: Sequence[str]) -> str:
     text = " ".join(passages).lower()
     if passages and name.lower() in text:
         return name
-    return " ".join(words[1:])
+    rest = words[1:]
+    while len(rest) > 1 and rest[0].lower() in _CONNECTORS:
+        rest = rest[1:]  # "Sales of Q1": Q1
+    return " ".join(rest)
 
 
 def question_entities(question: str, passages: Sequence[str] = ()) -> list[str]:
