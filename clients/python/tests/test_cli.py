@@ -104,7 +104,8 @@ def test_ingest_uploads_parses_and_is_idempotent_then_kb_and_tasks(run: Any, tmp
     assert "Grace Hopper" in streamed and "[1] hopper.md" in streamed
 
     table = as_json(run("table", "What do we know about Grace Hopper?", "--kb", kb, "--json"))
-    assert table["type"] == "result" and table["data"]["csv_data"][0]["name"] == "Grace Hopper"
+    assert table["status"] == "completed" and table["task_id"]
+    assert table["result"]["csv_data"][0]["name"] == "Grace Hopper"
     rendered = run("table", "What do we know about Marie Curie?", "--kb", kb).stdout
     assert "Marie Curie" in rendered and "SELECT" in rendered and "step 4" in rendered
     steps = [line.split()[1] for line in rendered.splitlines() if line.startswith("step ")]
