@@ -5,11 +5,20 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 
 from lore_common.testing.asgi import AppClient
 from lore_common.testing.flows import CURIE, FACT, HOPPER, INSERT, ask, communities_ready, finished, insert
+from lore_common.testing.pytest_plugin import StoreProfile
+from lore_mem.kb.models import Community
 
 INSERTS = "/api/v1/mem/kb/inserts"
+
+
+@pytest.fixture
+def db_env(store_profile: StoreProfile) -> dict[str, str]:
+    """Forgetting runs on the embedded stores, on PostgreSQL + Qdrant, and all in PostgreSQL."""
+    return store_profile.env("mem")
 
 
 async def _done(mem: AppClient, text: str, workspace: str | None = None) -> str:
@@ -97,3 +106,17 @@ async def test_an_insert_of_another_workspace_or_still_running_is_not_deleted(me
             kb._slots.release()
     assert (await finished(mem, job["id"]))["status"] == "done"
     assert (await mem.delete(f"{INSERT}/{job['id']}")).status_code == 200
+
+
+async def test_a_community_run_that_read_the_graph_before_a_forget_saves_nothing(mem: AppClient) -> None:
+    """Its summaries may quote the forgotten text: kept, they would be answered until the members
+    change (a community with the same members keeps its summary)."""
+    await _done(mem, CURIE)
+    hopper = await _done(mem, HOPPER + " Grace Hopper met Marie Curie in Paris.")
+    await communities_ready(mem)
+    store = mem.app.state.kb.store
+    read_at, changes = await store.counter("forgets"), await store.counter("changes")
+    stale = [Community(id="stale", members=["grace hopper", "marie curie"], title="t", summary=HOPPER)]
+    assert (await mem.delete(f"{INSERT}/{hopper}")).status_code == 200
+    assert await store.save_communities(stale, {}, changes, read_at) is False
+    assert all(c.id != "stale" for c in await store.communities())

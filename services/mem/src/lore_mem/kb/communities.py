@@ -107,6 +107,7 @@ class CommunityUpdater:
     async def update(self, changes: int, store: KbStore | None = None) -> None:
         """Recompute the communities of `store`'s workspace (the default one when None)."""
         store = store or self.store
+        forgets = await store.counter("forgets")  # read before the graph: a forget after it voids the save
         groups = await asyncio.to_thread(detect, await store.edges())
         previous = {c.id: c for c in await store.communities()}
         communities: list[Community] = []
@@ -138,7 +139,12 @@ class CommunityUpdater:
             for row, ((index, _), summary) in enumerate(zip(fresh, summaries, strict=True)):
                 communities[index].summary = summary
                 vectors[communities[index].id] = np.asarray(embedded[row], dtype=np.float32)
-        await store.save_communities(communities, vectors, changes)
+        if not await store.save_communities(communities, vectors, changes, forgets):
+            log.info(
+                "communities_discarded", workspace=store.workspace, reason="an insert was forgotten meanwhile"
+            )
+            self.mark_dirty()
+            return
         self.runs += 1
         log.info(
             "communities_updated",

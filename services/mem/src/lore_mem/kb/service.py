@@ -131,7 +131,7 @@ class Context:
 
 # A text's own reference marks (Wikipedia's `[39]`, a paper's `[4, 7]`): beside the context's passage
 # numbers they read as Lore's citations, and `leg.[41] In` hides a sentence's end from the answer.
-_REFERENCE_MARK = re.compile(r"\[\d{1,4}(?:\s*[,–-]\s*\d{1,4})*\]")
+_REFERENCE_MARK = re.compile(r"[ \t]?\[\d{1,4}(?:\s*[,–-]\s*\d{1,4})*\]")
 
 
 def unmarked(text: str) -> str:

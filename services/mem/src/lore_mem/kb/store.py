@@ -421,6 +421,7 @@ class KbStore:
                 )
             )
         await self._bump(connection, "changes")
+        await self._bump(connection, "forgets")  # a community run that read the graph before drops its save
         return Forgotten(chunks=len(ids), entities=gone, communities=communities)
 
     async def _texts(self, connection: AsyncConnection, chunk_ids: set[str]) -> dict[str, str]:
@@ -437,10 +438,17 @@ class KbStore:
         await increment(connection, CounterRow.__table__, key, "value", to)  # type: ignore[attr-defined]
 
     async def save_communities(
-        self, communities: list[Community], vectors: dict[str, np.ndarray[Any, Any]], at: int
-    ) -> None:
+        self,
+        communities: list[Community],
+        vectors: dict[str, np.ndarray[Any, Any]],
+        at: int,
+        forgets: int | None = None,
+    ) -> bool:
         """Replace the communities. `vectors` holds the summary vectors of the new ones (a community
-        that was already stored keeps its own); `at` is the change count they were computed from."""
+        that was already stored keeps its own); `at` is the change count they were computed from.
+        `forgets` is the count of forgotten inserts when the graph was read: if one was forgotten
+        since, nothing is saved (the summaries may quote it) and False says so; the next run, which
+        the moved change count asks for, computes them again."""
         previous = {c.id for c in await self.communities()}
         ids = list(vectors)
         await self.community_vectors.upsert(
@@ -449,6 +457,9 @@ class KbStore:
             [{"ref": i} for i in ids],
         )
         async with self.engine.begin() as connection:
+            await transaction_lock(connection, COMMIT_LOCK)
+            if forgets is not None and await self._count(connection, "forgets") != forgets:
+                return False
             await connection.execute(
                 delete(CommunityRow).where(col(CommunityRow.workspace) == self.workspace)
             )
@@ -470,18 +481,22 @@ class KbStore:
             await self._bump(connection, "communities_at", at)
         gone = previous - {c.id for c in communities}
         await self.community_vectors.delete([point_id("community", c) for c in gone])
+        return True
 
     # ------------------------------------------------------------------ reads
 
     async def counter(self, name: str) -> int:
         async with self.engine.connect() as connection:
-            value = (
-                await connection.execute(
-                    select(CounterRow.value).where(
-                        CounterRow.workspace == self.workspace, CounterRow.name == name
-                    )
+            return await self._count(connection, name)
+
+    async def _count(self, connection: AsyncConnection, name: str) -> int:
+        value = (
+            await connection.execute(
+                select(CounterRow.value).where(
+                    CounterRow.workspace == self.workspace, CounterRow.name == name
                 )
-            ).scalar()
+            )
+        ).scalar()
         return int(value or 0)
 
     async def changed_workspaces(self) -> list[str]:
