@@ -69,6 +69,6 @@ def test_sentences_after_the_first_are_added_while_the_answer_stays_short() -> N
 def test_a_community_summary_names_each_sentence_once_without_its_labels() -> None:
     sentence = "Grace Hopper developed the first compiler, the A-0 system, which led to COBOL."
     summary = summarize([f"A-0: {sentence}", f"COBOL: {sentence}", "Hopper: Served from 1943"])
-    assert summary == f"{sentence} Hopper: Served from 1943."
+    assert summary == f"{sentence} Hopper: Served from 1943…"
     # A label the description does not name again stays: it says what the description is of.
     assert summarize(["Ilsa Varga: Keeper of the lighthouse."]) == "Ilsa Varga: Keeper of the lighthouse."

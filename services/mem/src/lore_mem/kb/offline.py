@@ -4,7 +4,7 @@ memory whose passages repeat one another (a chunk, and the community summaries q
 
 - a sentence that holds fewer than two of the question's keywords is no answer ("What is the capital
   of Australia?" against "…expanded to Europe, Asia and Australia."), and one after the first holds
-  at least as many of them as the first (else it pads the answer with what shares a word);
+  nearly as many of them as the first (`SLACK`; else it pads the answer with what shares a word);
 - a sentence said already (bare, or behind an entity's label, `COBOL: …`) is not said again;
 - sentences after the first are added while the answer stays short (`MAX_ANSWER_CHARS`).
 """
@@ -19,6 +19,8 @@ from lore_common.providers.offline import answer as extractive_answer
 from lore_common.text import has_cjk, keywords, sentences, stem
 
 MAX_ANSWER_CHARS = 600
+# A sentence after the first holds at least as many of the question's keywords as the first, less this.
+SLACK = 1
 # A label before a colon: an entity's name heading its description in a community summary.
 _LABEL = re.compile(r"^([^:\n]{1,80}):\s+(?=\S)")
 # One quoted sentence of the extractive answer and the passage number it cites.
@@ -43,14 +45,14 @@ def unlabelled(text: str) -> str:
 
 
 def summarize(texts: Sequence[str], max_sentences: int = 3) -> str:
-    """The leading sentence of each description, each once, ending with a stop (so that a reader of the
-    summary splits it where one description ends)."""
+    """The leading sentence of each description, each once, ending with a stop or `…` (so that a reader
+    of the summary splits it where one description ends)."""
     picked: list[str] = []
     for text in texts:
         for sentence in sentences(unlabelled(text))[:1]:
             sentence = sentence.strip()
             if sentence and sentence[-1] not in ".!?。！？…\"'”’)":
-                sentence += "."
+                sentence += "…"  # a description cut short (a `.` after `e` reads as an abbreviation)
             if sentence not in picked:
                 picked.append(sentence)
         if len(picked) >= max_sentences:
@@ -60,10 +62,12 @@ def summarize(texts: Sequence[str], max_sentences: int = 3) -> str:
 
 def answer(question: str, passages: Sequence[str], max_sentences: int = 3) -> str:
     """lore_common's extractive answer, asked for more sentences than it gives, then held to those
-    that hold two of the question's keywords (and as many as the first), each said once, while the
-    answer stays short."""
+    that hold two of the question's keywords (and nearly as many as the first), each said once, while
+    the answer stays short. A Chinese question gets the shared answer as it is."""
+    if has_cjk(question):  # its keywords are jieba's words: the shared answer's own rules hold
+        return extractive_answer(question, passages, max_sentences=max_sentences)
     quoted = extractive_answer(question, passages, max_sentences=max_sentences * 3)
-    if quoted in ABSTENTIONS or has_cjk(question):
+    if quoted in ABSTENTIONS:
         return quoted
     asked = set(stem(keywords(question)))
     need = min(2, len(asked))
@@ -74,7 +78,7 @@ def answer(question: str, passages: Sequence[str], max_sentences: int = 3) -> st
         holds = len(asked & set(stem(keywords(bare))))
         if _words(bare) in said or holds < need:
             continue
-        need = max(need, holds)  # a later sentence holds as much of the question as the first
+        need = max(need, holds - SLACK)  # a later sentence holds nearly as much of the question
         part = f"{bare} [{number}]"
         if kept and sum(len(k) + 1 for k in kept) + len(part) > MAX_ANSWER_CHARS:
             break
