@@ -80,7 +80,13 @@ def test_the_memory_graph_needs_kb_true() -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["/api/v1/mem/kb/insert", "/api/v1/mem/kb/query", "/api/v1/mem/kb/insert/job-1"]
+    "path",
+    [
+        "/api/v1/mem/kb/insert",
+        "/api/v1/mem/kb/query",
+        "/api/v1/mem/kb/insert/job-1",
+        "/api/v1/mem/kb/inserts",  # the list of inserts: the key's own workspace's only
+    ],
 )
 def test_every_memory_graph_call_carries_the_keys_own_workspace(path: str) -> None:
     alice = Limits("a", memory=MemoryLimits(user_id="alice-*", agent_id="helper", kb=True))

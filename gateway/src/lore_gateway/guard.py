@@ -323,7 +323,7 @@ def _mem(limits: Limits, method: str, parts: list[str], query: dict[str, str]) -
             raise Denied(
                 403, f"API key {limits.key!r} is limited to some memories and not given the memory graph (kb)"
             )
-        if parts not in (["kb", "insert"], ["kb", "query"]) and not (
+        if parts not in (["kb", "insert"], ["kb", "inserts"], ["kb", "query"]) and not (
             len(parts) == 3 and parts[1] == "insert"
         ):
             raise Denied(403, "this route is not open to keys limited to memories")

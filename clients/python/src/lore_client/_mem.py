@@ -18,6 +18,8 @@ from lore_client.models import (
     HistoryRecord,
     InsertJob,
     KbAnswer,
+    KbInsertDeleted,
+    KbInsertPage,
     Memory,
     SearchResult,
     UpdateResult,
@@ -138,6 +140,19 @@ class Mem(Core):
 
     async def kb_insert_status(self, job_id: str, *, workspace: str | None = None) -> InsertJob:
         return await self._get(f"mem/kb/insert/{job_id}", InsertJob, **_workspace(workspace))
+
+    async def kb_inserts(
+        self, *, offset: int = 0, limit: int = 100, workspace: str | None = None
+    ) -> KbInsertPage:
+        """The memory graph's inserts, newest first, each with its text's opening."""
+        return await self._get(
+            "mem/kb/inserts", KbInsertPage, offset=offset, limit=limit, **_workspace(workspace)
+        )
+
+    async def kb_forget(self, insert_id: str, *, workspace: str | None = None) -> KbInsertDeleted:
+        """Forget one insert: its chunks, and the entities and relations only it brought."""
+        response = await self._send("DELETE", f"mem/kb/insert/{insert_id}", params=_workspace(workspace))
+        return msgspec.json.decode(response.content, type=KbInsertDeleted)
 
     async def kb_query(
         self, query: str, *, mode: str = "hybrid", use_pm: bool = False, workspace: str | None = None

@@ -491,6 +491,38 @@ class InsertJob(Model):
     updated_at: str = ""
 
 
+class KbInsertSummary(Model):
+    """One insert as `GET /mem/kb/inserts` lists it: its text's opening, not the whole text."""
+
+    id: str
+    status: str
+    created_at: str
+    preview: str
+    chars: int
+    chunks: int
+    entities: int
+    relations: int
+    error: str | None = None
+
+
+class KbInsertPage(Model):
+    inserts: list[KbInsertSummary]
+    total: int
+    offset: int
+    limit: int
+
+
+class KbInsertDeleted(Model):
+    """What forgetting an insert removed: its chunks, the entities only it mentioned, and how many
+    communities the next community run recomputes."""
+
+    id: str
+    deleted: bool
+    chunks: int
+    entities: int
+    communities: int
+
+
 class KbAnswer(Model):
     query: str
     mode: str

@@ -213,6 +213,8 @@ class Lore:
     delete_memories = _Blocking(AsyncLore.delete_memories)
     kb_insert = _Blocking(AsyncLore.kb_insert)
     kb_insert_status = _Blocking(AsyncLore.kb_insert_status)
+    kb_inserts = _Blocking(AsyncLore.kb_inserts)
+    kb_forget = _Blocking(AsyncLore.kb_forget)
     wait_insert = _Blocking(AsyncLore.wait_insert)
     kb_query = _Blocking(AsyncLore.kb_query)
     kb_query_stream = _Iterating(AsyncLore.kb_query_stream)

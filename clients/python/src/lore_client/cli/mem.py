@@ -16,7 +16,7 @@ from lore_client.cli.output import JsonFlag, client, console, emit, fail, handle
 from lore_client.models import Memory
 
 if TYPE_CHECKING:
-    from lore_client.sync import Lore
+    pass
 
 mem_app = typer.Typer(
     help="Agent memory (vg): add, search, ls, history, update, rm; kb insert, ls, rm and query.",
@@ -185,16 +185,6 @@ def _text(text: str | None, file: Path | None) -> str:
     return text
 
 
-def _api(lore: Lore, method: str, path: str, params: dict[str, Any]) -> Any:
-    """A mem kb route the client library has no method for yet (the inserts' list, forgetting one)."""
-    response = lore._portal.run(lore.aio._send(method, f"mem/kb/{path}", params=params))
-    return response.json()
-
-
-def _in(workspace: str | None) -> dict[str, Any]:
-    return {"workspace": workspace} if workspace else {}
-
-
 @kb_memory_app.command("insert")
 @handled
 def kb_insert(
@@ -238,17 +228,17 @@ def kb_list(
 ) -> None:
     """The inserts of the knowledge-graph memory, newest first."""
     with client() as lore:
-        page = _api(lore, "GET", "inserts", {**_in(workspace), "limit": limit, "offset": offset})
+        page = lore.kb_inserts(offset=offset, limit=limit, workspace=workspace)
     if as_json:
         emit(page)
         return
-    inserts = page["inserts"]
-    table = Table(id_column("id", [i["id"] for i in inserts]), "status", "created", "chunks", "text")
-    for i in inserts:
-        table.add_row(i["id"], i["status"], i["created_at"], str(i["chunks"]), escape(i["preview"]))
+    table = Table(id_column("id", [i.id for i in page.inserts]), "status", "created", "chunks", "text")
+    for i in page.inserts:
+        table.add_row(i.id, i.status, i.created_at, str(i.chunks), escape(i.preview))
     console.print(table)
-    shown = f"{offset + 1}-{offset + len(inserts)} of " if inserts and len(inserts) < page["total"] else ""
-    console.print(f"{shown}{page['total']} insert(s)", highlight=False)
+    count = len(page.inserts)
+    shown = f"{offset + 1}-{offset + count} of " if page.inserts and count < page.total else ""
+    console.print(f"{shown}{page.total} insert(s)", highlight=False)
 
 
 @kb_memory_app.command("rm")
@@ -260,13 +250,13 @@ def kb_remove(
 ) -> None:
     """Forget one insert: its text, and the entities and relations only it brought."""
     with client() as lore:
-        gone = _api(lore, "DELETE", f"insert/{insert_id}", _in(workspace))
+        gone = lore.kb_forget(insert_id, workspace=workspace)
     if as_json:
         emit(gone)
         return
     console.print(
-        f"deleted {gone['id']}: {gone['chunks']} chunk(s), {gone['entities']} entities no other insert "
-        f"mentions; {gone['communities']} communities to recompute",
+        f"deleted {gone.id}: {gone.chunks} chunk(s), {gone.entities} entities no other insert "
+        f"mentions; {gone.communities} communities to recompute",
         highlight=False,
     )
 
