@@ -83,7 +83,7 @@ def _units(passage: str) -> tuple[tuple[str, str], ...]:
     questions, and segmenting them was a third of a chat's CPU in docdb."""
     out: list[tuple[str, str]] = []
     header: list[str] | None = None
-    for segment in segments(passage):
+    for segment in segments(_unmarked(passage)):  # "…a leg.[41] In 1997…": two sentences, not one
         if segment.kind != "table":
             header = None
             if segment.kind == "sentence" or (segment.kind == "item" and len(segment.text.split()) >= 4):
@@ -120,11 +120,8 @@ class Unit(NamedTuple):
 def _read(passage: str) -> tuple[tuple[Unit, ...], frozenset[str]]:
     """A passage's units and all their keywords, computed once: the same chunks come back for many
     questions, and segmenting them was a third of a chat's CPU in docdb."""
-    units = []
-    for text, own in _units(passage):
-        quoted = _unmarked(text)
-        units.append(Unit(quoted, _terms(text), _terms(own), is_whole_sentence(quoted)))
-    return tuple(units), frozenset().union(*(u.terms for u in units))
+    units = tuple(Unit(t, _terms(t), _terms(own), is_whole_sentence(t)) for t, own in _units(passage))
+    return units, frozenset().union(*(u.terms for u in units))
 
 
 # A document's own reference marks (`[4]`, `[38, 22]`, `[12-14]`): quoted as they stand they would
