@@ -318,6 +318,10 @@ REQUESTS: dict[tuple[str, str], list[Callable[[Tenant], dict[str, Any]]]] = {
         lambda o: {"data": {"query": _planted(o)}, "params": {"workspace": o.workspace}},
     ],
     ("GET", "/api/v1/mem/kb/insert/{job_id}"): [_none, _query(lambda o: {"workspace": o.workspace})],
+    ("GET", "/api/v1/mem/kb/inserts"): [_none, _query(lambda o: {"workspace": o.workspace})],
+    # Forgetting the owner's insert: in the caller's own workspace it is not there; naming the owner's
+    # workspace is refused. The owner's memory graph still answers below.
+    ("DELETE", "/api/v1/mem/kb/insert/{job_id}"): [_none, _query(lambda o: {"workspace": o.workspace})],
     ("POST", "/api/v1/mem/kb/query"): [
         _json(lambda o, mode=mode, stream=stream: {"query": _ask(o), "mode": mode, "stream": stream})
         for mode in ("naive", "local", "global", "hybrid")
