@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from lore_common.stores import open_stores
 from lore_common.stores.graph import GraphStoreError
 from lore_common.stores.objects import open_object_store
-from lore_common.stores.sql import create_engine
+from lore_common.stores.sql import create_engine, transaction_lock
 from lore_core.settings import DatabaseConfig, GraphStoreConfig, ObjectStorageConfig, VectorStoreConfig
 
 
@@ -42,6 +42,37 @@ async def test_sqlite_engine_uses_wal_and_transactions(tmp_path: Path) -> None:
         assert (await conn.execute(text("PRAGMA journal_mode"))).scalar() == "wal"
         assert (await conn.execute(text("PRAGMA busy_timeout"))).scalar() == 30000
     await engine.dispose()
+
+
+async def test_a_locked_sqlite_transaction_reads_and_writes_as_one(tmp_path: Path) -> None:
+    """A check then a write under `transaction_lock`: another writer that commits meanwhile waits for
+    it, so no update is lost (Python's SQLite driver used to read outside the transaction until its
+    first write: mem kb saved communities a forget had just voided)."""
+    engine = create_engine(DatabaseConfig(), tmp_path, "unit")
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("CREATE TABLE counter (id INTEGER PRIMARY KEY, value INTEGER)"))
+            await conn.execute(text("INSERT INTO counter VALUES (1, 0)"))
+        read = asyncio.Event()
+
+        async def locked_increment() -> None:
+            async with engine.begin() as conn:
+                await transaction_lock(conn, "counter")
+                value = (await conn.execute(text("SELECT value FROM counter"))).scalar_one()
+                read.set()
+                await asyncio.sleep(0.3)  # the other writer tries to commit here
+                await conn.execute(text("UPDATE counter SET value = :v"), {"v": value + 1})
+
+        async def other_increment() -> None:
+            await read.wait()
+            async with engine.begin() as conn:
+                await conn.execute(text("UPDATE counter SET value = value + 1"))
+
+        await asyncio.gather(locked_increment(), other_increment())
+        async with engine.connect() as conn:
+            assert (await conn.execute(text("SELECT value FROM counter"))).scalar_one() == 2
+    finally:
+        await engine.dispose()
 
 
 @pytest.mark.postgres

@@ -106,10 +106,17 @@ def lock_key(name: str) -> int:
 
 
 async def transaction_lock(connection: AsyncConnection, name: str) -> None:
-    """Serialise transactions that take the lock `name` across every replica on PostgreSQL (released at
-    commit or rollback); on SQLite writers are serialised already and this is a no-op."""
+    """Serialise transactions that take the lock `name` (released at commit or rollback): across every
+    replica on PostgreSQL; on SQLite by taking the database's write lock now. SQLite serialises writes,
+    but Python's driver opens the transaction only at its first write, so what a transaction read
+    before it was read outside it: a check then a write (mem kb's community save against a forget that
+    committed between them) could act on what was already stale."""
     if connection.dialect.name == "postgresql":
         await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key(name)})
+    elif connection.dialect.name == "sqlite":
+        raw = await connection.get_raw_connection()
+        if not raw.driver_connection.in_transaction:  # type: ignore[union-attr]  # aiosqlite's
+            await connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 async def increment(
