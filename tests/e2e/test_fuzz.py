@@ -65,3 +65,5 @@ def test_oversize_json_bodies_are_413(stack: dict[str, str], path: str) -> None:
         stack["gateway"] + path, content=body, headers={"content-type": "application/json"}, timeout=60
     )
     assert response.status_code == 413, response.text[:300]
+    message = response.json().get("message") or response.json().get("detail") or ""
+    assert "10 MB" in message and "upload/init" in message, message  # the limit, and the way round it

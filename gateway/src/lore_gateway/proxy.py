@@ -343,8 +343,10 @@ class Proxy:
                 error_body(
                     413,
                     f"the {module} service refused the request body before it was fully sent: it is "
-                    "larger than this route accepts (JSON bodies up to 10 MB; files: the upload routes "
-                    "and their limits)",
+                    "larger than this route accepts. JSON bodies may hold up to 10 MB; a file larger "
+                    "than one request may carry (docdb.max_upload_size, 512 MiB unless set) goes in "
+                    "chunks, which have no size limit: POST …/datasets/{dataset}/upload/init, each "
+                    "chunk, then …/complete (lore ingest and the client's upload do so)",
                     {"service": module},
                 )
                 | {"service": module},  # also where clients of earlier versions read it

@@ -15,6 +15,7 @@ QUERY_CHARS = 4096
 TEXT_CHARS = 1_000_000  # a message or a memory's text
 MESSAGES = 1000  # messages in one vg add
 ID_CHARS = 255  # user, agent and run ids
+JSON_BODY_LIMIT = 10_000_000  # a JSON body's bytes; routes that take files set their own limit
 
 Limit = Annotated[int, msgspec.Meta(ge=1, le=MAX_RESULTS, description=f"1–{MAX_RESULTS}")]
 TopK = Annotated[

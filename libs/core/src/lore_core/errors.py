@@ -18,6 +18,8 @@ from litestar.exceptions import HTTPException, NotFoundException, ValidationExce
 from litestar.status_codes import HTTP_400_BAD_REQUEST, HTTP_500_INTERNAL_SERVER_ERROR
 from litestar.types import ExceptionHandlersMap
 
+from lore_core.bounds import JSON_BODY_LIMIT
+
 
 class LoreError(Exception):
     """A condition the client should see: `status_code`, a message that says what to fix, optional detail."""
@@ -217,6 +219,14 @@ def exception_handlers() -> ExceptionHandlersMap:
         message = str(exc.detail)
         if isinstance(exc, NotFoundException) and message == "Not Found":
             message = f"no route {request.method} {request.url.path}"
+        elif exc.status_code == 413 and message == "Request Entity Too Large":
+            message = (
+                "the request body is larger than this route accepts: JSON bodies may hold up to "
+                f"{JSON_BODY_LIMIT // 1_000_000} MB; "
+                "a file goes through the upload routes, and one larger than a request may carry "
+                "(docdb.max_upload_size) in chunks: POST …/datasets/{dataset}/upload/init, each chunk, "
+                "then …/complete (lore ingest and the client's upload do so)"
+            )
         if exc.status_code >= 500:  # Litestar's own 500s (a handler's signature) are bugs: keep the trace
             log.error("http_error", path=request.url.path, status=exc.status_code, exc_info=exc)
         response = respond(exc.status_code, message, exc.extra or None)

@@ -23,6 +23,7 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType
 from litestar.types import ControllerRouterHandler
 
 from lore_core import __version__, internal, metrics, tracing
+from lore_core.bounds import JSON_BODY_LIMIT as JSON_BODY_LIMIT  # the gateway names it here too
 from lore_core.errors import error_body, exception_handlers
 from lore_core.heap import frozen_after_startup
 from lore_core.logging import RequestIdMiddleware, configure_logging
@@ -31,7 +32,6 @@ from lore_core.sse import EVENT_STREAM
 
 HealthCheck = Callable[[], Awaitable[None]]
 App = TypeVar("App")
-JSON_BODY_LIMIT = 10_000_000
 
 
 class CheckResult(msgspec.Struct, omit_defaults=True):
