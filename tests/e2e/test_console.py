@@ -391,6 +391,20 @@ def test_an_answer_starts_with_its_first_word(tab: Tab, stack: Stack) -> None:
     assert shown == shown.lstrip() and "Grace Hopper" in shown, repr(shown[:40])
 
 
+def test_a_graph_that_fails_to_load_leaves_no_other_base_drawn(tab: Tab, stack: Stack) -> None:
+    """Trial F3: a base whose graph failed kept the last base's graph drawn under its name."""
+    tab.page.goto(f"{stack.url}/console/#graph?kb={stack.kb}&nodes=50")
+    tab.page.wait_for_function("document.querySelector('.count').textContent !== '0'")
+    tab.page.goto(f"{stack.url}/console/#graph?kb=no-such-base&nodes=50")  # a 404 from the graph route
+    tab.page.wait_for_function("document.querySelector('.count').textContent === '0'")
+    assert tab.page.evaluate("document.querySelector('#graph canvas') === null")
+    assert tab.page.locator("[data-edges]").inner_text() == "0"
+    # The 404 was asked for: the browser's two lines about it are the only errors allowed.
+    expected = [e for e in tab.errors if "no-such-base" in e or "status of 404" in e]
+    assert len(expected) == 2, tab.errors
+    tab.errors[:] = [e for e in tab.errors if e not in expected]
+
+
 def test_a_linked_graph_names_the_base_it_draws_in_its_dropdown(tab: Tab, stack: Stack) -> None:
     with Lore(stack.url) as lore:  # a base listed before the one the link draws
         lore.create_knowledge_base("aaa-" + uuid.uuid4().hex[:6])

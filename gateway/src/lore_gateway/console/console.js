@@ -416,6 +416,7 @@ document.addEventListener("alpine:init", () => {
       return attempt(async () => {
         const name = this.kb || (store.kbs[0] && store.kbs[0].name);
         this.kb = name; // the dropdown names the base drawn, whatever it showed before
+        this.clear(); // a base that fails to load must not leave the last one drawn under its name
         const limit = Math.max(1, Math.min(2000, Number(this.limit) || 300));
         performance.mark("lore:graph-requested");
         const page = await api("GET", `/docdb/files/knowledge-bases/${encodeURIComponent(name)}/graph?limit=${limit}`);
@@ -424,6 +425,14 @@ document.addEventListener("alpine:init", () => {
         this.draw({ top_entities: page.nodes, sample_relations: page.edges });
         performance.mark("lore:graph-drawn");
       });
+    },
+    clear() {
+      if (this.cy) this.cy.destroy();
+      this.cy = null;
+      this.entities = {};
+      this.selected = null;
+      this.nodeCount = 0;
+      this.edgeCount = 0;
     },
     draw(overview) {
       this.entities = {};
