@@ -121,6 +121,27 @@ async def test_repeat_changes_nothing_and_infer_false_stores_messages(mem: Any) 
     assert {r["metadata"]["dia_id"] for r in listed} == {"D1:1"}
 
 
+async def test_offline_changed_facts_replace_the_stale_ones(mem: Any) -> None:
+    """The trial's changed facts: the stale memory is updated or deleted, not kept beside the new one
+    (where search could rank it first)."""
+    await add(mem, "I have two cats named Miso and Tofu.", user_id="bob")
+    await add(mem, "My sister Emma lives in Berlin.", user_id="bob")
+    changed = await add(mem, "I have three cats now: Miso, Tofu and Natto.", user_id="bob")
+    assert [r["event"] for r in changed["results"]] == ["UPDATE"]
+    listed = (await mem.get(VG, params={"user_id": "bob"})).json()["results"]
+    assert sorted(r["memory"] for r in listed) == [
+        "I have three cats now: Miso, Tofu and Natto",
+        "My sister Emma lives in Berlin",
+    ]
+
+    await add(mem, "I am allergic to peanuts.", user_id="alice")
+    fixed = "Actually I am no longer allergic to peanuts, my allergy is to shellfish"
+    changed = await add(mem, fixed + ".", user_id="alice")
+    assert sorted(r["event"] for r in changed["results"]) == ["ADD", "DELETE"]
+    found = (await mem.post(f"{VG}/search", json={"query": "peanuts allergy", "user_id": "alice"})).json()
+    assert [r["memory"] for r in found["results"]] == [fixed]
+
+
 async def test_twenty_concurrent_adds_in_one_scope_lose_nothing_and_duplicate_nothing(mem: Any) -> None:
     texts = [f"Fact number {i % 15} about my garden and my plants" for i in range(20)]  # 5 repeats
     await asyncio.gather(
