@@ -95,6 +95,8 @@ def test_ingest_uploads_parses_and_is_idempotent_then_kb_and_tasks(run: Any, tmp
     tasks = as_json(run("tasks", "--json", "--limit", "200"))
     assert {t["task_id"] for t in tasks} >= {first["task"]["task_id"], more["task"]["task_id"]}
     assert "completed" in run("tasks", "--watch").stdout  # nothing active: one table, then it ends
+    done = run("cancel", first["task"]["task_id"], code=1)  # a finished task cannot be cancelled
+    assert "already completed" in done.stdout + done.stderr
 
     answer = as_json(run("chat", kb, "Who developed the first compiler?", "--json"))
     assert answer["citations"][0]["source_file"] == "hopper.md"

@@ -55,6 +55,7 @@ def health(as_json: JsonFlag = False) -> None:
 
 app.command()(knowledge.ingest)
 app.command()(knowledge.tasks)
+app.command()(knowledge.cancel)
 app.command()(knowledge.chat)
 app.command()(gen.table)
 app.add_typer(knowledge.kb_app, name="kb")

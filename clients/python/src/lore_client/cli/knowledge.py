@@ -478,6 +478,21 @@ def tasks(
                 time.sleep(1)
 
 
+@handled
+def cancel(
+    task_id: Annotated[str, typer.Argument(help="The parse task (its id from `lore tasks`).")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Cancel a parse task: a pending one at once; a running one stops at its next step and takes back
+    what it wrote (`cancelling`, then `cancelled`)."""
+    with client() as lore:
+        result = lore.cancel_task(task_id)
+    if as_json:
+        emit(result)
+    else:
+        console.print(f"task {result.task_id}: {result.status}", highlight=False)
+
+
 def _task_table(found: list[Task]) -> Table:
     table = Table(
         id_column("task", [t.task_id for t in found]), "kb", "dataset", "status", "stage", "updated"
