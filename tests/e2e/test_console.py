@@ -399,6 +399,7 @@ def test_a_graph_that_fails_to_load_leaves_no_other_base_drawn(tab: Tab, stack: 
     tab.page.wait_for_function("document.querySelector('.count').textContent === '0'")
     assert tab.page.evaluate("document.querySelector('#graph canvas') === null")
     assert tab.page.locator("[data-edges]").inner_text() == "0"
+    assert tab.page.locator(".legend li").count() == 0  # nor its types' legend
     # The 404 was asked for: the browser's two lines about it are the only errors allowed.
     expected = [e for e in tab.errors if "no-such-base" in e or "status of 404" in e]
     assert len(expected) == 2, tab.errors

@@ -430,6 +430,7 @@ document.addEventListener("alpine:init", () => {
       if (this.cy) this.cy.destroy();
       this.cy = null;
       this.entities = {};
+      this.colours = {};
       this.selected = null;
       this.nodeCount = 0;
       this.edgeCount = 0;
