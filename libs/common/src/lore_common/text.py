@@ -86,6 +86,16 @@ _CJK_STOP = re.compile(r"([。！？!?]+)([”’」』）)]*)")
 _LAST_WORD = re.compile(r"([A-Za-z][A-Za-z.]*)$")
 
 
+# A document's own reference marks (`[4]`, `[38, 22]`, `[12-14]`, Wikipedia's `[39]`): beside an
+# answer's passage numbers they read as its citations, and `leg.[41] In` hides a sentence's end.
+_REFERENCE_MARK = re.compile(r"[ \t]?\[\d{1,4}(?:\s*[,–-]\s*\d{1,4})*\]")
+
+
+def unmarked(text: str) -> str:
+    """The text without its own reference marks."""
+    return _REFERENCE_MARK.sub("", text) if "[" in text else text
+
+
 def repair_hyphenation(text: str) -> str:
     """Mend words a typesetter broke across lines ("Docu-\\nment" becomes "Document")."""
     return _HYPHEN_BREAK.sub(r"\1\2", text)

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from lore_common.entities import ABSTRACT, DOCUMENT, EVENT, OBJECTIVE, extract_entities
-from lore_common.text import has_cjk, keywords, segments, stem
+from lore_common.text import has_cjk, keywords, segments, stem, unmarked
 
 __all__ = ["ABSTRACT", "DOCUMENT", "EVENT", "OBJECTIVE", "OfflineSkill", "answer", "extract_entities"]
 
@@ -83,7 +83,7 @@ def _units(passage: str) -> tuple[tuple[str, str], ...]:
     questions, and segmenting them was a third of a chat's CPU in docdb."""
     out: list[tuple[str, str]] = []
     header: list[str] | None = None
-    for segment in segments(_unmarked(passage)):  # "…a leg.[41] In 1997…": two sentences, not one
+    for segment in segments(unmarked(passage)):  # "…a leg.[41] In 1997…": two sentences, not one
         if segment.kind != "table":
             header = None
             if segment.kind == "sentence" or (segment.kind == "item" and len(segment.text.split()) >= 4):
@@ -122,15 +122,6 @@ def _read(passage: str) -> tuple[tuple[Unit, ...], frozenset[str]]:
     questions, and segmenting them was a third of a chat's CPU in docdb."""
     units = tuple(Unit(t, _terms(t), _terms(own), is_whole_sentence(t)) for t, own in _units(passage))
     return units, frozenset().union(*(u.terms for u in units))
-
-
-# A document's own reference marks (`[4]`, `[38, 22]`, `[12-14]`): quoted as they stand they would
-# read as this answer's citations of other passages.
-_REFERENCE_MARK = re.compile(r"\s?\[\d{1,4}(?:\s*[,–-]\s*\d{1,4})*\]")
-
-
-def _unmarked(text: str) -> str:
-    return _REFERENCE_MARK.sub("", text) if "[" in text else text
 
 
 def answer(question: str, passages: Sequence[str], max_sentences: int = 3) -> str:

@@ -59,6 +59,7 @@ from lore_common.providers.embedders import Embedder
 from lore_common.providers.extraction import EXTRACTION_PROMPT_VERSION, Extraction
 from lore_common.providers.usage import begin_usage, check_failed_share
 from lore_common.stores.sql import advisory_lock
+from lore_common.text import unmarked
 from lore_core.bounds import QUERY_CHARS
 from lore_core.errors import BadRequest, Conflict, LoreError, NotFound, store_outage
 from lore_core.settings import ChunkConfig, MemoryKbConfig
@@ -127,15 +128,6 @@ class Context:
         return "\n\n".join(
             f"-----{title}-----\n" + "\n".join(lines) for title, lines in self.sections.items() if lines
         )
-
-
-# A text's own reference marks (Wikipedia's `[39]`, a paper's `[4, 7]`): beside the context's passage
-# numbers they read as Lore's citations, and `leg.[41] In` hides a sentence's end from the answer.
-_REFERENCE_MARK = re.compile(r"[ \t]?\[\d{1,4}(?:\s*[,–-]\s*\d{1,4})*\]")
-
-
-def unmarked(text: str) -> str:
-    return _REFERENCE_MARK.sub("", text) if "[" in text else text
 
 
 def entity_key(name: str) -> str:
