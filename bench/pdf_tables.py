@@ -5,12 +5,18 @@ bench/documents.py counts a row in the converter's text):
 - icdar: the ICDAR 2013 table competition's 67 PDFs (EU and US government reports, ruled and unruled
   tables, `*-str.xml` cells), as camelot keeps them under `tests/files/tabula/icdar2013-dataset`;
 - camelot: the PDFs of camelot's "stream" tests (tables drawn without lines) with the cells its
-  tests expect (`tests/data.py`).
+  tests expect (`tests/data.py`);
+- tabula: tabula-java's test PDFs (ruled and unruled: voting records, disclosures, statistics, RTL
+  text) with the cells its tests expect: the CSV and JSON files under `resources/.../csv` and `json`,
+  and the tables written into its Java tests (`String[][] X_EXPECTED`, a CSV string `expected`, or
+  `assertEquals("text", table.getRows().get(r).get(c).getText())`), one expectation per PDF.
 
 A row counts when it has 2 filled cells or more (a title spanning the table is no row). Also the pages
 per CPU-second of the converter on those PDFs, in this process. Nothing here is tuned to single files.
 Data: camelot's repository (github.com/camelot-dev/camelot, MIT licence) copied to
-`$LORE_BENCH_DATA/pdftables/camelot` (its `tests/` folder at least).
+`$LORE_BENCH_DATA/pdftables/camelot` (its `tests/` folder at least), and tabula-java's
+(github.com/tabulapdf/tabula-java, MIT licence) to `$LORE_BENCH_DATA/pdftables/tabula-java` (its
+`src/test/` folder at least).
 
     uv run python bench/pdf_tables.py [--show-misses N] [--files eu-001,us-002]
 """
@@ -19,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import csv
 import html
+import io
 import json
 import re
 import statistics
@@ -45,6 +53,17 @@ STREAM_TESTS = {
     "detect_vertical_false.pdf": ["data_stream_layout_kwargs"],
     "mexican_towns.pdf": ["data_stream_columns"],
 }
+TABULA = DATA / "pdftables" / "tabula-java" / "src/test"
+TABULA_FILES = TABULA / "resources/technology/tabula"
+# expectations of tabula's that are no table of one PDF (rectangles, cells, a whole page of eu-001 read
+# as stream, which ICDAR's own cells cover)
+TABULA_SKIP = {"TestBasicExtractor-RECTANGLE_TEST_NATURAL_ORDER", "TestSpreadsheetExtractor-CELLS"}
+TABULA_SKIP_PREFIX = "TestCommandLineApp_"
+_JAVA_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_JAVA_CELL = re.compile(
+    r'assertEquals\("((?:[^"\\]|\\.)*)",\s*table\.getRows\(\)\.get\((\d+)\)\.get\((\d+)\)'
+)
+_JAVA_PDF = re.compile(r'"src/test/resources/technology/tabula/([^"]+\.pdf)"')
 _WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_]+")
 
 
@@ -102,6 +121,63 @@ def camelot_tables() -> dict[str, list[list[list[str]]]]:
     return {name: [found[n] for n in names if n in found] for name, names in STREAM_TESTS.items()}
 
 
+def java_string(literal: str) -> str:
+    """A Java string literal's text (its escapes read)."""
+    escapes = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\", "'": "'"}
+    return re.sub(r"\\(.)", lambda m: escapes.get(m.group(1), m.group(1)), literal)
+
+
+def tabula_tables() -> dict[str, list[list[list[str]]]]:
+    """Per tabula PDF (its name under resources), the tables its tests expect: its CSV or JSON file of
+    the same name, else tables written into the Java tests, the first expectation found per PDF."""
+    found: dict[str, list[list[list[str]]]] = {}
+    for path in sorted((TABULA_FILES / "csv").glob("*.csv")):
+        if path.stem not in TABULA_SKIP and not path.stem.startswith(TABULA_SKIP_PREFIX):
+            text = path.read_text(encoding="utf-8")
+            found.setdefault(f"{path.stem}.pdf", []).append(list(csv.reader(io.StringIO(text, newline=""))))
+    for path in sorted((TABULA_FILES / "json").glob("*.json")):
+        pdf = f"{path.stem}.pdf"
+        if pdf in found:
+            continue
+        for table in json.loads(path.read_text(encoding="utf-8")):
+            rows = [[cell.get("text", "") for cell in row] for row in table.get("data", [])]
+            found.setdefault(pdf, []).append(rows)
+    from_java: dict[str, list[list[list[str]]]] = {}
+    for source in sorted((TABULA / "java").rglob("*.java")):
+        java = re.sub(r"^\s*//.*$", "", source.read_text(encoding="utf-8"), flags=re.MULTILINE)  # comments
+        constants = {  # NAME_PDF = "...": the file a NAME_EXPECTED table is of
+            m.group(1): m.group(2)
+            for m in re.finditer(r'String (\w+)_PDF = "src/test/resources/technology/tabula/([^"]+)"', java)
+        }
+        for m in re.finditer(r"String\[\]\[\] (\w+)_EXPECTED = \{(.*?)\};", java, re.DOTALL):
+            if m.group(1) in constants:
+                rows = [
+                    [java_string(c) for c in _JAVA_STRING.findall(row)]
+                    for row in re.findall(r"\{([^{}]*)\}", m.group(2))
+                ]
+                from_java.setdefault(constants[m.group(1)], []).append(rows)
+        for method in java.split("@Test")[1:]:
+            named = _JAVA_PDF.search(method)
+            if named is None:
+                continue
+            expected = re.search(r'String expected = ((?:\s*\+?\s*"(?:[^"\\]|\\.)*")+);', method)
+            cells = re.findall(_JAVA_CELL, method)
+            if expected:
+                text = "".join(java_string(t) for t in _JAVA_STRING.findall(expected.group(1)))
+                from_java.setdefault(named.group(1), []).append(
+                    list(csv.reader(io.StringIO(text, newline="")))
+                )
+            elif cells:
+                grid: dict[int, dict[int, str]] = {}
+                for text, row, column in cells:
+                    grid.setdefault(int(row), {})[int(column)] = java_string(text)
+                rows = [[grid[r][c] for c in sorted(grid[r])] for r in sorted(grid)]
+                from_java.setdefault(named.group(1), []).append(rows)
+    for pdf, tables in from_java.items():
+        found.setdefault(pdf, tables[:1])
+    return found
+
+
 def table_rows(table: list[list[str]]) -> list[list[str]]:
     rows = []
     for row in table:
@@ -123,6 +199,11 @@ def cases(only: set[str]) -> list[tuple[str, Path, list[list[str]]]]:
         name = Path(file).stem
         if pdf.exists() and (not only or name in only):
             found.append(("camelot", pdf, [r for t in tables for r in table_rows(t)]))
+    for file, tables in tabula_tables().items():
+        pdf = TABULA_FILES / file
+        name = Path(file).stem
+        if pdf.exists() and (not only or name in only):
+            found.append(("tabula", pdf, [r for t in tables for r in table_rows(t)]))
     return found
 
 
