@@ -73,6 +73,8 @@ _CAPTION = re.compile(r"(?:Table|TABLE|Tab\.)\s*[\dIVXA-Z]")
 _BULLETED = re.compile(r"(?:[•▪◦●○■□◆◇►▶✓✔*·]|\d{1,2}[.)]|[a-z][.)])\s")
 _EQUATION_NUMBER = re.compile(r"\(\d{1,3}[a-z]?\)")
 _PAGE_NUMBER = re.compile(r"\d{1,4}|[ivxlc]{1,6}", re.IGNORECASE)
+_RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")  # Hebrew and Arabic letters
+_NUMBER_RUN = re.compile(r"\d(?:[\d.,:/]*\d)?")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _NUMERIC = re.compile(r"[-+–−(]?[$€£]?\s?[\d.,]+\s?%?\)?\*?|[-–—]|\(?[xX]\)?|n/?a|\*+")
 
@@ -333,8 +335,55 @@ def _rows(block: list[_Line], cuts: list[float]) -> list[list[str]]:
             rows.append(row)
             full.append(beyond)
         for column, _x0, _x1, text in pieces:
-            row[column] = f"{row[column]}{WRAP if wrapped else ' '}{text}".strip()
+            row[column] = f"{row[column]}{WRAP if wrapped else ' '}{_logical(text)}".strip()
     return rows
+
+
+def _flipped(word: str) -> str:
+    """A word of Hebrew or Arabic read in logical order from its letters left to right, its figures
+    kept as they read (`12.5` stays)."""
+    return _NUMBER_RUN.sub(lambda m: m.group(0)[::-1], word[::-1])
+
+
+def _logical(text: str) -> str:
+    """A cell's text in the order it is read, from its letters set left to right: Hebrew and Arabic
+    words (read right to left) turned back, and in a cell mostly of them, their order too, runs of
+    Latin words and figures among them kept as they stand. The page's text (pdfium's) has them in
+    order; a cell built from the geometry would have each word backwards."""
+    if not _RTL.search(text):
+        return text
+    words = text.split(" ")
+    rtl = [bool(_RTL.search(w)) for w in words]
+    ltr = [  # Latin words and figures: they read left to right among the others
+        not r and (any(c.isalpha() for c in w) or _numeric(w)) for w, r in zip(words, rtl, strict=True)
+    ]
+    latin = sum(c.isalpha() and not _RTL.match(c) for c in text)
+    if len(_RTL.findall(text)) > latin:  # read right to left: the words backwards, Latin runs kept
+        out: list[str] = []
+        run: list[str] = []
+        for word, forward in reversed(list(zip(words, ltr, strict=True))):
+            if forward:
+                run.insert(0, word)
+                continue
+            out += run
+            run = []
+            out.append(_flipped(word))
+        return " ".join(out + run)
+    out = []
+    k = 0
+    while k < len(words):  # read left to right: each run of Hebrew or Arabic words turned back
+        if not rtl[k]:
+            out.append(words[k])
+            k += 1
+            continue
+        end = k
+        while end + 1 < len(words) and not ltr[end + 1] and (rtl[end + 1] or end + 2 < len(words)):
+            end += 1
+        while not rtl[end]:
+            end -= 1
+        out += [_flipped(w) for w in reversed(words[k : end + 1])]
+        k = end + 1
+    return " ".join(out)
 
 
 def _full(

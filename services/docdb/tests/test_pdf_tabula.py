@@ -1,0 +1,60 @@
+"""PDF tables without rules, as tabula-java's test PDFs have them (government statistics, voting records,
+disclosures, Hebrew and Arabic reports): each row's cells come back on one line of the converter's
+text, in order, and the text around them stays text. The PDFs are written here with hand-written
+operators, each table's cells drawn a column at a time so that the text's own order parts a row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lore_common.testing.pdf import pages_pdf
+from lore_docdb.parse.convert.pdf import pdf_text
+
+# a font whose codes 128 to 154 are the Hebrew letters alef to tav (by their glyph names), so that a
+# hand-written PDF can set Hebrew; every glyph 556 units wide, a space 278
+HEBREW_FONT = (
+    "/BaseFont /Helvetica /FirstChar 32 /LastChar 154 /Widths ["
+    + " ".join("278" if code == 32 else "556" for code in range(32, 155))
+    + "] /Encoding << /Type /Encoding /BaseEncoding /WinAnsiEncoding /Differences [128 "
+    + " ".join(f"/uni{0x05D0 + k:04X}" for k in range(27))
+    + "] >>"
+)
+
+
+def text(x: float, y: float, words: str, size: float = 10, font: str = "F1") -> str:
+    return f"BT /{font} {size} Tf 1 0 0 1 {x} {y} Tm ({words}) Tj ET"
+
+
+def hebrew(x: float, y: float, words: str, size: float = 10) -> str:
+    """Hebrew words drawn as a right-to-left script is set: their letters left to right on the page
+    in the reverse of their reading order (what producers write)."""
+    drawn = "".join(f"\\{ord(c) - 0x05D0 + 128:03o}" if "\u05d0" <= c <= "\u05ea" else c for c in words[::-1])
+    return text(x, y, drawn, size, "F2")
+
+
+def table_lines(markdown: str) -> list[list[str]]:
+    return [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in markdown.splitlines()
+        if line.startswith("|") and "---" not in line
+    ]
+
+
+def test_hebrew_labels_read_in_order_beside_their_figures(tmp_path: Path) -> None:
+    """A table of figures whose labels, in Hebrew, stand in its right column: each row keeps its
+    figures and its label on one line, the label's words in reading order (not each backwards as
+    the letters stand left to right), so a search for the label finds its row."""
+    rows = [
+        ("2.2", "2.4", "5.8", "סך הכל"),
+        ("3.8", "3.5", "2.7", "צריכה פרטית"),
+        ("2.5", "3.1", "3.6", "בנייה ציבורית"),
+        ("7.8", "4.7", "0.1", "יבוא ביטחוני"),
+        ("8.6", "2.3", "1.9", "מכונות וציוד"),
+    ]
+    ops = []
+    for j, x in enumerate([300, 350, 400]):  # the figures a column at a time, then the labels
+        ops += [text(x, 600 - 16 * i, row[j]) for i, row in enumerate(rows)]
+    ops += [hebrew(460, 600 - 16 * i, row[3]) for i, row in enumerate(rows)]
+    pdf = tmp_path / "hebrew.pdf"
+    pdf.write_bytes(pages_pdf([ops], fonts=("/BaseFont /Helvetica", HEBREW_FONT)))
+    assert table_lines(pdf_text(pdf)) == [list(row) for row in rows]
