@@ -194,21 +194,91 @@ def rtf_text(path: Path) -> str:
     return rtf_markdown(path.read_bytes())
 
 
+_TABLE_WORD = re.compile(rb"(?<!\\)\\(trowd|cell|nestcell|row|nestrow)(?![a-z])(-?\d+)? ?")
+_TABLE_MARKS = {b"trowd": b"\\trowd{\x1eT}", b"cell": b"{\x1eC}", b"row": b"{\x1eR}"}
+_MARK = re.compile("\x1e([TCR])")
+_ROW = "\x1eROW"  # a table row's line: its cells after this, apart by \x1d
+
+
+def _table_marked(data: bytes) -> bytes:
+    """The RTF with a mark where each row's definition (`\\trowd`), cell and row end, in place of
+    striprtf's `|` and line break: a cell's own paragraphs (`Right\\par\\cell`, as pandoc and many
+    writers set them) broke its row over several lines. A nested table's cells are text of their
+    outer cell."""
+
+    def mark(found: re.Match[bytes]) -> bytes:
+        return _TABLE_MARKS.get(found.group(1), b"{ }")
+
+    return _TABLE_WORD.sub(mark, data)
+
+
+def _table_rows(text: str) -> str:
+    """striprtf's text with each marked table row as one line of its cells: a row runs from its
+    definition (or, where a writer sets the definition after the cells, from the start of the line
+    of its first cell) to its end, each cell's paragraphs joined."""
+    out: list[str] = []
+    at = 0  # where the text not yet written out starts
+    cells: list[str] = []
+    cell_start: int | None = None  # inside a row: where its next cell starts
+
+    def put(part: str) -> None:
+        if part:
+            out.append(part)
+
+    def end_row() -> None:
+        if out and not out[-1].endswith("\n"):
+            out.append("\n")
+        out.append(_ROW + "\x1d".join(" ".join(c.replace("\x1f", " ").split()) for c in cells) + "\n")
+
+    for found in _MARK.finditer(text):
+        kind = found.group(1)
+        if kind == "T":
+            if cell_start is None:
+                put(text[at : found.start()])
+                cell_start = found.end()
+            elif not cells:
+                cell_start = found.end()
+            continue  # a definition after the row's cells (Word writes one before `\\row`)
+        if kind == "C":
+            if cell_start is None:
+                cell_start = max(at, text.rfind("\n", at, found.start()) + 1)
+                put(text[at:cell_start])
+            cells.append(text[cell_start : found.start()])
+            cell_start = found.end()
+            continue
+        if cell_start is None:  # a row's end outside a row
+            put(text[at : found.start()])
+        elif cells:
+            end_row()
+        cells, cell_start, at = [], None, found.end()
+    if cell_start is not None and cells:  # a table whose last row has no end
+        end_row()
+        at = cell_start
+    put(text[at:])
+    return "".join(out)
+
+
 def rtf_markdown(rtf: bytes) -> str:
     """RTF's paragraphs apart, a paragraph at an outline level (Word's headings) as a `#` heading,
-    its tables as pipe tables (striprtf ends each cell with `|` and each row with a line break, so a
-    run of lines ending in `|` is a table's rows), and its footnotes after their paragraph."""
+    its tables as pipe tables (a row's cells marked before striprtf reads it), and its footnotes
+    after their paragraph."""
     from striprtf.striprtf import rtf_to_text
 
+    if not rtf.lstrip().startswith(b"{\\rtf"):
+        # a fragment of RTF (pandoc's output without its header) is several groups one after
+        # another, and striprtf stopped at the end of the first
+        rtf = b"{\\rtf1 " + rtf + b"}"
     # striprtf reads no outline levels: a mark in the paragraph's text says which level it was
     data = _OUTLINE.sub(
         lambda m: m.group(0).rstrip() + b" \x1fH" + m.group(1) + b"\x1f",
-        _notes_marked(without_pictures(rtf)),
+        _notes_marked(_table_marked(without_pictures(rtf))),
     )
     text = _notes_apart(
-        str(
-            rtf_to_text(  # type: ignore[no-untyped-call]
-                decode(data), errors="ignore"
+        _table_rows(
+            str(
+                rtf_to_text(  # type: ignore[no-untyped-call]
+                    decode(data), errors="ignore"
+                )
             )
         )
     )
@@ -218,8 +288,8 @@ def rtf_markdown(rtf: bytes) -> str:
     out: list[str] = []
     rows: list[list[str]] = []
     for line in [*text.split("\n"), ""]:
-        if line.rstrip().endswith("|"):
-            rows.append(line.rstrip()[:-1].split("|"))
+        if line.startswith(_ROW):
+            rows.append(line[len(_ROW) :].split("\x1d"))
             continue
         if rows:
             out.append(md_table(rows))
@@ -230,6 +300,15 @@ def rtf_markdown(rtf: bytes) -> str:
             if heading is None
             else ("#" * (int(heading.group(1)) + 1) + " " + line[heading.end() :].replace("\x1f", ""))
         )
-        if line.strip():
-            out.append(line.strip())
+        line = _LIST_MARK.sub(_list_item, line.strip())
+        if line:
+            out.append(line)
     return "\n\n".join(out)
+
+
+# a list item's number or bullet as Word writes it before the text (`{\\listtext \\'95\\tab}`)
+_LIST_MARK = re.compile(r"^(?:([•◦▪‣⁃·o§\uf0b7\uf0a7-])|(\(?[0-9A-Za-z]{1,4}[.)]))\t\s*")
+
+
+def _list_item(found: re.Match[str]) -> str:
+    return "- " if found.group(1) else found.group(2) + " "
