@@ -60,3 +60,19 @@ def test_an_rtf_fragment_without_its_header_is_read_whole(tmp_path: Path) -> Non
     assert extract_text(write(tmp_path, "fragment.rtf", rtf.encode())) == (
         "First paragraph.\n\nSecond paragraph."
     )
+
+
+def test_shift_jis_kanji_is_not_read_as_gb18030_and_chinese_still_is(tmp_path: Path) -> None:
+    """A Shift-JIS CSV of names in kanji (markitdown's test_mskanji.csv) also decodes as GB18030,
+    into rare characters: `| 柤慜 | 擭楊 |` for `| 名前 | 年齢 |`."""
+    japanese = "名前,年齢,住所\n佐藤太郎,30,東京\n三木英子,25,大阪\n髙橋淳,35,名古屋\n"
+    text = extract_text(write(tmp_path, "people.csv", japanese.encode("cp932")))
+    assert text.splitlines() == [
+        "| 名前 | 年齢 | 住所 |",
+        "|---|---|---|",
+        "| 佐藤太郎 | 30 | 東京 |",
+        "| 三木英子 | 25 | 大阪 |",
+        "| 髙橋淳 | 35 | 名古屋 |",
+    ]
+    chinese = "会议记录：我们讨论了明年的预算和新产品的发布计划。\n"
+    assert extract_text(write(tmp_path, "notes.txt", chinese.encode("gb18030"))) == chinese

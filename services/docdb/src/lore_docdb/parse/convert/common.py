@@ -51,7 +51,11 @@ def decode(data: bytes, declared: str | None = None) -> str:
     except UnicodeDecodeError:
         chinese = ""
     non_ascii = [c for c in chinese if ord(c) > 0x7F]
-    if non_ascii and sum(1 for c in non_ascii if _CJK.match(c)) >= 0.8 * len(non_ascii):
+    if (
+        non_ascii
+        and sum(1 for c in non_ascii if _CJK.match(c)) >= 0.8 * len(non_ascii)
+        and not _japanese_as_chinese(data, non_ascii)
+    ):
         return chinese
     from charset_normalizer import from_bytes
 
@@ -69,6 +73,29 @@ def decode(data: bytes, declared: str | None = None) -> str:
         except (UnicodeDecodeError, LookupError):
             pass
     return data.decode("utf-8", errors="replace")
+
+
+def _in_gb2312(char: str) -> bool:
+    try:
+        char.encode("gb2312")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _japanese_as_chinese(data: bytes, chinese: list[str]) -> bool:
+    """Shift-JIS (Windows' Japanese) bytes that also read as GB18030: Japanese names and words in
+    kanji alone decode there as rare characters (`名前` as `柤慜`). Chinese text is mostly written in
+    GB2312's common characters; when most of the reading is not, and the bytes are Shift-JIS, the
+    encoding is left to charset-normalizer."""
+    common = sum(1 for c in chinese if _in_gb2312(c))
+    if common >= 0.5 * len(chinese):
+        return False
+    try:
+        data.decode("cp932")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def utf16_without_bom(data: bytes) -> str | None:
