@@ -58,3 +58,32 @@ def test_hebrew_labels_read_in_order_beside_their_figures(tmp_path: Path) -> Non
     pdf = tmp_path / "hebrew.pdf"
     pdf.write_bytes(pages_pdf([ops], fonts=("/BaseFont /Helvetica", HEBREW_FONT)))
     assert table_lines(pdf_text(pdf)) == [list(row) for row in rows]
+
+
+def test_sparse_ledger_keeps_each_label_with_its_amount(tmp_path: Path) -> None:
+    """An estimate's table: a column of labels (a group's sub-labels set in), hours and rates for a few
+    rows only, a column of amounts. Under 60 % of its places hold text, as a figure's scattered
+    labels do; its column of amounts, each beside a label, makes it a table all the same, so each
+    label stays on the line of its amount, where the text's own order (a column at a time) parts them."""
+    rows = [
+        ["", "", "Hours", "Rate", "Cost"],
+        ["Parts", "", "", "", "2,100"],
+        ["Body Labor", "", "2", "150", "300"],
+        ["Paint Labor", "", "1.5", "150", "225"],
+        ["Supplies", "", "", "", ""],
+        ["", "Paint Supplies", "", "", "60"],
+        ["", "Body Supplies", "", "", "30"],
+        ["Other Charges", "", "", "", "15"],
+        ["Subtotal", "", "", "", "2,730"],
+        ["Sales Tax", "", "", "10.20%", "278.46"],
+    ]
+    ops = [text(72, 700, "Estimate Totals", 12)]
+    for j, x in enumerate([72, 150, 250, 300, 360]):
+        ops += [text(x, 660 - 16 * i, row[j]) for i, row in enumerate(rows) if row[j]]
+    ops.append(text(72, 480, "This is a preliminary estimate for the visible damage of the vehicle only."))
+    pdf = tmp_path / "ledger.pdf"
+    pdf.write_bytes(pages_pdf([ops]))
+    out = pdf_text(pdf)
+    got = [[c for c in row if c] for row in table_lines(out)]
+    assert got == [[c for c in row if c] for row in rows]
+    assert "This is a preliminary estimate for the visible damage of the vehicle only." in out.splitlines()

@@ -52,6 +52,8 @@ SENTENCE_WORDS = 3  # words of a cell at a table's top that ends a sentence or g
 TITLE_SIZE = 1.15  # times the type of a table's rows: a line at its top in larger type is a title over it
 EDGE_LOOK = 3  # lines at a table's top and foot looked at for a title or a paragraph's last line
 MIN_FILL = 0.6  # of a table's places that hold text at least: sparser, it is labels in a figure
+MIN_KEYED_FILL = 0.4  # the same for a table whose first column labels most rows and last one has figures
+KEYED = 0.75  # of a table's rows with a label and a figure in the last column: a ledger (label, …, amount)
 MAX_LETTERS = 0.3  # of a table's filled cells that may be a lone letter (a figure's text set on end)
 MAX_BULLETED = 0.5  # of a table's filled cells that may open with a bullet: more, lists set side by side
 MAX_FLOWING = 0.4  # of a table's cells under another that may open in lower case, as a sentence goes on
@@ -647,7 +649,7 @@ def _is_table(rows: list[list[str]], block: list[_Line]) -> bool:
         sizes
     ):
         return False
-    if len(filled) < MIN_FILL * columns * len(rows):
+    if len(filled) < (MIN_KEYED_FILL if _keyed(rows) else MIN_FILL) * columns * len(rows):
         return False
     if sum(len(c) == 1 and c.isalpha() for c in filled) > MAX_LETTERS * len(filled):
         return False
@@ -663,6 +665,17 @@ def _is_table(rows: list[list[str]], block: list[_Line]) -> bool:
         return False
     body = statistics.median(line.height for line in block)
     return sum(line.height < SUPERSCRIPT * body for line in block) <= MAX_SUPERSCRIPT * len(block)
+
+
+def _keyed(rows: list[list[str]]) -> bool:
+    """Whether the rows read as a ledger (an estimate, an invoice, accounts): under the header, most
+    rows a figure in the last column beside a label (or a group's label alone in the first), the
+    columns between sparse (hours, rates, sub-labels filled in some rows only). A figure's scattered
+    labels have no such column of figures, each with its label."""
+    body = rows[1:]
+    priced = sum(_numeric(row[-1]) and any(row[:-1]) for row in body if row[-1])
+    groups = sum(bool(row[0]) and not any(row[1:]) for row in body)
+    return len(body) >= MIN_ROWS and priced >= 0.5 * len(body) and priced + groups >= KEYED * len(body)
 
 
 def _contents(by_column: list[list[str]]) -> bool:
