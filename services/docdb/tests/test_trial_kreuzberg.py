@@ -76,3 +76,191 @@ def test_shift_jis_kanji_is_not_read_as_gb18030_and_chinese_still_is(tmp_path: P
     ]
     chinese = "会议记录：我们讨论了明年的预算和新产品的发布计划。\n"
     assert extract_text(write(tmp_path, "notes.txt", chinese.encode("gb18030"))) == chinese
+
+
+def test_an_xml_article_docling_cannot_parse_reads_as_its_elements_text(tmp_path: Path) -> None:
+    """A JATS article with an attribute written twice (pandoc's jats-reader.xml) failed the file in
+    docling-rs's strict parser; lxml's lenient one reads its text."""
+    xml = (
+        '<?xml version="1.0"?>\n<!DOCTYPE article PUBLIC "-//NLM//DTD JATS (Z39.96) Journal Archiving'
+        ' and Interchange DTD v1.2 20190208//EN" "JATS-archivearticle1.dtd">\n'
+        '<article xmlns:xlink="http://www.w3.org/1999/xlink"><front><article-meta><title-group>'
+        "<article-title>Tide tables</article-title></title-group></article-meta></front><body><sec>"
+        '<title>Ports</title><p>See <ext-link xlink:href="/a" xlink:href="/b">the list</ext-link>.</p>'
+        "</sec></body></article>"
+    )
+    assert extract_text(write(tmp_path, "tides.xml", xml.encode())) == (
+        "Tide tables\n\nPorts\n\nSee the list."
+    )
+
+
+NOTEBOOK = {
+    "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+    "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Tides\n", "\n", "Read the *table*."]},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "execution_count": 1,
+            "source": ["import pandas as pd\n", "print('loaded')"],
+            "outputs": [
+                {"output_type": "stream", "name": "stdout", "text": ["loaded\n"]},
+                {
+                    "output_type": "execute_result",
+                    "execution_count": 1,
+                    "metadata": {},
+                    "data": {
+                        "text/plain": ["  port  time\n0 Dover 06:12"],
+                        "text/html": [
+                            "<table><tr><th>port</th><th>time</th></tr>",
+                            "<tr><td>Dover</td><td>06:12</td></tr></table>",
+                        ],
+                        "image/png": "iVBORw0KGgo=",
+                    },
+                },
+                {"output_type": "error", "ename": "KeyError", "evalue": "'tide'", "traceback": []},
+            ],
+        },
+        {"cell_type": "raw", "metadata": {}, "source": "Raw note."},
+    ],
+}
+
+
+def test_a_jupyter_notebook_reads_as_its_cells_code_and_outputs(tmp_path: Path) -> None:
+    import json
+
+    path = write(tmp_path, "tides.ipynb", json.dumps(NOTEBOOK).encode())
+    assert extract_text(path).split("\n\n") == [
+        "# Tides",
+        "Read the *table*.",
+        "```python\nimport pandas as pd\nprint('loaded')\n```",
+        "```\nloaded\n```",
+        "| port | time |\n|---|---|\n| Dover | 06:12 |",
+        "KeyError: 'tide'",
+        "Raw note.",
+    ]
+
+
+def test_org_mode_headings_lists_tables_and_code(tmp_path: Path) -> None:
+    org = (
+        "#+TITLE: Harbour notes\n#+AUTHOR: A. Keeper\n\n"
+        "* Ports :travel:\n:PROPERTIES:\n:ID: 42\n:END:\n"
+        "The [[https://example.org/tides][tide tables]] are /local/ time.\n\n"
+        "- Dover\n- Calais\n  1. north pier\n\n"
+        "** Times\n| Port | Time |\n|------+------|\n| Dover | 06:12 |\n\n"
+        "#+BEGIN_SRC python\nprint('tide')\n#+END_SRC\n# a comment\n"
+    )
+    assert extract_text(write(tmp_path, "notes.org", org.encode())).split("\n\n") == [
+        "# Harbour notes",
+        "## Ports",
+        "The tide tables are local time.",
+        "- Dover\n- Calais\n  1. north pier",
+        "### Times",
+        "| Port | Time |\n|---|---|\n| Dover | 06:12 |",
+        "```python\nprint('tide')\n```",
+    ]
+
+
+def test_opml_outline_reads_as_a_nested_list(tmp_path: Path) -> None:
+    opml = (
+        '<?xml version="1.0"?><opml version="2.0"><head><title>Reading</title></head><body>'
+        '<outline text="Harbours"><outline text="Dover" _note="white cliffs"/>'
+        '<outline text="Tide feed" type="rss" xmlUrl="https://example.org/tides.xml"/></outline>'
+        "</body></opml>"
+    )
+    assert extract_text(write(tmp_path, "reading.opml", opml.encode())) == (
+        "# Reading\n\n- Harbours\n  - Dover white cliffs\n  - Tide feed (https://example.org/tides.xml)"
+    )
+
+
+def test_fictionbook_reads_its_title_sections_poems_tables_and_notes(tmp_path: Path) -> None:
+    fb2 = (
+        '<?xml version="1.0" encoding="utf-8"?>'
+        '<FictionBook xmlns="http://www.gribuser.ru/xml/fictionbook/2.0" '
+        'xmlns:l="http://www.w3.org/1999/xlink"><description><title-info>'
+        "<author><first-name>Anna</first-name><last-name>Keeper</last-name></author>"
+        "<book-title>The Lighthouse</book-title></title-info></description>"
+        "<body><section><title><p>Chapter One</p></title><p>The lamp <emphasis>burned</emphasis>.</p>"
+        "<poem><stanza><v>Wave on wave,</v><v>the night is long.</v></stanza></poem>"
+        "<table><tr><th>Hour</th><th>Lamp</th></tr><tr><td>21:00</td><td>lit</td></tr></table>"
+        '<p>A note<a l:href="#n1" type="note">1</a>.</p></section></body>'
+        '<body name="notes"><section id="n1"><title><p>1</p></title><p>Kept by hand.</p></section></body>'
+        '<binary id="cover.jpg" content-type="image/jpeg">' + "QUJD" * 80 + "</binary></FictionBook>"
+    )
+    assert extract_text(write(tmp_path, "lighthouse.fb2", fb2.encode())).split("\n\n") == [
+        "# The Lighthouse",
+        "Anna Keeper",
+        "## Chapter One",
+        "The lamp burned.",
+        "Wave on wave,\nthe night is long.",
+        "| Hour | Lamp |\n|---|---|\n| 21:00 | lit |",
+        "A note1.",
+        "## 1",
+        "Kept by hand.",
+    ]
+
+
+DOCBOOK = (
+    '<?xml version="1.0"?><article xmlns="http://docbook.org/ns/docbook" version="5.0">'
+    "<info><title>Harbour Guide</title></info>"
+    "<section><title>Ports</title><para>Two ports <emphasis>open</emphasis> at dawn.</para>"
+    "<itemizedlist><listitem><para>Dover</para></listitem><listitem><para>Calais</para>"
+    "<orderedlist><listitem><para>north pier</para></listitem></orderedlist></listitem></itemizedlist>"
+    "<variablelist><varlistentry><term>ebb</term><listitem><para>falling tide</para></listitem>"
+    "</varlistentry></variablelist>"
+    "<table><title>Times</title><tgroup cols='2'><thead><row><entry>Port</entry><entry>Time</entry></row>"
+    "</thead><tbody><row><entry>Dover</entry><entry>06:12</entry></row></tbody></tgroup></table>"
+    "<programlisting language='sh'>tide --port dover</programlisting>"
+    "<section><title>Pilots</title><note><para>Call ahead.</para></note></section></section></article>"
+)
+
+
+def test_docbook_reads_its_sections_lists_tables_and_code_under_dbk_and_xml(tmp_path: Path) -> None:
+    expected = [
+        "# Harbour Guide",
+        "## Ports",
+        "Two ports open at dawn.",
+        "- Dover\n- Calais\n  1. north pier\n- ebb: falling tide",
+        "Times",
+        "| Port | Time |\n|---|---|\n| Dover | 06:12 |",
+        "```sh\ntide --port dover\n```",
+        "### Pilots",
+        "Call ahead.",
+    ]
+    assert extract_text(write(tmp_path, "guide.dbk", DOCBOOK.encode())).split("\n\n") == expected
+    assert extract_text(write(tmp_path, "guide.xml", DOCBOOK.encode())).split("\n\n") == expected
+
+
+def test_restructuredtext_with_sphinx_roles_reads_as_text_and_includes_nothing(tmp_path: Path) -> None:
+    rst = (
+        "Install guide\n=============\n\n"
+        "Call :func:`lore.parse <lore.parse.run>` before :ref:`setup`.\n\n"
+        ".. code-block:: python\n\n   print('hi')\n\n"
+        ".. include:: /etc/hostname\n\n"
+        ".. raw:: html\n\n   <b>raw</b>\n\n"
+        "Ports\n-----\n\n======  =====\nName    Port\n======  =====\ndocdb   8001\n======  =====\n"
+    )
+    assert extract_text(write(tmp_path, "guide.rst", rst.encode())).split("\n\n") == [
+        "# Install guide",
+        "Call lore.parse before setup.",
+        "```\nprint('hi')\n```",
+        "## Ports",
+        "| Name | Port |\n|---|---|\n| docdb | 8001 |",
+    ]
+
+
+def test_a_corrupt_file_of_each_new_format_is_refused_with_a_reason(tmp_path: Path) -> None:
+    import pytest
+
+    from lore_docdb.parse.extract import ExtractionError
+
+    for name, data in (
+        ("broken.ipynb", b'{"cells": [{"cell_type": "code", "source": '),
+        ("broken.opml", b"<html><body>not an outline</body></html>"),
+        ("broken.fb2", b"\x00\x01 not xml"),
+        ("broken.dbk", b"<notdocbook><x/></notdocbook>"),
+    ):
+        with pytest.raises(ExtractionError, match=name):
+            extract_text(write(tmp_path, name, data))

@@ -13,6 +13,14 @@ from pathlib import Path
 
 from lore_docdb.parse.convert.common import ExtractionError as ExtractionError  # named here by callers
 from lore_docdb.parse.convert.common import decode, drop_leaders
+from lore_docdb.parse.convert.docformats import (
+    docbook_markdown,
+    fb2_markdown,
+    notebook_markdown,
+    opml_markdown,
+    org_markdown,
+    rst_markdown,
+)
 from lore_docdb.parse.convert.mail import eml_markdown, mht_markdown, rtf_text
 from lore_docdb.parse.convert.markup import epub_markdown, html_file, html_markdown, markdown_file
 from lore_docdb.parse.convert.ocr import IMAGE_SUFFIXES, image_text
@@ -86,10 +94,36 @@ def _xml(path: Path, as_xml: bool = False) -> str:
         return wordml_markdown(path)
     if is_spreadsheetml(head):
         return spreadsheetml_markdown(path)
-    markdown = docling_markdown(path, ".xml" if as_xml else None)
+    dialect = _xml_dialect(head)
+    if dialect is not None:
+        return dialect(path)
+    try:
+        markdown = docling_markdown(path, ".xml" if as_xml else None)
+    except ExtractionError:
+        raise
+    except Exception:  # an XML docling-rs takes for one of its dialects but cannot read (a repeated
+        return _xml_text(path)  # attribute in a JATS file): its elements' text, read leniently
     if not (markdown.startswith("```") and markdown.rstrip().endswith("```")):
         return markdown
     return _xml_text(path)
+
+
+_DOCBOOK_HEAD = re.compile(
+    rb"<!DOCTYPE\s+\w+\s+PUBLIC\s+\"-//OASIS//DTD DocBook|xmlns=\"http://docbook\.org/ns/docbook\""
+)
+
+
+def _xml_dialect(head: bytes) -> Callable[[Path], str] | None:
+    """The reader of an XML file that is a FictionBook, an OPML outline or a DocBook document under
+    `.xml`, told by its root or its DOCTYPE in the first bytes."""
+    start = re.sub(rb"<\?.*?\?>|<!--.*?-->|\s", b"", head[:512], flags=re.DOTALL)
+    if start.startswith(b"<FictionBook"):
+        return fb2_markdown
+    if start.startswith(b"<opml"):
+        return opml_markdown
+    if _DOCBOOK_HEAD.search(head):
+        return docbook_markdown
+    return None
 
 
 def _word97(path: Path) -> str:
@@ -227,6 +261,14 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".xlsm": sheets_markdown,
     ".xls": _excel97,
     ".ods": sheets_markdown,
+    ".ipynb": notebook_markdown,  # Jupyter: Markdown cells, code cells as code, outputs' text
+    ".rst": rst_markdown,  # reStructuredText through docutils; Sphinx's roles read as text
+    ".rest": rst_markdown,
+    ".org": org_markdown,
+    ".opml": opml_markdown,
+    ".fb2": fb2_markdown,  # FictionBook
+    ".dbk": docbook_markdown,
+    ".docbook": docbook_markdown,
     ".json": _json,
     ".jsonl": _json,
     ".ndjson": _json,
