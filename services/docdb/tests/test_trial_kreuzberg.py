@@ -7,6 +7,7 @@ test itself; no fixture is downloaded."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from lore_docdb.parse.extract import extract_text
 
@@ -261,6 +262,145 @@ def test_a_corrupt_file_of_each_new_format_is_refused_with_a_reason(tmp_path: Pa
         ("broken.opml", b"<html><body>not an outline</body></html>"),
         ("broken.fb2", b"\x00\x01 not xml"),
         ("broken.dbk", b"<notdocbook><x/></notdocbook>"),
+    ):
+        with pytest.raises(ExtractionError, match=name):
+            extract_text(write(tmp_path, name, data))
+
+
+def _compound(tree: dict[str, object]) -> bytes:
+    """A small OLE2 compound file holding `tree` (a name to bytes for a stream, to a dict for a
+    storage), every stream in regular sectors (a mini-stream cutoff of 0), each storage's children
+    chained as right siblings."""
+    import struct
+
+    sector = 512
+    entries: list[list[Any]] = [["Root Entry", 5, -1, -1, -1, 0xFFFFFFFE, 0]]
+    data = bytearray()
+
+    def add(children: dict[str, object]) -> int:
+        first = -1
+        previous = -1
+        for name, value in children.items():
+            index = len(entries)
+            if isinstance(value, dict):
+                entries.append([name, 1, -1, -1, -1, 0, 0])
+                entries[index][4] = add(value)
+            else:
+                assert isinstance(value, bytes)
+                start = len(data) // sector
+                data.extend(value + b"\x00" * (-len(value) % sector or (sector if not value else 0)))
+                entries.append([name, 2, -1, -1, -1, start, len(value)])
+            if previous >= 0:
+                entries[previous][3] = index
+            else:
+                first = index
+            previous = index
+        return first
+
+    entries[0][4] = add(tree)
+    directory = bytearray()
+    for name, kind, left, right, child, start, size in entries:
+        raw = str(name).encode("utf-16-le") + b"\x00\x00"
+        record = bytearray(128)
+        record[: len(raw)] = raw
+        struct.pack_into("<HBB", record, 0x40, len(raw), int(kind), 1)
+        struct.pack_into("<iii", record, 0x44, int(left), int(right), int(child))
+        struct.pack_into("<II", record, 0x74, int(start), int(size))
+        directory += record
+    directory += b"\x00" * (-len(directory) % sector)
+    data_sectors, directory_sectors = len(data) // sector, len(directory) // sector
+    fat_sectors = 1
+    while (data_sectors + directory_sectors + fat_sectors) * 4 > fat_sectors * sector:
+        fat_sectors += 1
+    fat = []
+    chains = [entry for entry in entries if entry[1] == 2]
+    for entry in chains:
+        count = -(-int(entry[6]) // sector) or 1
+        start = int(entry[5])
+        fat += [start + n + 1 for n in range(count - 1)] + [0xFFFFFFFE]
+    fat += [len(fat) + n + 1 for n in range(directory_sectors - 1)] + [0xFFFFFFFE]
+    fat += [0xFFFFFFFD] * fat_sectors
+    fat += [0xFFFFFFFF] * (fat_sectors * sector // 4 - len(fat))
+    header = bytearray(sector)
+    header[:8] = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+    struct.pack_into("<HHHHH", header, 0x18, 0x3E, 3, 0xFFFE, 9, 6)
+    struct.pack_into("<II", header, 0x2C, fat_sectors, data_sectors)
+    struct.pack_into("<IIIII", header, 0x38, 0, 0xFFFFFFFE, 0, 0xFFFFFFFE, 0)
+    difat = [data_sectors + directory_sectors + n for n in range(fat_sectors)]
+    struct.pack_into("<109I", header, 0x4C, *(difat + [0xFFFFFFFF] * (109 - len(difat))))
+    return bytes(header + data + directory + struct.pack(f"<{len(fat)}I", *fat))
+
+
+def _property(code: str, text: str) -> tuple[str, bytes]:
+    return f"__substg1.0_{code}001F", text.encode("utf-16-le")
+
+
+def _lzfu(rtf: bytes) -> bytes:
+    """Compressed RTF written as literals only, ended by a reference to the write position."""
+    import struct
+
+    out = bytearray()
+    for at in range(0, len(rtf), 8):
+        out += b"\x00" + rtf[at : at + 8]
+    end = (207 + len(rtf)) % 4096
+    out += b"\x01" + struct.pack(">H", end << 4)
+    return struct.pack("<IIII", len(out) + 12, len(rtf), 0x75465A4C, 0) + bytes(out)
+
+
+def test_an_outlook_msg_reads_as_an_eml_does_with_a_message_attached_to_it(tmp_path: Path) -> None:
+    import struct
+
+    recipient_properties = b"\x00" * 8 + struct.pack("<IIQ", 0x0C150003, 6, 2)  # a Cc recipient
+    inner = dict(
+        [
+            _property("0037", "Tide times"),
+            _property("0C1A", "Harbour Office"),
+            ("__substg1.0_10090102", _lzfu(rb"{\rtf1\ansi{\pard High water at 06:12.\par}}")),
+            ("__properties_version1.0", b"\x00" * 24),
+        ]
+    )
+    message = _compound(
+        dict(
+            [
+                _property("0037", "Harbour report"),
+                _property("0C1A", "Anna Keeper"),
+                _property("5D01", "anna@example.org"),
+                _property("0E04", "Dock Master"),
+                _property("1000", "The lamp was lit at dusk.\r\nAll well."),
+                ("__properties_version1.0", b"\x00" * 32),
+                (
+                    "__recip_version1.0_#00000000",
+                    dict([_property("3001", "Pilot"), _property("39FE", "pilot@example.org")])
+                    | {"__properties_version1.0": recipient_properties},
+                ),
+                ("__attach_version1.0_#00000000", dict([_property("3707", "log.pdf")])),
+                ("__attach_version1.0_#00000001", {"__substg1.0_3701000D": inner}),
+            ]
+        )
+    )
+    from lore_docdb.parse.sandbox import sniff
+
+    path = write(tmp_path, "report.msg", message)
+    assert sniff(path, 1 << 20) is None  # the extraction child takes it (an OLE2 file, not text)
+    text = extract_text(path)
+    assert text.split("\n\n") == [
+        "Subject: Harbour report\nFrom: Anna Keeper <anna@example.org>\nTo: Dock Master\n"
+        "Cc: Pilot <pilot@example.org>",
+        "The lamp was lit at dusk.\nAll well.",
+        "Attachments: log.pdf",
+        "Subject: Tide times\nFrom: Harbour Office",
+        "High water at 06:12.",
+    ]
+
+
+def test_a_corrupt_or_foreign_msg_is_refused_with_a_reason(tmp_path: Path) -> None:
+    import pytest
+
+    from lore_docdb.parse.extract import ExtractionError
+
+    for name, data in (
+        ("cut.msg", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 100),
+        ("sheet.msg", _compound({"Workbook": b"\x09\x08" * 300})),
     ):
         with pytest.raises(ExtractionError, match=name):
             extract_text(write(tmp_path, name, data))

@@ -25,6 +25,7 @@ from lore_docdb.parse.convert.mail import eml_markdown, mht_markdown, rtf_text
 from lore_docdb.parse.convert.markup import epub_markdown, html_file, html_markdown, markdown_file
 from lore_docdb.parse.convert.ocr import IMAGE_SUFFIXES, image_text
 from lore_docdb.parse.convert.office import docling_markdown, is_wordml, wordml_markdown
+from lore_docdb.parse.convert.outlook import msg_markdown
 from lore_docdb.parse.convert.pdf import NeedsOCR, pdf_text
 from lore_docdb.parse.convert.sheets import (
     csv_markdown,
@@ -252,6 +253,7 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".vtt": _vtt,  # WebVTT subtitles and transcripts: the cues' text in order
     ".epub": epub_markdown,
     ".eml": eml_markdown,
+    ".msg": msg_markdown,  # Outlook's messages (an OLE2 file): read as an .eml is
     ".mht": mht_markdown,  # a web page saved as one file (MIME): its HTML part
     ".mhtml": mht_markdown,
     ".rtf": rtf_text,

@@ -45,11 +45,16 @@ class Compound:
                 self.fat += struct.unpack_from(f"<{self.size // 4}I", self._sector(sector))
         self.entries: dict[str, tuple[int, int]] = {}
         directory_data = self._chain(directory, self.fat, self._sector)
+        self._directory: list[tuple[str, int, int, int, int, int, int]] = []
         for at in range(0, len(directory_data) - 127, 128):
             length = struct.unpack_from("<H", directory_data, at + 0x40)[0]
-            name = directory_data[at : at + max(0, length - 2)].decode("utf-16-le", "replace")
+            name = directory_data[at : at + max(0, min(64, length) - 2)].decode("utf-16-le", "replace")
+            kind = directory_data[at + 0x42]
+            left, right, child = struct.unpack_from("<III", directory_data, at + 0x44)
             start, size = struct.unpack_from("<II", directory_data, at + 0x74)
+            self._directory.append((name, kind, left, right, child, start, size))
             self.entries.setdefault(name.lower(), (start, size))
+        self.paths = self._paths()
         root_start = struct.unpack_from("<I", directory_data, 0x74)[0]
         self.mini_stream = self._chain(root_start, self.fat, self._sector)
         self.mini_fat = list(
@@ -76,6 +81,45 @@ class Compound:
             parts.append(read(start))
             start = fat[start]
         return b"".join(parts)
+
+    def _paths(self) -> dict[str, tuple[int, int]]:
+        """Every stream and storage by its path from the root (`__attach_version1.0_#00000000/
+        __substg1.0_3707001F`, lower case): Outlook's files hold streams of one name in many
+        storages. A storage's children are a tree of siblings under its child entry."""
+        paths: dict[str, tuple[int, int]] = {}
+        if not self._directory:
+            return paths
+        stack = [(self._directory[0][4], "")]  # the root's child, and the path it is under
+        seen: set[int] = {0}
+        while stack:
+            index, parent = stack.pop()
+            if index >= len(self._directory) or index in seen:
+                continue  # no entry (0xFFFFFFFF), or a loop in a corrupt file
+            seen.add(index)
+            name, kind, left, right, child, start, size = self._directory[index]
+            path = f"{parent}{name.lower()}"
+            paths.setdefault(path, (start, size))
+            stack += [(left, parent), (right, parent)]
+            if kind == 1:  # a storage: its own children under it
+                stack.append((child, path + "/"))
+        return paths
+
+    def children(self, path: str) -> list[str]:
+        """The names of the entries directly under a storage's path ('' for the root)."""
+        prefix = f"{path.lower()}/" if path else ""
+        return sorted(
+            p[len(prefix) :] for p in self.paths if p.startswith(prefix) and "/" not in p[len(prefix) :]
+        )
+
+    def stream_at(self, path: str) -> bytes | None:
+        """The stream at a path, or None where there is none."""
+        found = self.paths.get(path.lower())
+        if found is None:
+            return None
+        start, size = found
+        if size < self.cutoff:
+            return self._chain(start, self.mini_fat, self._mini)[:size]
+        return self._chain(start, self.fat, self._sector)[:size]
 
     def stream(self, name: str) -> bytes:
         start, size = self.entries[name.lower()]
