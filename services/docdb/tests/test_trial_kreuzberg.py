@@ -404,3 +404,32 @@ def test_a_corrupt_or_foreign_msg_is_refused_with_a_reason(tmp_path: Path) -> No
     ):
         with pytest.raises(ExtractionError, match=name):
             extract_text(write(tmp_path, name, data))
+
+
+def test_latex_links_rules_minipages_and_longtable_headers_read_once(tmp_path: Path) -> None:
+    """pandoc's LaTeX (and much hand-written LaTeX): `\\href` split a heading in two and ran its
+    address into its text, `\\rule{3in}{0.4pt}` read `3in0.4pt`, a minipage's `[b]` opened every
+    header cell, a longtable's header came twice (once more for continuation pages), and the closing
+    `\\hline` left a row of empty cells."""
+    tex = (
+        "\\documentclass{article}\n\\begin{document}\n"
+        "\\section{Ports with an \\href{/url}{embedded link}}\n"
+        "See \\href{https://example.org}{the tide site} today.\n\n"
+        "\\begin{center}\\rule{3in}{0.4pt}\\end{center}\n\n"
+        "\\begin{longtable}[]{@{}rl@{}}\n\\toprule\\noalign{}\n"
+        "\\begin{minipage}[b]{\\linewidth}\\raggedleft\nPort\n\\end{minipage} & "
+        "\\begin{minipage}[b]{\\linewidth}\\raggedright\nTime\n\\end{minipage} \\\\\n"
+        "\\midrule\\noalign{}\n\\endfirsthead\n\\toprule\\noalign{}\n"
+        "\\begin{minipage}[b]{\\linewidth}\\raggedleft\nPort\n\\end{minipage} & "
+        "\\begin{minipage}[b]{\\linewidth}\\raggedright\nTime\n\\end{minipage} \\\\\n"
+        "\\midrule\\noalign{}\n\\endhead\n\\bottomrule\\noalign{}\n\\endlastfoot\n"
+        "Dover & 06:12 \\\\\nCalais & 06:40 \\\\\n\\end{longtable}\n\n"
+        "\\begin{tabular}{ll}\n\\hline\nA & B \\\\\n\\hline\n1 & 2 \\\\\n\\hline\n\\end{tabular}\n"
+        "\\end{document}\n"
+    )
+    assert extract_text(write(tmp_path, "ports.tex", tex.encode())).split("\n\n") == [
+        "## Ports with an embedded link",
+        "See the tide site today.",
+        "| Port | Time |\n|---|---|\n| Dover | 06:12 |\n| Calais | 06:40 |",
+        "| A | B |\n|---|---|\n| 1 | 2 |",
+    ]

@@ -21,6 +21,7 @@ from lore_docdb.parse.convert.docformats import (
     org_markdown,
     rst_markdown,
 )
+from lore_docdb.parse.convert.latex import latex_markdown
 from lore_docdb.parse.convert.mail import eml_markdown, mht_markdown, rtf_text
 from lore_docdb.parse.convert.markup import epub_markdown, html_file, html_markdown, markdown_file
 from lore_docdb.parse.convert.ocr import IMAGE_SUFFIXES, image_text
@@ -248,8 +249,8 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".xml": _xml,  # JATS, USPTO, XBRL through docling-rs; other XML as the text of its elements
     ".adoc": docling_markdown,
     ".asciidoc": docling_markdown,
-    ".tex": docling_markdown,  # LaTeX: sections, lists, tables; the macros themselves dropped
-    ".latex": docling_markdown,
+    ".tex": latex_markdown,  # LaTeX: sections, lists, tables; the macros themselves dropped
+    ".latex": latex_markdown,
     ".vtt": _vtt,  # WebVTT subtitles and transcripts: the cues' text in order
     ".epub": epub_markdown,
     ".eml": eml_markdown,
@@ -281,7 +282,9 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
 # The formats docling-rs reads. Loading it costs about 2 s of CPU and maps about 700 MiB of address
 # space, so only an extraction child that meets one of these loads it.
 OFFICE_SUFFIXES = frozenset(
-    suffix for suffix, convert in EXTRACTORS.items() if convert in (docling_markdown, _xml, _vtt)
+    suffix
+    for suffix, convert in EXTRACTORS.items()
+    if convert in (docling_markdown, _xml, _vtt, latex_markdown)
 )
 TEXT_SUFFIXES = frozenset(suffix for suffix, convert in EXTRACTORS.items() if convert is _text)
 

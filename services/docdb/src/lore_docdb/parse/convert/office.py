@@ -44,18 +44,21 @@ def _converter() -> Any:
     )
 
 
-def docling_markdown(path: Path, as_suffix: str | None = None) -> str:
+def docling_markdown(path: Path, as_suffix: str | None = None, stream: Any = None) -> str:
     """The document as Markdown, tables compacted to one line per row; a presentation's speaker notes
     and the reviewers' comments (docling's notes layer) after the slide or paragraph they belong to;
     paragraphs that are headings only by their type (bold or larger) as headings.
-    `as_suffix`: read the file as that type (an XML article saved as .txt)."""
+    `as_suffix`: read the file as that type (an XML article saved as .txt); `stream`: read this
+    DocumentStream instead of the file (a source tidied first)."""
     from docling_core.types.doc.common.content_layer import ContentLayer
     from docling_rs import DocumentStream
 
     source: Any = str(path)
-    rewritten = _with_headings(path)
+    rewritten = None if stream is not None else _with_headings(path)
     inserts: dict[str, str] = {}
-    if rewritten is not None:
+    if stream is not None:
+        source = stream
+    elif rewritten is not None:
         data, suffix, inserts = rewritten
         source = DocumentStream(name=path.stem + suffix, stream=BytesIO(data))
     elif as_suffix is not None:
