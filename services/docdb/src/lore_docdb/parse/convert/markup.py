@@ -14,10 +14,13 @@ from lore_docdb.parse.convert.common import decode, md_table
 _SPACES = re.compile(r"\s+")
 _HEADING = re.compile(r"h[1-6]")
 _BLOCKS = {
-    "address", "article", "aside", "blockquote", "body", "dd", "details", "div", "dl", "dt", "figcaption",
-    "figure", "footer", "form", "header", "html", "li", "main", "nav", "ol", "p", "pre", "section",
-    "summary", "table", "td", "th", "ul",
+    "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dialog",
+    "dir", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "header", "hgroup",
+    "html", "legend", "li", "main", "menu", "nav", "ol", "p", "pre", "section", "summary", "table", "td",
+    "th", "ul",
 }  # fmt: skip
+# what stays a structure of its own inside a list item (a paragraph or a box in it is the item's text)
+_STRUCTURES = {"blockquote", "dl", "menu", "ol", "pre", "table", "ul"}
 # inline elements set apart by a space: a line break; superscripts and subscripts, so a footnote mark
 # does not join its word ("policy<sup>3</sup>" is not "policy3"); a picture, by its alt text
 _APART = {"br", "sup", "sub", "img"}
@@ -42,10 +45,13 @@ _SPACES_NOT_BREAKS = re.compile(r"[^\S\x0b]+")
 _PARAGRAPH_BREAK = re.compile(r"\x0b(?:\s*\x0b)+")  # two line breaks or more: old pages' paragraphs
 
 
-def _text(element: Any, breaks: bool = False) -> str:
+def _text(element: Any, breaks: bool = False, strip: bool = True, pictures: bool = True) -> str:
     """The element's text on one line, its blocks, line breaks and list items apart (a table cell's
     lines, paragraphs or inner table do not run into one word), an ordered list's items numbered.
-    `breaks`: each <br> kept as `_BREAK`, so running text can be parted where two of them stand."""
+    `breaks`: each <br> kept as `_BREAK`, so running text can be parted where two of them stand.
+    `strip=False` keeps one space at either end where the element has one: the text of an inline
+    element inside a sentence (`pushes<a> sketchy loans</a> onto`) does not join its neighbours'.
+    `pictures=False` leaves out pictures' alt text (a heading's picture is not its title)."""
     parts: list[str] = []
 
     def flat(node: Any, number: str = "") -> None:
@@ -54,7 +60,7 @@ def _text(element: Any, breaks: bool = False) -> str:
         if apart:
             parts.append(_BREAK if breaks and tag == "br" else " ")
         parts.append(number + (node.text or "") if tag else "")
-        if tag == "img":
+        if tag == "img" and pictures:
             parts.append(node.get("alt") or "")  # a picture in a cell or a line: its alt text says what
         items = 0
         for child in node:
@@ -68,7 +74,8 @@ def _text(element: Any, breaks: bool = False) -> str:
             parts.append(" ")
 
     flat(element)
-    return (_SPACES_NOT_BREAKS if breaks else _SPACES).sub(" ", "".join(parts)).strip()
+    text = (_SPACES_NOT_BREAKS if breaks else _SPACES).sub(" ", "".join(parts))
+    return text.strip() if strip else text
 
 
 def _tag(element: Any) -> str:
@@ -76,9 +83,46 @@ def _tag(element: Any) -> str:
     return tag.rsplit("}", 1)[-1].lower() if isinstance(tag, str) else ""
 
 
+def _holding_blocks(root: Any) -> set[Any]:
+    """The elements with a block (a paragraph, a heading, a list, a table...) somewhere inside them.
+    Such an element is walked for its blocks even where its own tag is inline: a page's text inside
+    `<center>`, `<span><p>...</p></span>`, a heading inside a link (`<a><h2>...</h2></a>`) is not
+    flattened into one line."""
+    holding: set[Any] = set()
+    for element in root.iter():
+        tag = _tag(element)
+        if tag in _BLOCKS or _HEADING.fullmatch(tag):
+            parent = element.getparent()
+            while parent is not None and parent not in holding:
+                holding.add(parent)
+                parent = parent.getparent()
+    return holding
+
+
+def _pre_text(element: Any) -> str:
+    """A code block's text with its line breaks: a `<br>` and a block inside `<pre>` (highlighters set
+    each line in a `<div>`) end a line, as a browser shows them."""
+    parts: list[str] = []
+
+    def flat(node: Any) -> None:
+        tag = _tag(node)
+        if tag == "br":
+            parts.append("\n")
+        parts.append(node.text or "" if tag else "")
+        for child in node:
+            flat(child)
+            parts.append(child.tail or "")
+        if tag in _BLOCKS and node is not element and parts and not parts[-1].endswith("\n"):
+            parts.append("\n")
+
+    flat(element)
+    return "".join(parts)
+
+
 class _Walker:
-    def __init__(self) -> None:
+    def __init__(self, holding: set[Any] | None = None) -> None:
         self.out: list[str] = []
+        self.holding = holding or set()
 
     def emit(self, text: str) -> None:
         for paragraph in _PARAGRAPH_BREAK.split(text):
@@ -89,61 +133,81 @@ class _Walker:
     def walk(self, element: Any, depth: int = 0) -> None:
         tag = _tag(element)
         if _HEADING.fullmatch(tag):
-            text = _text(element)
+            text = _text(element, pictures=False) or _text(element)  # a logo alone is the title
             if text:
                 self.out.append("#" * int(tag[1]) + " " + text)
             return
         if tag == "table":
+            for caption in element:
+                if _tag(caption) == "caption":
+                    self.emit(_text(caption, breaks=True))
             cells = _cells(element)
             if _is_layout(cells):
                 for row in cells:
                     for cell in row:
                         self.walk(cell, depth)
                 return
-            rows = _grid(cells)
-            table = md_table(rows)
+            above, cells, below = _title_rows(cells)
+            for row in above:
+                self.emit(_text(row[0], breaks=True))
+            table = md_table(_grid(cells))
             if table:
                 self.out.append(table)
+            for row in below:
+                self.emit(_text(row[0], breaks=True))
             return
-        if tag in ("ul", "ol"):
+        if tag in ("ul", "ol", "menu", "dir"):
             for item in element:
                 if _tag(item) == "li":
                     self.list_item(item, depth)
+                elif _tag(item):  # a list set straight inside a list (`<ul><ul>`), a stray paragraph
+                    self.walk(item, depth + 1)
             return
         if tag == "pre":
-            code = element.text_content().rstrip()
+            code = _pre_text(element).rstrip()
             if code.strip():
                 self.out.append("```\n" + code + "\n```")
             return
         inline = [element.text or ""]
         for child in element:
             child_tag = _tag(child)
-            if child_tag in _BLOCKS or _HEADING.fullmatch(child_tag):
+            if child_tag in _BLOCKS or _HEADING.fullmatch(child_tag) or child in self.holding:
                 self.emit("".join(inline))
                 inline = []
                 self.walk(child, depth)
             elif child_tag == "br":
                 inline.append(_BREAK)
             elif child_tag:
-                text = _text(child, breaks=True)
+                text = _text(child, breaks=True, strip=False)
                 inline.append(f" {text} " if child_tag in _APART else text)
             inline.append(child.tail or "")
         self.emit("".join(inline))
 
     def list_item(self, item: Any, depth: int) -> None:
+        """One `- ` line: the item's text with its paragraphs and boxes apart (`<li><p>One.</p><p>Two.
+        </p></li>` is not `One.Two.`); its lists, tables, code and headings nested under it."""
         inline = [item.text or ""]
         nested = []
         for child in item:
-            if _tag(child) in _BLOCKS - {"p"} or _HEADING.fullmatch(_tag(child)):
+            tag = _tag(child)
+            if (
+                tag in _STRUCTURES
+                or _HEADING.fullmatch(tag)
+                or (child in self.holding and _has_structure(child))
+            ):
                 nested.append(child)
             else:
-                inline.append(child.text_content() if _tag(child) else "")
+                inline.append(_text(child, strip=False) if tag else "")
                 inline.append(child.tail or "")
         text = _SPACES.sub(" ", "".join(inline)).strip()
         if text:
             self.out.append("  " * depth + "- " + text)
         for child in nested:
             self.walk(child, depth + 1)
+
+
+def _has_structure(element: Any) -> bool:
+    return any(_tag(e) in _STRUCTURES or _HEADING.fullmatch(_tag(e)) for e in element.iterdescendants())
 
 
 MAX_SPAN = 100  # a cell's rowspan or colspan: larger ones are cut (a hostile page could ask for millions)
@@ -194,6 +258,22 @@ def _cells(table: Any) -> list[list[Any]]:
     ]
 
 
+def _title_rows(rows: list[list[Any]]) -> tuple[list[list[Any]], list[list[Any]], list[list[Any]]]:
+    """The rows above and below the table's body that are one cell across its whole width (a title,
+    a source note), and the body: a line of their own each, not one cell repeated in every column."""
+    width = max((sum(_span(cell, "colspan") for cell in row) for row in rows), default=0)
+
+    def across(row: list[Any]) -> bool:
+        return width > 1 and len(row) == 1 and _span(row[0], "colspan") >= width
+
+    start, end = 0, len(rows)
+    while start < end and across(rows[start]):
+        start += 1
+    while end > start and across(rows[end - 1]):
+        end -= 1
+    return rows[:start], rows[start:end], rows[end:]
+
+
 LAYOUT_CELL_CHARS = 2000  # a cell holding more text than this is a page's column, not a value
 
 
@@ -214,6 +294,37 @@ def _closest_table(row: Any) -> Any:
     return parent
 
 
+_DISPLAYSTYLE = re.compile(r"^\{\\displaystyle\s*(.*)\}$", re.DOTALL)
+
+
+def _tex(text: str) -> str:
+    text = " ".join(text.split())
+    found = _DISPLAYSTYLE.match(text)
+    return found.group(1).strip() if found else text
+
+
+def _math_as_tex(root: Any) -> None:
+    """A MathML formula as its TeX source where the page gives one (Wikipedia writes each formula
+    three times: MathML, its TeX annotation, and a picture whose alt text is the TeX again), once;
+    otherwise its MathML text as it stands."""
+    for math in [e for e in root.iter() if _tag(e) == "math"]:
+        annotation = next(
+            (e for e in math.iter() if _tag(e) == "annotation" and "tex" in (e.get("encoding") or "")), None
+        )
+        tex = _tex(annotation.text_content() if annotation is not None else math.get("alttext") or "")
+        if not tex:
+            continue
+        box = math.getparent()
+        # the picture of the same formula beside it (in the box that holds the formula)
+        for holder in (box, box.getparent() if box is not None else None):
+            for img in holder.iter("img") if holder is not None else ():
+                if _tex(img.get("alt") or "") == tex:
+                    img.drop_tree()
+        for child in list(math):
+            math.remove(child)
+        math.text = f" {tex} "
+
+
 def html_markdown(html: str | bytes) -> str:
     import lxml.html
 
@@ -228,7 +339,8 @@ def html_markdown(html: str | bytes) -> str:
     # an inline XBRL filing's (SEC 10-K...) hidden header: contexts, units and facts' ids, not text
     for header in [e for e in root.iter() if isinstance(e.tag, str) and e.tag.lower() == "ix:header"]:
         header.drop_tree()
-    walker = _Walker()
+    _math_as_tex(root)
+    walker = _Walker(_holding_blocks(root))
     walker.walk(root)
     return "\n\n".join(walker.out)
 
