@@ -87,3 +87,60 @@ def test_sparse_ledger_keeps_each_label_with_its_amount(tmp_path: Path) -> None:
     got = [[c for c in row if c] for row in table_lines(out)]
     assert got == [[c for c in row if c] for row in rows]
     assert "This is a preliminary estimate for the visible damage of the vehicle only." in out.splitlines()
+
+
+def columns_at_a_time(rows: list[list[str]], xs: list[float], top: float, pitch: float = 16) -> list[str]:
+    """The rows' cells drawn a column at a time, top down (a row of no text in a column skipped)."""
+    return [
+        text(x, top - pitch * i, row[j]) for j, x in enumerate(xs) for i, row in enumerate(rows) if row[j]
+    ]
+
+
+def test_label_wrapped_over_two_lines_stays_with_its_figures(tmp_path: Path) -> None:
+    """A row's label wrapped onto a second line that opens in capitals (`American Indian/` over
+    `Alaska Native`), set closer under it than the rows are set apart, is the rest of that label: it
+    joins the row's figures, in the table's last row too, and is no row (or text) of its own."""
+    rows = [
+        ["Group", "Cases", "Rate"],
+        ["White", "61,206", "4.7"],
+        ["Hispanic", "12,609", "7.7"],
+        ["American Indian/", "707", "7.2"],
+        ["Asian", "4,050", "4.3"],
+        ["Pacific Islander/", "352", "7.8"],
+    ]
+    wraps = {3: "Alaska Native", 5: "Native Hawaiian"}
+    ys, y = [], 640.0
+    for i in range(len(rows)):  # rows 16 points apart, a label's second line 12 under its first
+        ys.append(y)
+        y -= 16 + (12 if i in wraps else 0)
+    ops = [text(x, ys[i], row[j]) for j, x in enumerate([72, 200, 260]) for i, row in enumerate(rows)]
+    ops += [text(72, ys[i] - 12, rest) for i, rest in wraps.items()]
+    ops.append(text(72, y - 30, "Rates are per 100,000 of the population in the year of the survey."))
+    pdf = tmp_path / "wrapped.pdf"
+    pdf.write_bytes(pages_pdf([ops]))
+    out = pdf_text(pdf)
+    wanted = [list(row) for row in rows]
+    wanted[3][0] = "American Indian/ Alaska Native"
+    wanted[5][0] = "Pacific Islander/ Native Hawaiian"
+    assert table_lines(out) == wanted
+    assert "Rates are per 100,000 of the population in the year of the survey." in out.splitlines()
+
+
+def test_table_set_in_lower_case_with_repeated_labels_is_a_table(tmp_path: Path) -> None:
+    """A table whose labels are set in lower case (`total` under each group) is no prose going on from
+    line to line: a sentence does not repeat its words the way a table repeats a label."""
+    rows = [
+        ["age group", "no.", "rate"],
+        ["Women", "", ""],
+        ["45–54", "47", "21.8"],
+        ["55–64", "116", "85.5"],
+        ["total", "163", "107.3"],
+        ["Men", "", ""],
+        ["45–54", "164", "81.0"],
+        ["55–64", "241", "191.7"],
+        ["total", "405", "272.7"],
+    ]
+    rows = [[c.replace("–", "-") for c in row] for row in rows]  # Helvetica's WinAnsi has no en dash
+    pdf = tmp_path / "lower.pdf"
+    pdf.write_bytes(pages_pdf([columns_at_a_time(rows, [72, 200, 260], 640)]))
+    assert table_lines(pdf_text(pdf)) == [list(row) for row in rows]

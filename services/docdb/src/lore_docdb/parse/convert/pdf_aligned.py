@@ -247,15 +247,36 @@ def _blocks(lines: list[_Line]) -> list[list[_Line]]:
 
 def _without_foot(block: list[_Line]) -> list[_Line]:
     """The block without the lines of one cell at its foot (text under the table, its caption), but
-    for a label's line set close under its row and the wrapped lines of a row's text cell."""
+    for a label's line set close under its row, the wrapped lines of a row's text cell, and the last
+    line of the last row's label (`_label_goes_on`)."""
+    whites = [b.top - a.bottom for a, b in pairwise(block) if len(a.cells) >= 2 and len(b.cells) >= 2]
+    leading = statistics.median(whites) if len(whites) >= MIN_ROWS - 1 else None
     while (
         len(block) > 1
         and len(block[-1].cells) < 2
         and not (len(block[-2].cells) >= 2 and _close(block[-2], block[-1]))
         and not _wraps(block[-1], block[:-1], foot=True)
+        and not (len(block[-2].cells) >= 2 and _label_goes_on(block[-2], block[-1], leading))
     ):
         block = block[:-1]
     return block
+
+
+def _label_goes_on(upper: _Line, lower: _Line, leading: float | None) -> bool:
+    """Whether a line of one cell is the rest of the label of the row over it (`American Indian/` over
+    `Alaska Native`, beside the row's figures): set under the label, in its type, within its column,
+    and closer under that line than the table's rows are set apart (the white over a line that opens
+    a row, `leading`). A group's label under a row stands as far from it as rows do."""
+    if leading is None or len(lower.cells) != 1:
+        return False
+    cell, label = lower.cells[0], upper.cells[0]
+    return (
+        lower.top - upper.bottom < leading - ROW_PAD * lower.height
+        and abs(cell.x0 - label.x0) <= lower.height
+        and abs(lower.height - upper.height) <= WRAP_SLACK * upper.height
+        and (len(upper.cells) < 2 or cell.x1 < upper.cells[1].x0)
+        and not _numeric(cell.text)
+    )
 
 
 def _gutters(block: list[_Line]) -> list[float]:
@@ -329,7 +350,15 @@ def _rows(block: list[_Line], cuts: list[float]) -> list[list[str]]:
             and not close
             and _goes_under(pieces, rows[-1], ways[k][0] and not centred, line.height, white, leading)
         )
-        if close or wrapped:
+        label = (  # the rest of the label of the row over it, beside the row's figures
+            k > 0
+            and not (close or wrapped)
+            and full[-1]
+            and bool(rows[-1][0])
+            and all(column == 0 for column, *_ in pieces)
+            and _label_goes_on(block[k - 1], line, leading)
+        )
+        if close or wrapped or label:
             full[-1] = full[-1] or beyond
             row = rows[-1]
         else:
@@ -695,13 +724,15 @@ def _contents(by_column: list[list[str]]) -> bool:
 
 def _flowing(rows: list[list[str]]) -> float:
     """The share of cells under the first row that go on a sentence from the cell above (they open in
-    lower case): columns of prose set side by side, not a table's cells."""
-    below = [
+    lower case): columns of prose set side by side, not a table's cells. Each text counts once: a
+    sentence goes on in words of its own, where a table repeats its labels (`total` under each group
+    of a table set in lower case)."""
+    below = {
         cell
         for above, row in pairwise(rows)
         for j, cell in enumerate(row)
         if cell and above[j] and cell[0].isalpha()
-    ]
+    }
     return sum(c[0].islower() for c in below) / len(below) if below else 0.0
 
 
