@@ -433,3 +433,30 @@ def test_latex_links_rules_minipages_and_longtable_headers_read_once(tmp_path: P
         "| Port | Time |\n|---|---|\n| Dover | 06:12 |\n| Calais | 06:40 |",
         "| A | B |\n|---|---|\n| 1 | 2 |",
     ]
+
+
+def test_an_xml_catalogue_of_records_reads_as_a_table(tmp_path: Path) -> None:
+    """`<CATALOG><CD><TITLE>…` read one paragraph per field: which value was whose was lost."""
+    xml = (
+        '<?xml version="1.0"?><CATALOG><!-- stock -->'
+        "<CD><TITLE>Empire Burlesque</TITLE><ARTIST>Bob Dylan</ARTIST><YEAR>1985</YEAR></CD>"
+        "<CD><TITLE>Hide your heart</TITLE><ARTIST>Bonnie Tyler</ARTIST><YEAR>1988</YEAR></CD>"
+        "</CATALOG>"
+    )
+    assert extract_text(write(tmp_path, "catalog.xml", xml.encode())) == (
+        "| TITLE | ARTIST | YEAR |\n|---|---|---|\n"
+        "| Empire Burlesque | Bob Dylan | 1985 |\n| Hide your heart | Bonnie Tyler | 1988 |"
+    )
+    note = "<note><to>Tove</to><from>Jani</from><body>Don't forget me!</body></note>"
+    assert extract_text(write(tmp_path, "note.xml", note.encode())) == "Tove\n\nJani\n\nDon't forget me!"
+
+
+def test_json_booleans_read_as_json_writes_them_and_yaml_is_text(tmp_path: Path) -> None:
+    data = b'{"enabled": true, "tags": ["a", false], "type": "FeatureCollection"}'
+    assert (
+        extract_text(write(tmp_path, "flags.json", data))
+        == "enabled: true\ntags[0]: a\ntags[1]: false\ntype: FeatureCollection"
+    )
+    assert extract_text(write(tmp_path, "map.geojson", data)).startswith("enabled: true")
+    yaml = "openapi: 3.0.0\ninfo:\n  title: Tide API\n"
+    assert extract_text(write(tmp_path, "api.yaml", yaml.encode())) == yaml

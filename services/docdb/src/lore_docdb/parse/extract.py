@@ -10,9 +10,10 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from lore_docdb.parse.convert.common import ExtractionError as ExtractionError  # named here by callers
-from lore_docdb.parse.convert.common import decode, drop_leaders
+from lore_docdb.parse.convert.common import decode, drop_leaders, md_table
 from lore_docdb.parse.convert.docformats import (
     docbook_markdown,
     fb2_markdown,
@@ -158,7 +159,10 @@ def _xml_text(path: Path) -> str:
         element = stack.pop()
         if not isinstance(element.tag, str):
             continue  # a comment or a processing instruction
-        if element.text and _BASE64.fullmatch(element.text.strip()):
+        table = _records_table(element)
+        if table:
+            paragraphs.append(table)
+        elif element.text and _BASE64.fullmatch(element.text.strip()):
             pass  # an embedded file or picture as base64: no text
         elif element.text and element.text.strip():
             paragraphs.append(" ".join("".join(element.itertext()).split()))
@@ -169,6 +173,38 @@ def _xml_text(path: Path) -> str:
     if not paragraphs:
         raise ExtractionError(f"{path.name}: no text in this XML (not well-formed, or only markup)")
     return "\n\n".join(paragraphs)
+
+
+def _records_table(element: Any) -> str:
+    """A pipe table of an element that holds records (`<CATALOG><CD><TITLE>…</TITLE><ARTIST>…`): two
+    or more children of one name, each holding only fields (elements with text and nothing inside),
+    the fields' names the header; '' for any other element. Read one paragraph per field, a
+    catalogue lost which value was which."""
+    if element.text and element.text.strip():
+        return ""
+    records = [child for child in element if isinstance(child.tag, str)]
+    if len(records) < 2 or len({r.tag for r in records}) != 1:
+        return ""
+    names: dict[str, None] = {}
+    rows: list[dict[str, str]] = []
+    for record in records:
+        fields = [f for f in record if isinstance(f.tag, str)]
+        if (record.text and record.text.strip()) or len(fields) < 2:
+            return ""
+        row: dict[str, str] = {}
+        for field in fields:
+            if any(isinstance(inner.tag, str) for inner in field) or field.tag in row:
+                return ""  # a field with elements inside, or a repeated one: not a flat record
+            name = etree_name(field)
+            names.setdefault(name, None)
+            row[name] = " ".join((field.text or "").split())
+        rows.append(row)
+    return md_table([list(names), *[[row.get(name, "") for name in names] for row in rows]])
+
+
+def etree_name(element: Any) -> str:
+    """An element's name without its namespace."""
+    return str(element.tag).rsplit("}", 1)[-1]
 
 
 def _vtt(path: Path) -> str:
@@ -223,7 +259,8 @@ def _json_lines(value: object, root: str) -> str:
             for index, child in enumerate(node):
                 walk(child, f"{prefix}[{index}]")
         elif node is not None:
-            lines.append(f"{prefix}: {node}" if prefix else str(node))
+            value = ("true" if node else "false") if isinstance(node, bool) else str(node)
+            lines.append(f"{prefix}: {value}" if prefix else value)
 
     walk(value, root)
     return "\n".join(lines)
@@ -235,6 +272,8 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".markdown": markdown_file,
     ".text": _text,
     ".log": _text,
+    ".yaml": _text,  # configuration and API descriptions (OpenAPI): readable as they are written
+    ".yml": _text,
     ".html": html_file,
     ".htm": html_file,
     ".xhtml": html_file,
@@ -273,6 +312,7 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".dbk": docbook_markdown,
     ".docbook": docbook_markdown,
     ".json": _json,
+    ".geojson": _json,
     ".jsonl": _json,
     ".ndjson": _json,
     **{suffix: image_text for suffix in IMAGE_SUFFIXES},
