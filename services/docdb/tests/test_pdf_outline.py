@@ -1,0 +1,199 @@
+"""PDF headings from the document's own outline (its bookmarks, as LaTeX's hyperref, Word and manual
+writers put them there): a title the outline lists is a heading at the outline's level wherever its
+type does not say so, with or without its section number, over two lines, on a page the outline
+gets wrong; an outline that only lists pages says nothing; headings guessed from type rank beside the
+outline's. The PDFs are written here with hand-written operators and outlines, one per test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lore_common.testing.pdf import Bookmark, pages_pdf
+from lore_docdb.parse.convert.pdf import pdf_text
+
+FONTS = ("/BaseFont /Helvetica", "/BaseFont /Helvetica-Bold")
+PROSE = (
+    "The harbour board met on the first Monday of the month and heard the reports of the pilots, "
+    "the lock keepers and the harbour master on the state of the channel, the moorings and the quays "
+    "before it turned to the accounts of the year and the repairs to the north breakwater"
+).split()
+
+
+def text(x: float, y: float, size: float, words: str, font: str = "F1") -> str:
+    escaped = words.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+    return f"BT /{font} {size} Tf 1 0 0 1 {x} {y} Tm ({escaped}) Tj ET"
+
+
+def prose(y: float, lines: int, size: float = 11) -> list[str]:
+    """Lines of body text from y down, about 75 characters each, the last one ending a sentence."""
+    ops: list[str] = []
+    at = 0
+    for i in range(lines):
+        words: list[str] = []
+        while sum(len(w) + 1 for w in words) < 950 / size:
+            words.append(PROSE[at % len(PROSE)])
+            at += 1
+        ops.append(text(72, y - i * size * 1.25, size, " ".join(words) + ("." if i == lines - 1 else "")))
+    return ops
+
+
+def write(path: Path, pages: list[list[str]], outline: list[Bookmark]) -> Path:
+    path.write_bytes(pages_pdf(pages, FONTS, outline))
+    return path
+
+
+def headings(path: Path) -> list[str]:
+    """The `#` lines of the converter's text, marks and all (the level is what a reader navigates by)."""
+    return [line for line in pdf_text(path).splitlines() if line.startswith("#")]
+
+
+def test_titles_in_body_type_that_the_outline_lists_are_headings_at_its_levels(tmp_path: Path) -> None:
+    # a report whose section titles are set in the body's own type and face: nothing but the
+    # outline tells them from the text
+    pdf = write(
+        tmp_path / "report.pdf",
+        [
+            [
+                text(72, 720, 11, "1 Harbour works"),
+                *prose(700, 6),
+                text(72, 610, 11, "1.1 The north breakwater"),
+                *prose(590, 6),
+            ],
+            [text(72, 720, 11, "2 Accounts of the year"), *prose(700, 8)],
+        ],
+        [
+            Bookmark("1 Harbour works", 0, 0, 735),
+            Bookmark("1.1 The north breakwater", 1, 0, 625, action=True),  # hyperref's GoTo action
+            Bookmark("2 Accounts of the year", 0, 1, 735),
+        ],
+    )
+    assert headings(pdf) == ["# 1 Harbour works", "## 1.1 The north breakwater", "# 2 Accounts of the year"]
+
+
+def test_an_outline_title_is_found_with_or_without_its_number_and_over_two_lines(tmp_path: Path) -> None:
+    pdf = write(
+        tmp_path / "numbers.pdf",
+        [
+            [
+                text(72, 720, 11, "1 Introduction"),  # the outline leaves the number out
+                *prose(700, 6),
+                text(72, 610, 11, "Methods"),  # the page leaves it out
+                *prose(590, 6),
+                text(72, 500, 11, "3 A survey of the channel, the moorings"),  # a title set on two lines
+                text(72, 486, 11, "and the quays"),
+                *prose(466, 6),
+            ]
+        ],
+        [
+            Bookmark("Introduction", 0, 0),
+            Bookmark("2 Methods", 0, 0),
+            Bookmark("3 A survey of the channel, the moorings and the quays", 0, 0),
+        ],
+    )
+    assert headings(pdf) == [
+        "# 1 Introduction",
+        "# Methods",
+        "# 3 A survey of the channel, the moorings and the quays",
+    ]
+
+
+def test_an_entry_whose_page_is_wrong_or_missing_is_found_on_a_page_nearby(tmp_path: Path) -> None:
+    pdf = write(
+        tmp_path / "pages.pdf",
+        [
+            [text(72, 720, 11, "Harbour works"), *prose(700, 30)],
+            [text(72, 720, 11, "The north breakwater"), *prose(700, 30)],
+            [text(72, 720, 11, "Accounts of the year"), *prose(700, 30)],
+        ],
+        [
+            Bookmark("Harbour works", 0, 0),
+            Bookmark("The north breakwater", 1, 2),  # a page off (page labels mistaken for indexes)
+            Bookmark("Accounts of the year", 0, None),  # a page of an extract the file lacks
+        ],
+    )
+    assert headings(pdf) == ["# Harbour works", "## The north breakwater", "# Accounts of the year"]
+
+
+def test_a_title_the_outline_lists_twice_is_the_heading_of_the_later_entry(tmp_path: Path) -> None:
+    # a structured abstract's parts listed under it (`Abstract > Methods`), set in the text as a run-in
+    # label, and the article's own Methods section: the section's line is the top entry's
+    pdf = write(
+        tmp_path / "article.pdf",
+        [
+            [
+                text(72, 720, 11, "Abstract"),
+                text(72, 700, 11, "Methods: the harbour board heard the reports of the pilots and keepers."),
+                *prose(680, 4),
+                text(72, 600, 11, "Methods"),
+                *prose(580, 6),
+                text(72, 490, 11, "Sampling the channel"),
+                *prose(470, 6),
+            ]
+        ],
+        [
+            Bookmark("Abstract", 0, 0),
+            Bookmark("Methods", 1, 0),
+            Bookmark("Methods", 0, 0),
+            Bookmark("Sampling the channel", 1, 0),
+        ],
+    )
+    assert headings(pdf) == ["# Abstract", "# Methods", "## Sampling the channel"]
+
+
+def test_an_outline_of_pages_says_nothing_of_headings(tmp_path: Path) -> None:
+    # a scanner's or an image tool's outline: one entry per page, named after the page or a file
+    pages = [
+        [text(72, 720, 11, f"Page {n}"), text(72, 700, 11, "Report"), *prose(680, 20)] for n in (1, 2, 3)
+    ]
+    by_number = write(tmp_path / "numbers.pdf", pages, [Bookmark(f"Page {n}", 0, n - 1) for n in (1, 2, 3)])
+    by_name = write(tmp_path / "names.pdf", pages, [Bookmark("Report", 0, n) for n in range(3)])
+    assert headings(by_number) == []
+    assert headings(by_name) == []
+
+
+def test_the_outline_title_that_the_running_header_repeats_stays_on_its_own_page(tmp_path: Path) -> None:
+    pdf = write(
+        tmp_path / "chapter.pdf",
+        [
+            [text(72, 740, 11, "Harbour Works"), *prose(700, 30)],
+            [text(72, 740, 11, "Harbour Works"), *prose(700, 30)],  # the running header
+            [text(72, 740, 11, "Harbour Works"), *prose(700, 30)],
+        ],
+        [Bookmark("Harbour Works", 0, 0, 750)],
+    )
+    text_ = pdf_text(pdf)
+    assert [line for line in text_.splitlines() if "Harbour Works" in line] == ["# Harbour Works"]
+    assert text_.startswith("# Harbour Works")
+
+
+def test_a_heading_the_outline_leaves_out_ranks_beside_the_entries_in_its_type(tmp_path: Path) -> None:
+    # sections in 14 pt bold, listed at the outline's top level under a 20 pt title it does not list;
+    # the references' heading, also 14 pt bold, left out of it: the same level as the sections
+    pdf = write(
+        tmp_path / "paper.pdf",
+        [
+            [
+                text(72, 730, 20, "Harbour Works of the Year", "F2"),
+                text(72, 690, 14, "1 Introduction", "F2"),
+                *prose(670, 6),
+                text(72, 580, 14, "2 The north breakwater", "F2"),
+                *prose(560, 6),
+                text(72, 470, 14, "3 Accounts", "F2"),
+                *prose(450, 6),
+                text(72, 360, 14, "References", "F2"),
+                *prose(340, 4),
+            ]
+        ],
+        [
+            Bookmark("1 Introduction", 0, 0),
+            Bookmark("2 The north breakwater", 0, 0),
+            Bookmark("3 Accounts", 0, 0),
+        ],
+    )
+    assert headings(pdf) == [
+        "# Harbour Works of the Year",
+        "# 1 Introduction",
+        "# 2 The north breakwater",
+        "# 3 Accounts",
+        "# References",
+    ]
