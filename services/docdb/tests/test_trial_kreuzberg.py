@@ -460,3 +460,22 @@ def test_json_booleans_read_as_json_writes_them_and_yaml_is_text(tmp_path: Path)
     assert extract_text(write(tmp_path, "map.geojson", data)).startswith("enabled: true")
     yaml = "openapi: 3.0.0\ninfo:\n  title: Tide API\n"
     assert extract_text(write(tmp_path, "api.yaml", yaml.encode())) == yaml
+
+
+def test_a_sheets_computed_fractions_read_as_the_sheet_shows_them(tmp_path: Path) -> None:
+    """A formula's cached result read `0.032280358222708555` and `0.30000000000000004`: binary
+    noise past the 15 digits Excel keeps."""
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    assert sheet is not None
+    for row in (("Item", "Share"), ("Tea", 0.1 + 0.2), ("Cake", 0.032280358222708555)):
+        sheet.append(row)
+    book.save(tmp_path / "shares.xlsx")
+    assert extract_text(tmp_path / "shares.xlsx").splitlines()[2:] == [
+        "| Item | Share |",
+        "|---|---|",
+        "| Tea | 0.3 |",
+        "| Cake | 0.0322803582227086 |",
+    ]

@@ -207,13 +207,16 @@ def without_page_label(text: str, numbered: bool) -> str:
 
 def cell_text(value: object) -> str:
     """One table cell on one line: whitespace collapsed, `|` escaped once (a cell passed twice keeps
-    `\\|`, not `\\\\|`), whole floats without `.0`, a time to the second (a sheet's times are fractions
+    `\\|`, not `\\\\|`), whole floats without `.0`, others to 15 significant digits as Excel keeps
+    them (`0.1+0.2` is `0.3`, not `0.30000000000000004`), a time to the second (a sheet's times are fractions
     of a day: `06:15:00.687000` is `06:15:01`), NUL characters left out (a string a writer stored as
     UTF-16 but flagged as 8-bit reads `H\\x00i\\x00`: the letters are the text)."""
     if value is None:
         return ""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
+    elif isinstance(value, float):
+        value = float(f"{value:.15g}")  # as a sheet shows it: 15 digits, not binary noise
     if isinstance(value, datetime.datetime | datetime.time) and value.microsecond:
         value = _to_second(value)
     return _BARE_PIPE.sub(r"\\|", _SPACES.sub(" ", str(value).replace("\x00", "")).strip())
