@@ -479,3 +479,16 @@ def test_a_sheets_computed_fractions_read_as_the_sheet_shows_them(tmp_path: Path
         "| Tea | 0.3 |",
         "| Cake | 0.0322803582227086 |",
     ]
+
+
+def test_rtf_hidden_text_is_left_out(tmp_path: Path) -> None:
+    """Word's hidden font (`\\v`) is text no reader sees: `This is hidden: secret.` read the secret."""
+    rtf = (
+        r"{\rtf1\ansi{\pard Shown {\v secret one} and\v  secret two\v0  again.\par}"
+        r"{\pard\v Hidden paragraph.\plain  Back.\par}{\pard Last.\par}}"
+    )
+    assert extract_text(write(tmp_path, "hidden.rtf", rtf.encode())).split("\n\n") == [
+        "Shown  and again.",
+        "Back.",
+        "Last.",
+    ]

@@ -258,6 +258,38 @@ def _table_rows(text: str) -> str:
     return "".join(out)
 
 
+_HIDDEN_TOKEN = re.compile(rb"\\v(0?)(?![a-z0-9])(?: ?)|\\plain(?![a-z])|\\.|[{}]")
+_HIDDEN_ON, _HIDDEN_OFF = b"{\x1eH}", b"{\x1eh}"
+_HIDDEN = re.compile("\x1eH.*?(?:\x1eh|$)", re.DOTALL)
+
+
+def _hidden_marked(data: bytes) -> bytes:
+    """The RTF with a mark where hidden text (`\\v`, Word's hidden font, which no reader sees) starts
+    and ends, so its text can be cut after striprtf, which keeps it. Hiding lasts to `\\v0`, `\\plain`
+    or the end of its group."""
+    out = bytearray()
+    start = 0
+    hidden = False
+    stack: list[bool] = []
+    for found in _HIDDEN_TOKEN.finditer(data):
+        token = found.group()
+        now = hidden
+        if token == b"{":
+            stack.append(hidden)
+        elif token == b"}":
+            now = stack.pop() if stack else False
+        elif token.startswith(b"\\v") and found.group(1) is not None:
+            now = found.group(1) != b"0"
+        elif token.startswith(b"\\plain"):
+            now = False
+        if now == hidden:
+            continue
+        out += data[start : found.end()] + (_HIDDEN_ON if now else _HIDDEN_OFF)
+        start = found.end()
+        hidden = now
+    return bytes(out + data[start:])
+
+
 def rtf_markdown(rtf: bytes) -> str:
     """RTF's paragraphs apart, a paragraph at an outline level (Word's headings) as a `#` heading,
     its tables as pipe tables (a row's cells marked before striprtf reads it), and its footnotes
@@ -271,17 +303,10 @@ def rtf_markdown(rtf: bytes) -> str:
     # striprtf reads no outline levels: a mark in the paragraph's text says which level it was
     data = _OUTLINE.sub(
         lambda m: m.group(0).rstrip() + b" \x1fH" + m.group(1) + b"\x1f",
-        _notes_marked(_table_marked(without_pictures(rtf))),
+        _notes_marked(_table_marked(_hidden_marked(without_pictures(rtf)))),
     )
-    text = _notes_apart(
-        _table_rows(
-            str(
-                rtf_to_text(  # type: ignore[no-untyped-call]
-                    decode(data), errors="ignore"
-                )
-            )
-        )
-    )
+    text = str(rtf_to_text(decode(data), errors="ignore"))  # type: ignore[no-untyped-call]
+    text = _notes_apart(_table_rows(_HIDDEN.sub("", text)))
     # a character beyond the Basic Multilingual Plane is written as two `\u` surrogates (`\u-10240?
     # \u-8398?` for 𐌲): paired again, and a lone one (a broken file) replaced
     text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
