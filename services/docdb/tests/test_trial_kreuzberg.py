@@ -151,7 +151,7 @@ def test_org_mode_headings_lists_tables_and_code(tmp_path: Path) -> None:
         "The [[https://example.org/tides][tide tables]] are /local/ time.\n\n"
         "- Dover\n- Calais\n  1. north pier\n\n"
         "** Times\n| Port | Time |\n|------+------|\n| Dover | 06:12 |\n\n"
-        "#+BEGIN_SRC python\nprint('tide')\n#+END_SRC\n# a comment\n"
+        "  #+BEGIN_SRC python\n    print('tide')\n  #+END_SRC\n# a comment\n"
     )
     assert extract_text(write(tmp_path, "notes.org", org.encode())).split("\n\n") == [
         "# Harbour notes",

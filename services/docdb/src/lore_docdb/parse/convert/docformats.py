@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -155,7 +156,7 @@ def org_markdown(path: Path) -> str:
             at += 1
             if kind in ("src", "example"):
                 language = block.group(2) if kind == "src" else ""
-                out.append(_fenced("\n".join(body), language))
+                out.append(_fenced(textwrap.dedent("\n".join(body)), language))
             elif kind != "comment":
                 out.append(_org_inline("\n".join(b.strip() for b in body).strip()))
             continue
