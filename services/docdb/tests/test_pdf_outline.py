@@ -2,7 +2,8 @@
 writers put them there): a title the outline lists is a heading at the outline's level wherever its
 type does not say so, with or without its section number, over two lines, on a page the outline
 gets wrong; an outline that only lists pages says nothing; headings guessed from type rank beside the
-outline's. The PDFs are written here with hand-written operators and outlines, one per test."""
+outline's. And a paragraph that pdfium's reading of a hyphenated line end would part, found on the
+same trial. The PDFs are written here with hand-written operators and outlines, one per test."""
 
 from __future__ import annotations
 
@@ -197,3 +198,26 @@ def test_a_heading_the_outline_leaves_out_ranks_beside_the_entries_in_its_type(t
         "# 3 Accounts",
         "# References",
     ]
+
+
+def test_a_word_hyphenated_at_a_line_end_does_not_break_its_paragraph(tmp_path: Path) -> None:
+    # pdfium reads a line ending in a hyphenated word and the next line as one line of text, whose
+    # first letters stand two lines above the line after it: no paragraph's space for all that
+    y = 720 - 5 * 13.75 - 14
+    pdf = write(
+        tmp_path / "minutes.pdf",
+        [
+            [
+                *prose(720, 5),
+                text(72, y, 11, "The lock keepers asked the board for a new gate at the har-"),
+                text(72, y - 13.75, 11, "bour mouth and for two more men to work the sluices at night"),
+                text(72, y - 27.5, 11, "and on the days of the spring tides, which the board agreed to."),
+                *prose(y - 27.5 - 28, 5),
+            ]
+        ],
+        [],
+    )
+    blocks = pdf_text(pdf).split("\n\n")
+    assert any("the harbour mouth" in block and "which the board agreed to." in block for block in blocks), (
+        blocks
+    )

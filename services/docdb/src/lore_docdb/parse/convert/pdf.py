@@ -266,6 +266,7 @@ class _Style(NamedTuple):
     named_bold: bool = False  # its first and last characters' font names say bold
     lead: int = 0  # words of a label in smaller type that opens it ("Chapter 1." before a title)
     turn: int = 0  # quarter turns its first letter is set at (an arXiv stamp up the margin: 3)
+    end: float = 0.0  # the top of its last letter's box: lower than `top` where it runs over two lines
 
 
 class _Mark(NamedTuple):
@@ -363,6 +364,7 @@ def _styles(textpage: Any, raw: str) -> list[_Style]:
         # `|` stands taller
         letters = [first + i for i, c in enumerate(line[indent:]) if c.isalnum()]
         opening, closing = median(letters[:3]), median(letters[-3:])
+        end = float(box.top) if letters else 0.0  # the box the last call read: its last letter's
         size = max(opening, closing)
         top = box.top if letters and pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, letters[0], box) else 0.0
         lead = 0
@@ -384,6 +386,7 @@ def _styles(textpage: Any, raw: str) -> list[_Style]:
                 bool(_BOLD_NAME.search(head[0]) and _BOLD_NAME.search(tail[0])),
                 lead,
                 round(math.degrees(angle) / 90) % 4 if angle > 0 else 0,
+                end,
             )
         )
     return styles
@@ -545,9 +548,12 @@ def _literal(line: str) -> str:
 
 def _gaps(styles: list[_Style]) -> set[int]:
     """Lines that a wider space than the page's usual line spacing separates from the line above in
-    the same type (a paragraph's first line, where paragraphs are set apart)."""
+    the same type (a paragraph's first line, where paragraphs are set apart). The space is measured
+    from the last letters of the line above: pdfium sometimes reads two lines of a page as one (the
+    second's first letter a line lower than the first's), and from its first letters that line
+    stood two lines' spacing above the next, a paragraph's break in the middle of a sentence."""
     steps = [
-        (i, above.top - line.top)
+        (i, (above.end if above.top - above.end > 0.5 * above.size else above.top) - line.top)
         for i, (above, line) in enumerate(pairwise(styles), start=1)
         if above.length and line.length and above.size == line.size and above.top and line.top
     ]
