@@ -113,3 +113,80 @@ def test_a_formula_comes_back_once_as_its_tex() -> None:
         ", so it is normal.</p>"
     )
     assert html_markdown(html) == "Proof: A=A^{H} , so it is normal."
+
+
+def test_text_set_straight_in_a_list_as_an_indent_is_kept() -> None:
+    html = (
+        "<p>I tried to play a video.</p>"
+        "<ul> (Really my goal is to <i>create</i> video, but I started small.) </ul>"
+        "<ul><li>mplayer</li>and then some others</ul>"
+    )
+    assert html_markdown(html).split("\n\n") == [
+        "I tried to play a video.",
+        "(Really my goal is to create video, but I started small.)",
+        "- mplayer",
+        "and then some others",
+    ]
+
+
+_ARTICLE = (
+    "<p>The council voted on Tuesday to rebuild the old bridge over the river by next spring.</p>"
+    "<p>Work starts in March, and the road stays open to buses while the new deck goes in.</p>"
+)
+
+
+def test_a_pages_footer_and_banners_are_left_out_and_its_article_kept() -> None:
+    html = (
+        '<body><div class="cookie-banner"><p>We use cookies. Accept all?</p></div>'
+        '<ol class="breadcrumbs"><li>Home</li><li>Local</li></ol>'
+        f'<div class="story"><h1>Bridge to be rebuilt</h1>{_ARTICLE}'
+        '<ul class="share-buttons"><li>Tweet</li><li>Email</li></ul></div>'
+        '<div class="newsletter-signup"><h3>Get our daily newsletter</h3><p>Sign up now.</p></div>'
+        "<footer><p>© 2024 The Town Paper. Contact us. Terms.</p></footer></body>"
+    )
+    assert html_markdown(html).split("\n\n") == [
+        "# Bridge to be rebuilt",
+        "The council voted on Tuesday to rebuild the old bridge over the river by next spring.",
+        "Work starts in March, and the road stays open to buses while the new deck goes in.",
+    ]
+
+
+def test_what_only_looks_like_furniture_is_kept() -> None:
+    html = (
+        # the article's own footer of notes, inside its box
+        f"<div>{_ARTICLE}<footer>Correction: an earlier version named the wrong river.</footer></div>"
+        # a section whose id is its heading's slug
+        '<section id="market-share"><h2>Market share</h2><p>Buses carry a third of trips.</p></section>'
+        # a wiki's edit link beside a heading
+        '<h2>History<span class="mw-editsection">[<a href="?action=edit">edit</a>]</span></h2>'
+    )
+    assert html_markdown(html).split("\n\n") == [
+        "The council voted on Tuesday to rebuild the old bridge over the river by next spring.",
+        "Work starts in March, and the road stays open to buses while the new deck goes in.",
+        "Correction: an earlier version named the wrong river.",
+        "## Market share",
+        "Buses carry a third of trips.",
+        "## History",
+    ]
+
+
+def test_a_pages_menus_and_a_footer_holding_most_of_it_are_kept() -> None:
+    """A wiki's contents and boxes of links are text a reader (and docling's ground truth) counts as
+    the page's; a page that is mostly its footer is that footer."""
+    html = (
+        '<nav id="toc"><h2>Contents</h2><ul><li><a href="#t">Taxonomy</a></li></ul></nav>'
+        f"<div>{_ARTICLE}</div>"
+        '<div role="navigation" class="navbox"><table><tr><th>National</th><td>United States, France'
+        "</td></tr></table></div>"
+    )
+    assert html_markdown(html).split("\n\n") == [
+        "## Contents",
+        "- Taxonomy",
+        "The council voted on Tuesday to rebuild the old bridge over the river by next spring.",
+        "Work starts in March, and the road stays open to buses while the new deck goes in.",
+        "| National | United States, France |\n|---|---|",
+    ]
+    footer_page = "<p>Moved.</p><footer><p>The Town Paper, 1 High Street, open Monday to Friday.</p></footer>"
+    assert html_markdown(footer_page).split("\n\n")[-1] == (
+        "The Town Paper, 1 High Street, open Monday to Friday."
+    )
