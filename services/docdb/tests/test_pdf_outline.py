@@ -2,8 +2,10 @@
 writers put them there): a title the outline lists is a heading at the outline's level wherever its
 type does not say so, with or without its section number, over two lines, on a page the outline
 gets wrong; an outline that only lists pages says nothing; headings guessed from type rank beside the
-outline's. And a paragraph that pdfium's reading of a hyphenated line end would part, found on the
-same trial. The PDFs are written here with hand-written operators and outlines, one per test."""
+outline's. And what the same trial (kreuzberg's test PDFs) found beside: a paragraph that pdfium's
+reading of a hyphenated line end would part, a contract's titles ending in a full stop, a section's
+title straight over its first subsection's. The PDFs are written here with hand-written operators
+and outlines, one per test."""
 
 from __future__ import annotations
 
@@ -221,3 +223,45 @@ def test_a_word_hyphenated_at_a_line_end_does_not_break_its_paragraph(tmp_path: 
     assert any("the harbour mouth" in block and "which the board agreed to." in block for block in blocks), (
         blocks
     )
+
+
+def test_a_numbered_title_in_capitals_that_ends_in_a_full_stop_is_a_heading(tmp_path: Path) -> None:
+    # a contract's sections, in bold body type, each ending in a full stop; a bold sentence is no title
+    pdf = write(
+        tmp_path / "contract.pdf",
+        [
+            [
+                text(72, 720, 11, "1. DUTIES.", "F2"),
+                *prose(700, 5),
+                text(72, 620, 11, "5. INDEMNIFICATION FOR DAMAGES, TAXES AND CONTRIBUTIONS.", "F2"),
+                *prose(600, 5),
+                text(72, 520, 11, "The board will meet again in May.", "F2"),
+                *prose(500, 5),
+            ]
+        ],
+        [],
+    )
+    assert headings(pdf) == ["# 1. DUTIES.", "# 5. INDEMNIFICATION FOR DAMAGES, TAXES AND CONTRIBUTIONS."]
+
+
+def test_a_section_title_straight_over_its_first_subsection_title_is_two_headings(tmp_path: Path) -> None:
+    # in the same bold type, one line under the other: not one title on two lines
+    pdf = write(
+        tmp_path / "paper.pdf",
+        [
+            [
+                text(72, 720, 11, "3. PARTITIONING", "F2"),
+                text(72, 706, 11, "3.1 In-Cache", "F2"),
+                *prose(690, 6),
+                text(72, 600, 11, "4 The north breakwater and", "F2"),
+                text(72, 586, 11, "2021 and after", "F2"),  # a title's second line that opens with a figure
+                *prose(570, 6),
+            ]
+        ],
+        [],
+    )
+    assert headings(pdf) == [
+        "# 3. PARTITIONING",
+        "## 3.1 In-Cache",
+        "# 4 The north breakwater and 2021 and after",
+    ]

@@ -590,12 +590,45 @@ def _is_title(run: list[str], mark: _Mark, whole: bool = False) -> bool:
     return (
         len(run) <= most_lines
         and words <= (20 if len(run) == 1 else most_words)
-        and not run[-1].endswith(_SENTENCE_END)
+        and (not run[-1].endswith(_SENTENCE_END) or _label_title(run))
         and not any(line.endswith(_SENTENCE_END) and not line.endswith(":") for line in run[:-1])
         and sum(c.isalpha() for c in "".join(run)) >= 2
         and not _BULLET.match(run[0])
         and not run[0].startswith(_GOES_ON)
         and (whole or _reads_as_title(run, mark.larger))
+    )
+
+
+LABEL_TITLE_WORDS = 8  # a title that ends in a full stop ("1. DUTIES.") is this short at most
+
+
+def _label_title(run: list[str]) -> bool:
+    """A title that ends in a full stop as contracts, forms and old reports set them (`1. DUTIES.`,
+    `INTRODUCTION.`): one short line, numbered or in capitals, with no other stop in it than its
+    number's."""
+    line = run[0]
+    numbered = _NUMBERED.match(line)
+    words = line[numbered.end(1) :].lstrip(". ") if numbered else line
+    return (
+        len(run) == 1
+        and len(line.split()) <= LABEL_TITLE_WORDS
+        and line.endswith(".")
+        and not line.endswith("..")
+        and not any(c in words[:-1] for c in ".;:!?")
+        and (bool(numbered) or (words.upper() == words and sum(c.isalpha() for c in words) >= 4))
+    )
+
+
+def _next_section(first: str, line: str) -> bool:
+    """Whether a line of a run of heading lines opens a section of its own after the run's numbered
+    first line: `3.1 In-Cache` under `3. PARTITIONING`, or `4` after `3` (not a title's second line
+    that happens to start with a figure, `2021 and After`)."""
+    head, this = _NUMBERED.match(first), _NUMBERED.match(line)
+    if not head or not this:
+        return False
+    above, below = head.group(1).split("."), this.group(1).split(".")
+    return (below[: len(above)] == above and len(below) > len(above)) or (
+        len(below) == len(above) and below[:-1] == above[:-1] and int(below[-1]) == int(above[-1]) + 1
     )
 
 
@@ -657,7 +690,11 @@ def _marked(
             continue
         if label:
             out.extend(["", label])
-        cuts = [at - index for at in range(index + 1, end) if spaced and _apart(spaced, at)]
+        cuts = [
+            at - index
+            for at in range(index + 1, end)
+            if (spaced and _apart(spaced, at)) or _next_section(run[0], run[at - index])
+        ]
         for first, last in pairwise([0, *cuts, len(run)]):
             title = " ".join(run[first:last])
             if not _is_title(run[first:last], mark):  # a piece of it too slight for a title
