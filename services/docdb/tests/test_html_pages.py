@@ -190,3 +190,22 @@ def test_a_pages_menus_and_a_footer_holding_most_of_it_are_kept() -> None:
     assert html_markdown(footer_page).split("\n\n")[-1] == (
         "The Town Paper, 1 High Street, open Monday to Friday."
     )
+
+
+def test_a_charset_declared_after_kilobytes_of_styles_is_used() -> None:
+    styles = "<style>" + ".a { color: red }\n" * 400 + "</style>"
+    text = "오늘은 맑습니다. 내일은 비가 올 것입니다."
+    html = f'<html><head>{styles}<meta charset="euc-kr"></head><body><p>{text}</p></body></html>'
+    assert html_markdown(html.encode("euc-kr")) == text
+
+
+def test_a_paragraph_that_looks_like_markup_is_escaped() -> None:
+    """A `<p># 1 in sales</p>` is no heading, and a stray fence would make the rest of the page code."""
+    html = "<p># 1 in sales this year</p><p>| not | a row |</p><div>```</div><h2>Next</h2><p>#hashtag</p>"
+    assert html_markdown(html).split("\n\n") == [
+        "\\# 1 in sales this year",
+        "\\| not | a row |",
+        "\\```",
+        "## Next",
+        "#hashtag",
+    ]

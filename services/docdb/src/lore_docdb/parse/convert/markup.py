@@ -34,15 +34,24 @@ _CHARSET = re.compile(
 )
 
 
+CHARSET_SCAN = 64 * 1024  # how far into a page its <head> is read for a charset
+_HEAD_END = re.compile(rb"</head\s*>|<body[\s>]", re.IGNORECASE)
+
+
 def declared_charset(html: bytes) -> str | None:
-    """The encoding the page says it is in (its first 4 KiB), or None."""
-    found = _CHARSET.search(html[:4096])
+    """The encoding the page says it is in: in its `<head>` (real pages set kilobytes of styles and
+    scripts before their `<meta charset>`), or its first 4 KiB; None if it says none."""
+    head = html[:CHARSET_SCAN]
+    end = _HEAD_END.search(head)
+    found = _CHARSET.search(head[: max(4096, end.start()) if end else 4096])
     return (found.group(1) or found.group(2)).decode("ascii") if found else None
 
 
 _BREAK = "\x0b"  # a <br> in running text, until the paragraph is emitted
 _SPACES_NOT_BREAKS = re.compile(r"[^\S\x0b]+")
 _PARAGRAPH_BREAK = re.compile(r"\x0b(?:\s*\x0b)+")  # two line breaks or more: old pages' paragraphs
+# the start of a paragraph the chunker would take for a heading, a table row or a code fence
+_LOOKS_STRUCTURAL = re.compile(r"^(?=#{1,6}(?:[ \t]|$)|\|.*\|$|```|~~~)")
 
 
 def _text(element: Any, breaks: bool = False, strip: bool = True, pictures: bool = True) -> str:
@@ -125,10 +134,12 @@ class _Walker:
         self.holding = holding or set()
 
     def emit(self, text: str) -> None:
+        """Running text as paragraphs, parted where two line breaks or more stand. A paragraph that
+        would read as a heading, a table row or a code fence (`<p># 1 in sales</p>`) is escaped."""
         for paragraph in _PARAGRAPH_BREAK.split(text):
             paragraph = _SPACES.sub(" ", paragraph).strip()
             if paragraph:
-                self.out.append(paragraph)
+                self.out.append(_LOOKS_STRUCTURAL.sub("\\\\", paragraph))
 
     def walk(self, element: Any, depth: int = 0) -> None:
         tag = _tag(element)
