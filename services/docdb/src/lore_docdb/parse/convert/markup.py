@@ -386,10 +386,10 @@ def _drop_furniture(root: Any) -> None:
         if tag not in _BLOCKS or tag in ("html", "body", "main", "article") or element in keep:
             continue
         role = (element.get("role") or "").lower()
-        if role == "main" or any(parent in gone for parent in element.iterancestors()):
-            continue
         named = role in _FURNITURE_ROLES or _furniture_name(element)
         if not named and (tag not in _FURNITURE_TAGS or element in inside):
+            continue
+        if role == "main" or any(parent in gone for parent in element.iterancestors()):
             continue
         if any(_tag(e) in ("h1", "main", "article") for e in element.iterdescendants()):
             continue
@@ -413,7 +413,7 @@ def _math_as_tex(root: Any) -> None:
     """A MathML formula as its TeX source where the page gives one (Wikipedia writes each formula
     three times: MathML, its TeX annotation, and a picture whose alt text is the TeX again), once;
     otherwise its MathML text as it stands."""
-    for math in [e for e in root.iter() if _tag(e) == "math"]:
+    for math in list(root.iter("math", "{*}math")):
         annotation = next(
             (e for e in math.iter() if _tag(e) == "annotation" and "tex" in (e.get("encoding") or "")), None
         )
