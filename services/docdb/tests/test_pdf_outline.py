@@ -4,8 +4,8 @@ type does not say so, with or without its section number, over two lines, on a p
 gets wrong; an outline that only lists pages says nothing; headings guessed from type rank beside the
 outline's. And what the same trial (kreuzberg's test PDFs) found beside: a paragraph that pdfium's
 reading of a hyphenated line end would part, a contract's titles ending in a full stop, a section's
-title straight over its first subsection's. The PDFs are written here with hand-written operators
-and outlines, one per test."""
+title straight over its first subsection's, a line of text with a bold word at each end. The PDFs
+are written here with hand-written operators and outlines, one per test."""
 
 from __future__ import annotations
 
@@ -265,3 +265,17 @@ def test_a_section_title_straight_over_its_first_subsection_title_is_two_heading
         "## 3.1 In-Cache",
         "# 4 The north breakwater and 2021 and after",
     ]
+
+
+def test_a_line_of_text_that_opens_and_ends_with_a_bold_word_is_no_heading(tmp_path: Path) -> None:
+    # a paper that sets a language's name in a face of its own, at both ends of a line of its text
+    mixed = (
+        "BT /F2 11 Tf 1 0 0 1 72 600 Tm (Java) Tj /F1 11 Tf ( is a common vehicle for teaching and the "
+        "availability of the ) Tj /F2 11 Tf (Java) Tj ET"
+    )
+    pdf = write(
+        tmp_path / "languages.pdf",
+        [[text(72, 720, 11, "Compiled languages", "F2"), *prose(700, 6), mixed, *prose(586, 6)]],
+        [],
+    )
+    assert headings(pdf) == ["# Compiled languages"]

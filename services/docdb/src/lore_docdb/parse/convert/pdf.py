@@ -293,7 +293,8 @@ _GOES_ON = (",", ";", ":", ".", ")", "]", "}")  # a line that starts so goes on 
 _SENTENCE_END = (".", ",", ";", ":", "\ufffe")
 _BOLD_NAME = re.compile(r"bold|black|heavy|demi|semibold|^(cm|sf|ec|lm|tc)bx|[-,](bd|b)$", re.IGNORECASE)
 _ITALIC_NAME = re.compile(r"italic|oblique|^(cm|sf|ec|lm)(ti|sl)\d", re.IGNORECASE)
-_MONO_NAME = re.compile(r"mono|courier|consol|code|^(cm|sf|ec|lm)tt", re.IGNORECASE)
+_MONO_NAME = re.compile(r"mono|courier|consol|code|^(cm|sf|ec|lm|dc)tt", re.IGNORECASE)
+MIXED_LETTERS = 12  # a line with this many letters or more is asked for its middle letter's face too
 _CODE = re.compile(r"\w\(|[_=;{}<>`]")  # a call, an identifier, an assignment: code, not a title
 _FONT_ITALIC = 1 << 6  # the PDF font descriptor's Italic flag
 _FONT_FORCE_BOLD = 1 << 18
@@ -373,14 +374,19 @@ def _styles(textpage: Any, raw: str) -> list[_Style]:
             lead = len(text[first:large].split()) if text[large - 1].isspace() else 0
             lead = lead if lead <= MAX_LABEL_WORDS else 0
         head, tail = _font(textpage, first, buffer, flags), _font(textpage, last, buffer, flags)
+        middle = head
+        if head[0] == tail[0] and len(letters) >= MIXED_LETTERS:
+            # a line that opens and ends in a face of its own can be text with a word in that face at
+            # each end (`Java … the Java` in a program's font): its middle letter says
+            middle = _font(textpage, letters[len(letters) // 2], buffer, flags)
         angle = pdfium_c.FPDFText_GetCharAngle(textpage.raw, letters[0]) if letters else 0.0
         styles.append(
             _Style(
                 len(stripped),
                 round(size * 2) / 2,
-                head[1] and tail[1],
-                head[2] and tail[2],
-                head[0] if head[0] == tail[0] else "",
+                head[1] and tail[1] and middle[1],
+                head[2] and tail[2] and middle[2],
+                head[0] if head[0] == tail[0] == middle[0] else "",
                 stripped.endswith((".", "!", "?", ":", "。", "！", "？", "：")),
                 top,
                 bool(_BOLD_NAME.search(head[0]) and _BOLD_NAME.search(tail[0])),
