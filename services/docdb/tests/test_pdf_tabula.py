@@ -144,3 +144,28 @@ def test_table_set_in_lower_case_with_repeated_labels_is_a_table(tmp_path: Path)
     pdf = tmp_path / "lower.pdf"
     pdf.write_bytes(pages_pdf([columns_at_a_time(rows, [72, 200, 260], 640)]))
     assert table_lines(pdf_text(pdf)) == [list(row) for row in rows]
+
+
+def test_heading_over_a_group_of_columns_joins_the_header(tmp_path: Path) -> None:
+    """A heading centred over some of the columns (`Race/ethnicity` over the races' names) is part of
+    the table's header, on the header's line, not a line of text over the table; the caption at the
+    table's left edge stays text."""
+    rows = [
+        ["Year", "Total", "White", "Black", "Hispanic"],
+        ["2009", "49,373", "26,753", "8,282", "10,918"],
+        ["2010", "49,484", "25,932", "7,916", "11,444"],
+        ["2011", "49,522", "25,602", "7,827", "11,759"],
+    ]
+    xs = [72, 150, 230, 300, 370]
+    ops = [
+        text(72, 700, "Table 3. Enrollment in public schools, by race/ethnicity"),
+        text(270, 676, "Race/ethnicity"),
+    ]
+    ops += columns_at_a_time(rows, xs, 662)
+    pdf = tmp_path / "spanning.pdf"
+    pdf.write_bytes(pages_pdf([ops]))
+    out = pdf_text(pdf)
+    got = table_lines(out)
+    assert got[1:] == rows[1:]
+    assert " ".join(got[0]).split() == ["Year", "Total", "White", "Race/ethnicity", "Black", "Hispanic"]
+    assert "Table 3. Enrollment in public schools, by race/ethnicity" in out.splitlines()

@@ -245,6 +245,34 @@ def _blocks(lines: list[_Line]) -> list[list[_Line]]:
     return found
 
 
+def _spanning_head(block: list[_Line], lines: list[_Line], taken: set[tuple[float, float]]) -> list[_Line]:
+    """The lines of one cell right over a table that head a group of its columns (`Race` centred over
+    the columns of each race, their names under it): short, in the table's type, within its width
+    but not at its left edge, where a caption, a title or a paragraph's last line starts; none that
+    another table holds (`taken`: their lines' places)."""
+    left = min(cell.x0 for line in block for cell in line.cells)
+    right = max(cell.x1 for line in block for cell in line.cells)
+    at = [(line.top, line.bottom) for line in lines].index((block[0].top, block[0].bottom))
+    head: list[_Line] = []
+    for line in reversed(lines[max(0, at - MAX_HEADER_LINES + 1) : at]):
+        under = head[0] if head else block[0]
+        if len(line.cells) != 1 or (line.top, line.bottom) in taken:
+            break
+        cell = line.cells[0]
+        if not (
+            under.top - line.bottom <= ROW_GAP * line.height
+            and abs(line.height - under.height) <= WRAP_SLACK * under.height
+            and left + line.height < cell.x0
+            and cell.x1 <= right + line.height
+            and _size(cell.text) < SPANNING_PROSE
+            and not cell.text.endswith(".")
+            and not (cell.text[0] in "([" and cell.text[-1] in ")]")  # a note of units, `[In thousands]`
+        ):
+            break
+        head.insert(0, line)
+    return head
+
+
 def _without_foot(block: list[_Line]) -> list[_Line]:
     """The block without the lines of one cell at its foot (text under the table, its caption), but
     for a label's line set close under its row, the wrapped lines of a row's text cell, and the last
@@ -800,11 +828,19 @@ def aligned_tables(
 
     tables: list[tuple[Box, str, int]] = []
     lines = _lines(_glyphs(textpage, raw, view))
-    for block in _blocks(lines):
+    blocks = _blocks(lines)
+    taken = {(line.top, line.bottom) for block in blocks for line in block}
+    for block in blocks:
         block, cuts = _trimmed(block, _gutters(block), lines)
         if not cuts or len(block) < MIN_ROWS:
             continue
         rows = _merged(_rows(block, cuts))
+        head = _spanning_head(block, lines, taken)
+        for k in range(len(head)):  # a group's heading over columns joins the header read as one row
+            headed = _merged(_rows(head[k:] + block, cuts))
+            if len(headed) == len(rows):
+                block, rows = head[k:] + block, headed
+                break
         if not _is_table(rows, block) or _axis(block, cuts, lines):
             continue
         box = (
