@@ -5,6 +5,7 @@ operators, each table's cells drawn a column at a time so that the text's own or
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from lore_common.testing.pdf import pages_pdf
@@ -89,7 +90,7 @@ def test_sparse_ledger_keeps_each_label_with_its_amount(tmp_path: Path) -> None:
     assert "This is a preliminary estimate for the visible damage of the vehicle only." in out.splitlines()
 
 
-def columns_at_a_time(rows: list[list[str]], xs: list[float], top: float, pitch: float = 16) -> list[str]:
+def columns_at_a_time(rows: list[list[str]], xs: Sequence[float], top: float, pitch: float = 16) -> list[str]:
     """The rows' cells drawn a column at a time, top down (a row of no text in a column skipped)."""
     return [
         text(x, top - pitch * i, row[j]) for j, x in enumerate(xs) for i, row in enumerate(rows) if row[j]
