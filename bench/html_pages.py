@@ -17,8 +17,8 @@ For each page, from expected.html:
   asks that block (a list's item, a table's row) to hold at most twice its words plus 50 (a page read
   as one block is no paragraph);
 - headings: each `h1`-`h6` (and the page's title from expected-metadata.json, when source.html shows it
-  as a heading) counts when a `#` line of the text has the same words (a wiki's "[edit]" link after
-  a heading left out: Readability keeps it, the converter drops it as furniture);
+  as a heading) counts when a `#` line of the text has the same words (a wiki's `History[edit]` as
+  Readability writes it);
 - rows: each table row with 2 filled cells or more (and no table inside) counts when all its cells'
   words are on one line;
 - boilerplate: the share of the text's words that expected.html (and the title) does not have, counted
@@ -219,10 +219,7 @@ def measure(name: str, source: bytes, expected: str, title: str, show: int) -> d
     if title and tuple(words(title)) in source_heads and words(title) not in map(words, expected_headings):
         expected_headings.append(title)
     for heading in expected_headings:
-        wanted = words(re.sub(r"\[edit\]\s*$", "", heading))  # a wiki's edit link: furniture
-        if not wanted:
-            continue
-        hit = wanted in heads
+        hit = words(heading) in heads
         found["headings"].append(float(hit))
         if not hit:
             missed["headings"].append(heading)
