@@ -107,7 +107,7 @@ _ORG_DRAWER = re.compile(r"^\s*:[A-Z_]+:\s*$")
 _ORG_PLANNING = re.compile(r"^\s*(SCHEDULED|DEADLINE|CLOSED):")
 
 
-_ORG_EMPHASIS = re.compile(r"""(?<![^\s({'"])([*/=~+])(\S(?:[^\n]*?\S)?)\1(?=[\s.,;:!?'")\]}-]|$)""")
+_ORG_EMPHASIS = re.compile(r"""(?<![^\s({'"])([*/=~+])(\S(?:[^\n]{0,200}?\S)?)\1(?=[\s.,;:!?'")\]}-]|$)""")
 _ORG_RULE_CELL = re.compile(r"^:?-+:?$")
 
 
