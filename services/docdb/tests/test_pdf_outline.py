@@ -279,3 +279,24 @@ def test_a_line_of_text_that_opens_and_ends_with_a_bold_word_is_no_heading(tmp_p
         [],
     )
     assert headings(pdf) == ["# Compiled languages"]
+
+
+def test_of_two_lines_that_read_as_an_entry_s_title_the_one_set_as_a_heading_is_taken(tmp_path: Path) -> None:
+    # a chart's label and the section's title read alike on the page the outline names, which it
+    # shows whole (no height to go by)
+    pdf = write(
+        tmp_path / "chart.pdf",
+        [
+            [
+                text(72, 720, 14, "Tonnage by quay", "F2"),
+                *prose(700, 6),
+                text(72, 610, 11, "Tonnage by quay"),
+                *prose(590, 6),
+            ]
+        ],
+        [Bookmark("Tonnage by quay", 0, 0)],
+    )
+    assert [line for line in pdf_text(pdf).splitlines() if "Tonnage" in line] == [
+        "# Tonnage by quay",
+        "Tonnage by quay",
+    ]

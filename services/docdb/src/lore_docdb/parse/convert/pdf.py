@@ -740,6 +740,7 @@ MAX_OUTLINE_DEPTH = 12
 TITLE_LINES = 3  # an outline's title is set on this many lines of the page at most
 NEAR_PAGES = 2  # an entry's title is looked for this many pages before and after the page it names
 FAR = 0.25  # what a title found further away is worth, beside 3 on its own page (1 two pages off)
+STYLED = 0.25  # what a title's line is worth more where its type says heading too
 PAGE_LIST_SHARE = 0.8  # an outline of one entry for nearly every page, no deeper: a list of pages
 DETAILED_OUTLINE = 3  # entries found at least, for the outline's levels to outrank the type's
 _PAGE_LABEL = re.compile(r"(?:page|p\.|pg\.?|slide|seite|folie|sheet)?\s*[\divxlc]+", re.IGNORECASE)
@@ -881,7 +882,7 @@ def _outline_marks(
         key: [spot for spot in spots if not contents[spot[0]] & set(range(spot[1], spot[2] + 1))]
         for key, spots in found.items()
     }
-    places = [_places(entry, key, found, styles) for entry, key in zip(outline, keys, strict=True)]
+    places = [_places(entry, key, found, styles, marks) for entry, key in zip(outline, keys, strict=True)]
     chosen = _in_order(places)
     taken = {(place.page, line) for place in chosen.values() for line in range(place.first, place.last + 1)}
     for number, options in enumerate(places):  # entries out of the text's order: where they point
@@ -940,29 +941,38 @@ def _places(
     key: tuple[str, str],
     found: dict[str, list[tuple[int, int, int, bool]]],
     styles: list[list[_Style]],
+    marks: list[dict[int, _Mark]],
 ) -> list[_Place]:
     """Where an entry's title may be, each with its worth: 3 on the page it names, 2 a page off, 1 two
     pages off (a half more for the line nearest the height it shows), FAR anywhere else where it is
-    on none of those pages, 1 anywhere where it names no page of the file."""
+    on none of those pages, 1 anywhere where it names no page of the file; a quarter more where its
+    type already says heading (of a title that stands twice on a page, a chart's label and the
+    section's title, the one set as a title)."""
     whole, bare = key
-    spots = [spot for spot in found.get(whole, [])]
+    spots = list(found.get(whole, []))
     spots += [spot for spot in found.get(bare, []) if not spot[3]] if bare else []
     if entry.page is None:
-        return [_Place(page, first, last, 1.0) for page, first, last, _ in spots]
-    near = [spot for spot in spots if abs(spot[0] - entry.page) <= NEAR_PAGES]
-    if not near:
-        return [_Place(page, first, last, FAR) for page, first, last, _ in spots]
-    places = [_Place(page, first, last, 3.0 - abs(page - entry.page)) for page, first, last, _ in near]
-    if entry.top is not None:
+        places = [_Place(page, first, last, 1.0) for page, first, last, _ in spots]
+    elif not any(abs(spot[0] - entry.page) <= NEAR_PAGES for spot in spots):
+        places = [_Place(page, first, last, FAR) for page, first, last, _ in spots]
+    else:
+        places = [
+            _Place(page, first, last, 3.0 - abs(page - entry.page))
+            for page, first, last, _ in spots
+            if abs(page - entry.page) <= NEAR_PAGES
+        ]
         tops = {
             i: abs(styles[p.page][p.first].top - entry.top)
             for i, p in enumerate(places)
-            if p.page == entry.page and p.first < len(styles[p.page]) and styles[p.page][p.first].top
+            if entry.top is not None
+            and p.page == entry.page
+            and p.first < len(styles[p.page])
+            and styles[p.page][p.first].top
         }
         if tops:
             nearest = min(tops, key=lambda i: tops[i])
             places[nearest] = places[nearest]._replace(worth=places[nearest].worth + 0.5)
-    return places
+    return [p._replace(worth=p.worth + STYLED) if p.first in marks[p.page] else p for p in places]
 
 
 def _in_order(places: list[list[_Place]]) -> dict[int, _Place]:
