@@ -206,3 +206,13 @@ def test_a_paragraph_that_looks_like_markup_is_escaped() -> None:
         "## Next",
         "#hashtag",
     ]
+
+
+def test_a_lazy_pictures_alt_text_is_read_from_its_noscript_copy() -> None:
+    html = (
+        '<p><img data-src="a.jpg" alt=""><noscript><img src="a.jpg" alt="Chart of sales by year">'
+        "</noscript></p>"
+        '<p><img data-src="b.jpg" alt="Map of the route"><noscript><img src="b.jpg" alt="Map of the route">'
+        "</noscript></p><noscript><p>Please enable JavaScript.</p></noscript>"
+    )
+    assert html_markdown(html).split("\n\n") == ["Chart of sales by year", "Map of the route"]

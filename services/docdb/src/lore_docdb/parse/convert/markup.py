@@ -430,6 +430,22 @@ def _math_as_tex(root: Any) -> None:
         math.text = f" {tex} "
 
 
+def _noscript_pictures(root: Any) -> None:
+    """A lazy-loaded picture's `<noscript>` copy, the one that carries its alt text (`<img data-src>`
+    beside it often has none), read as that picture; other `<noscript>` text (enable JavaScript...) is
+    dropped with the rest of the element."""
+    for noscript in list(root.iter("noscript")):
+        pictures = list(noscript.iter("img"))
+        parent = noscript.getparent()
+        if not pictures or noscript.text_content().strip() or parent is None:
+            continue
+        shown = {img.get("alt") for img in parent.iter("img") if img not in pictures}
+        for img in pictures:
+            if img.get("alt") in shown:
+                img.drop_tree()
+        noscript.tag = "span"
+
+
 def html_markdown(html: str | bytes) -> str:
     import lxml.html
 
@@ -439,6 +455,7 @@ def html_markdown(html: str | bytes) -> str:
     if not html.strip():
         return ""
     root = lxml.html.document_fromstring(html)
+    _noscript_pictures(root)
     for dropped in root.xpath(_DROPPED):
         dropped.drop_tree()
     # an inline XBRL filing's (SEC 10-K...) hidden header: contexts, units and facts' ids, not text
