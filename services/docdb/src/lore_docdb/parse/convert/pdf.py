@@ -680,8 +680,8 @@ def _marked(
             end += 1
         if mark.entry >= 0:
             heading = "#" * min(mark.level, 6) + " " + _joined(lines[index:end])
-            if kept is not None:
-                kept.add(heading)
+            if kept is not None:  # as the page's lines will read it
+                kept.update(_page_lines(heading))
             out.extend(["", heading, ""])
             index = end
             continue
