@@ -414,7 +414,7 @@ def test_latex_links_rules_minipages_and_longtable_headers_read_once(tmp_path: P
     tex = (
         "\\documentclass{article}\n\\begin{document}\n"
         "\\section{Ports with an \\href{/url}{embedded link}}\n"
-        "See \\href{https://example.org}{the tide site} today.\n\n"
+        "See \\href{https://example.org}{the tide site} today.\\\\[2mm]\nNext line.\n\n"
         "\\begin{center}\\rule{3in}{0.4pt}\\end{center}\n\n"
         "\\begin{longtable}[]{@{}rl@{}}\n\\toprule\\noalign{}\n"
         "\\begin{minipage}[b]{\\linewidth}\\raggedleft\nPort\n\\end{minipage} & "
@@ -429,7 +429,7 @@ def test_latex_links_rules_minipages_and_longtable_headers_read_once(tmp_path: P
     )
     assert extract_text(write(tmp_path, "ports.tex", tex.encode())).split("\n\n") == [
         "## Ports with an embedded link",
-        "See the tide site today.",
+        "See the tide site today. Next line.",
         "| Port | Time |\n|---|---|\n| Dover | 06:12 |\n| Calais | 06:40 |",
         "| A | B |\n|---|---|\n| 1 | 2 |",
     ]

@@ -1,8 +1,8 @@
 """LaTeX through docling-rs, with the source tidied first of what its reader writes out as text:
 `\\href{url}{text}` (its address and text run together, a heading split in two), `\\rule{3in}{0.4pt}`
-(`3in0.4pt`), a minipage's position (`[b]` in every header cell), and a longtable's header and footer
-written again for its continuation pages (each table's header row twice); and with a table's rows of
-empty cells (its closing `\\hline`) left out."""
+(`3in0.4pt`), a line break's space (`\\\\[2mm]` read `2mm`), a minipage's position (`[b]` in every
+header cell), and a longtable's header and footer written again for its continuation pages (each
+table's header row twice); and with a table's rows of empty cells (its closing `\\hline`) left out."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ _HREF = re.compile(r"\\href\s*(?=\{)")
 _RULE = re.compile(r"\\rule\s*(?:\[[^\]]*\])?\s*(?=\{)")
 _MINIPAGE = re.compile(r"\\begin\{minipage\}\s*(?:\[[^\]]*\]\s*)*(?=\{)")
 _LONGTABLE = re.compile(r"\\begin\{longtable\}(.*?)\\end\{longtable\}", re.DOTALL)
+_BREAK_SPACE = re.compile(r"\\\\\*?\s*\[[^\]\n]*\]")  # `\\[2mm]`: a line break and the space after it
 _TABLE_PART = re.compile(r"\\(endfirsthead|endhead|endfoot|endlastfoot)\b")
 _EMPTY_ROW = re.compile(r"^\|(?:\s*\|)+\s*$")
 
@@ -89,6 +90,7 @@ def tidy_latex(source: str) -> str:
     source = _replaced(source, _HREF, 2, 1)
     source = _replaced(source, _RULE, 2, None)
     source = _replaced(source, _MINIPAGE, 1, None).replace("\\end{minipage}", "")
+    source = _BREAK_SPACE.sub(lambda found: "\\\\", source)
     return _LONGTABLE.sub(_longtable_once, source)
 
 
