@@ -216,3 +216,13 @@ def test_a_lazy_pictures_alt_text_is_read_from_its_noscript_copy() -> None:
         "</noscript></p><noscript><p>Please enable JavaScript.</p></noscript>"
     )
     assert html_markdown(html).split("\n\n") == ["Chart of sales by year", "Map of the route"]
+
+
+def test_soft_hyphens_and_zero_width_spaces_do_not_cut_words() -> None:
+    html = (
+        "<h2>&#8203;</h2><p>A message from Russian President Vladi&shy;mir Putin, "
+        "in\u00adcroyable, twocents.\u200blifehacker.\u200bcom</p>"
+    )
+    assert html_markdown(html) == (
+        "A message from Russian President Vladimir Putin, incroyable, twocents.lifehacker.com"
+    )

@@ -25,6 +25,13 @@ _STRUCTURES = {"blockquote", "dl", "menu", "ol", "pre", "table", "ul"}
 # does not join its word ("policy<sup>3</sup>" is not "policy3"); a picture, by its alt text
 _APART = {"br", "sup", "sub", "img"}
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
+# soft hyphens and zero-width spaces, as characters or references: invisible on the page, they cut
+# words in two for search (`Vladi&shy;mir`) and make headings of nothing (`<h2>&#8203;</h2>`)
+_INVISIBLE = re.compile(
+    r"[\u00ad\u200b\u2060\ufeff]|&(?:shy|ZeroWidthSpace|NoBreak);"
+    r"|&#(?:173|x0*ad|8203|x0*200b|8288|x0*2060|65279|x0*feff);",
+    re.IGNORECASE,
+)
 _DROPPED = "//script|//style|//noscript|//template|//head"
 # the charset a page declares: <meta charset="..."> or its http-equiv form, or an XML declaration's
 _CHARSET = re.compile(
@@ -452,6 +459,7 @@ def html_markdown(html: str | bytes) -> str:
     if isinstance(html, bytes):
         html = decode(html, declared_charset(html))
     html = _XML_DECLARATION.sub("", html, count=1)  # lxml refuses a str that still names its encoding
+    html = _INVISIBLE.sub("", html)
     if not html.strip():
         return ""
     root = lxml.html.document_fromstring(html)
