@@ -429,7 +429,7 @@ def _math_as_tex(root: Any) -> None:
         box = math.getparent()
         # the picture of the same formula beside it (in the box that holds the formula)
         for holder in (box, box.getparent() if box is not None else None):
-            for img in holder.iter("img") if holder is not None else ():
+            for img in list(holder.iter("img")) if holder is not None else ():
                 if _tex(img.get("alt") or "") == tex:
                     img.drop_tree()
         for child in list(math):
