@@ -492,3 +492,26 @@ def test_rtf_hidden_text_is_left_out(tmp_path: Path) -> None:
         "Back.",
         "Last.",
     ]
+
+
+def test_typst_headings_lists_tables_links_and_code(tmp_path: Path) -> None:
+    typ = (
+        '#set document(title: "Harbour Guide", author: "A. Keeper")\n#set heading(numbering: "1.")\n'
+        '#import "template.typ": *\n#include "secret.typ"\n\n'
+        "= Ports // where ships call\n\nTwo ports open at *dawn*, see\n"
+        '#link("https://example.org")[the _tide_ site].\n\n'
+        "- Dover\n- Calais\n  + north pier\n/ Ebb: the falling tide\n\n"
+        "== Times\n\n#table(\n  columns: (auto, 1fr),\n"
+        "  [Port], [Time],\n  [Dover], [06:12],\n)\n\n"
+        "```sh\ntide --port dover\n```\n\nRun `#tide` daily.\n"
+    )
+    assert extract_text(write(tmp_path, "guide.typ", typ.encode())).split("\n\n") == [
+        "# Harbour Guide",
+        "## Ports",
+        "Two ports open at dawn, see the tide site.",
+        "- Dover\n- Calais\n  1. north pier\n- Ebb: the falling tide",
+        "### Times",
+        "| Port | Time |\n|---|---|\n| Dover | 06:12 |",
+        "```sh\ntide --port dover\n```",
+        "Run `#tide` daily.",
+    ]

@@ -21,6 +21,7 @@ from lore_docdb.parse.convert.docformats import (
     opml_markdown,
     org_markdown,
     rst_markdown,
+    typst_markdown,
 )
 from lore_docdb.parse.convert.latex import latex_markdown
 from lore_docdb.parse.convert.mail import eml_markdown, mht_markdown, rtf_text
@@ -308,6 +309,7 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".rest": rst_markdown,
     ".org": org_markdown,
     ".opml": opml_markdown,
+    ".typ": typst_markdown,  # Typst: headings, lists, tables, code; nothing included from elsewhere
     ".fb2": fb2_markdown,  # FictionBook
     ".dbk": docbook_markdown,
     ".docbook": docbook_markdown,

@@ -602,3 +602,218 @@ def rst_markdown(path: Path) -> str:
     html = f"<h1>{parts['title']}</h1>" if parts.get("title") else ""
     html += str(parts.get("subtitle") or "") + str(parts.get("body") or "")
     return html_markdown(html)
+
+
+# ------------------------------------------------------------------ Typst
+
+_TYPST_HEADING = re.compile(r"^(=+)\s+(.*?)\s*(?:<[\w:.-]+>)?\s*$")
+_TYPST_ITEM = re.compile(r"^(\s*)([-+])\s+(.*)$")
+_TYPST_TERM = re.compile(r"^(\s*)/\s+([^:]+):\s*(.*)$")
+_TYPST_SETTING = re.compile(r"^\s*#(set|show|import|include|let|pagebreak|v|h|outline)\b")
+_TYPST_CALL = re.compile(r"#([A-Za-z][\w.-]*)")
+_TYPST_STRONG = re.compile(r"(?<![\w*])\*(\S(?:[^*\n]{0,200}?\S)?)\*(?![\w*])")
+_TYPST_EMPH = re.compile(r"(?<![\w_])_(\S(?:[^_\n]{0,200}?\S)?)_(?![\w_])")
+_TYPST_TITLE = re.compile(
+    r"""#set\s+document\s*\((?:[^()]|\([^()]*\))*?title:\s*(?:"((?:[^"\\]|\\.)*)"|\[([^\]]*)\])""", re.DOTALL
+)
+
+
+def _balanced(text: str, at: int) -> int:
+    """Past the bracket or parenthesis group opening at `at` (strings and nested groups inside)."""
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    stack: list[str] = []
+    quoted = False
+    while at < len(text):
+        char = text[at]
+        if quoted:
+            if char == "\\":
+                at += 1
+            elif char == '"':
+                quoted = False
+        elif char == '"' and (not stack or stack[-1] != "]"):
+            quoted = True
+        elif char in pairs:
+            stack.append(pairs[char])
+        elif stack and char == stack[-1]:
+            stack.pop()
+            if not stack:
+                return at + 1
+        at += 1
+    return at
+
+
+def _typst_depth(line: str) -> int:
+    """How many more groups the line opens than it closes."""
+    return line.count("(") + line.count("[") - line.count(")") - line.count("]")
+
+
+def _typst_call(text: str, at: int) -> tuple[str, int]:
+    """A function call at `at` (`#link("url")[text]`, `#table(columns: 2, [a], [b])`): its
+    content blocks' text, a table's cells as a pipe table; where it ends."""
+    name = _TYPST_CALL.match(text, at)
+    assert name is not None
+    end = name.end()
+    arguments = ""
+    if end < len(text) and text[end] == "(":
+        close = _balanced(text, end)
+        arguments, end = text[end + 1 : close - 1], close
+    blocks = []
+    while end < len(text) and text[end] == "[":
+        close = _balanced(text, end)
+        blocks.append(text[end + 1 : close - 1])
+        end = close
+    function = name.group(1)
+    inner = _bracket_blocks(arguments)
+    if function.endswith("table") or function == "grid":
+        return _typst_table(arguments, inner), end
+    if function in ("link", "cite", "ref") and not blocks:
+        strings = re.findall(r'"([^"]*)"', arguments)
+        return (strings[0] if strings and function == "link" else ""), end
+    if not arguments and not blocks and end == name.end():
+        return function, end  # a variable's value (`#count`): its name stands for it
+    shown = [_typst_inline(b) for b in [*inner, *blocks]]
+    return " ".join(s for s in shown if s), end
+
+
+def _bracket_blocks(arguments: str) -> list[str]:
+    """The content blocks (`[...]`) among a call's arguments, in order, a nested table's found too."""
+    found = []
+    at = 0
+    while at < len(arguments):
+        if arguments[at] == "[":
+            close = _balanced(arguments, at)
+            found.append(arguments[at + 1 : close - 1])
+            at = close
+        elif arguments[at] == '"':  # a string argument (an address, a path): no content
+            at = arguments.find('"', at + 1) + 1 or len(arguments)
+        else:
+            at += 1
+    return found
+
+
+def _typst_table(arguments: str, cells: list[str]) -> str:
+    columns = re.search(r"columns:\s*(\d+|\()", arguments)
+    width = 1
+    if columns and columns.group(1) == "(":
+        close = _balanced(arguments, columns.end() - 1)
+        inside = arguments[columns.end() : close - 1]
+        width = max(1, len([c for c in re.split(r",(?![^()]*\))", inside) if c.strip()]))
+    elif columns:
+        width = max(1, int(columns.group(1)))
+    values = [_typst_inline(c) for c in cells]
+    rows = [values[n : n + width] for n in range(0, len(values), width)]
+    return md_table(rows) if rows else ""
+
+
+def _typst_inline(text: str) -> str:
+    """Markup's text: calls as their content, strong and emphasis markers off, on one line; raw
+    text between backticks as written."""
+    parts = re.split(r"(`[^`\n]*`)", text)
+    shown = [part if part.startswith("`") else _typst_markup(part) for part in parts]
+    return " ".join("".join(shown).split())
+
+
+def _typst_markup(text: str) -> str:
+    out = []
+    at = 0
+    while at < len(text):
+        found = _TYPST_CALL.search(text, at)
+        if found is None or (found.start() > 0 and text[found.start() - 1] == "\\"):
+            if found is None:
+                out.append(text[at:])
+                break
+            out.append(text[at : found.end()])
+            at = found.end()
+            continue
+        out.append(text[at : found.start()])
+        shown, at = _typst_call(text, found.start())
+        out.append(shown)
+    return _TYPST_EMPH.sub(r"\1", _TYPST_STRONG.sub(r"\1", "".join(out)))
+
+
+def _typst_without_comments(text: str) -> str:
+    """Typst without its `// line` and `/* block */` comments (an address's `//` kept)."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.DOTALL)
+    return re.sub(r"(?m)(^|(?<=\s))//.*$", "", text)
+
+
+def typst_markdown(path: Path) -> str:
+    """A Typst document: its title (`#set document(title: …)`), `=` headings, lists and term lists,
+    code blocks, tables (`#table(columns: …, [cell], …)`) as pipe tables, other calls as their
+    content (`#link("…")[text]` as its text); settings, definitions and comments left out, and
+    nothing included from another file."""
+    source = _typst_without_comments(decode(path.read_bytes()))
+    out: list[str] = []
+    title = _TYPST_TITLE.search(source)
+    shift = 0
+    if title:
+        out.append("# " + _typst_inline(title.group(1) or title.group(2) or ""))
+        shift = 1
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            out.append(_typst_inline(" ".join(paragraph)))
+            paragraph.clear()
+
+    lines = source.split("\n")
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        at += 1
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            flush()
+            body = []
+            while at < len(lines) and not lines[at].strip().startswith("```"):
+                body.append(lines[at])
+                at += 1
+            at += 1
+            out.append(_fenced(textwrap.dedent("\n".join(body)), stripped[3:].strip()))
+            continue
+        block_call = not paragraph and stripped.startswith("#") and _TYPST_CALL.match(stripped)
+        if _TYPST_SETTING.match(line) or block_call:  # (a call inside a paragraph is its text)
+            flush()
+            # a statement or call that goes on over lines: read up to where its groups close
+            taken = [line]
+            depth = _typst_depth(line)
+            while depth > 0 and at < len(lines):
+                taken.append(lines[at])
+                depth += _typst_depth(lines[at])
+                at += 1
+            text = "\n".join(taken)
+            if not _TYPST_SETTING.match(line):
+                shown = _typst_inline(text) if "table(" not in text and "grid(" not in text else ""
+                if not shown:
+                    start = text.find("#")
+                    shown, _ = _typst_call(text, start) if _TYPST_CALL.match(text, start) else ("", 0)
+                if shown:
+                    out.append(shown)
+            continue
+        heading = _TYPST_HEADING.match(line)
+        if heading:
+            flush()
+            out.append("#" * min(6, len(heading.group(1)) + shift) + " " + _typst_inline(heading.group(2)))
+            continue
+        item = _TYPST_ITEM.match(line)
+        term = _TYPST_TERM.match(line)
+        if item or term:
+            flush()
+            if term:
+                indent, text = (
+                    term.group(1),
+                    f"{_typst_inline(term.group(2))}: {_typst_inline(term.group(3))}",
+                )
+                mark = "-"
+            else:
+                assert item is not None
+                indent, text = item.group(1), _typst_inline(item.group(3))
+                mark = "1." if item.group(2) == "+" else "-"
+            out.append(" " * (len(indent) // 2 * 2) + f"{mark} {text}")
+            continue
+        if not stripped:
+            flush()
+            continue
+        paragraph.append(stripped)
+    flush()
+    return _joined_blocks(out)
