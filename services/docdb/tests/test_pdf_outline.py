@@ -300,3 +300,24 @@ def test_of_two_lines_that_read_as_an_entry_s_title_the_one_set_as_a_heading_is_
         "# Tonnage by quay",
         "Tonnage by quay",
     ]
+
+
+def test_a_title_read_twice_on_its_page_is_the_heading_where_it_first_stands(tmp_path: Path) -> None:
+    # an entry that points at the page's foot (a height of 0, as some writers put "anywhere"), whose
+    # title a later line repeats (a figure's label): the first is the section's
+    pdf = write(
+        tmp_path / "twice.pdf",
+        [
+            [
+                text(72, 720, 11, "Tonnage by quay"),
+                *prose(700, 6),
+                text(72, 610, 11, "Tonnage by quay"),
+                *prose(590, 6),
+            ]
+        ],
+        [Bookmark("Tonnage by quay", 0, 0, 0)],
+    )
+    assert [line for line in pdf_text(pdf).splitlines() if "Tonnage" in line] == [
+        "# Tonnage by quay",
+        "Tonnage by quay",
+    ]

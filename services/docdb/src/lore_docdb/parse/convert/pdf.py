@@ -797,9 +797,10 @@ def _dest_top(dest: Any, pdfium_c: Any) -> float | None:
     if mode == pdfium_c.PDFDEST_VIEW_XYZ:
         has_x, has_y, has_zoom = (ctypes.c_int() for _ in range(3))
         x, y, zoom = (ctypes.c_float() for _ in range(3))
-        if pdfium_c.FPDFDest_GetLocationInPage(dest.raw, has_x, has_y, has_zoom, x, y, zoom) and has_y.value:
+        located = pdfium_c.FPDFDest_GetLocationInPage(dest.raw, has_x, has_y, has_zoom, x, y, zoom)
+        if located and has_y.value and y.value > 0:  # 0: the page's foot, as writers put "anywhere"
             return float(y.value)
-    elif mode in (pdfium_c.PDFDEST_VIEW_FITH, pdfium_c.PDFDEST_VIEW_FITBH) and view:
+    elif mode in (pdfium_c.PDFDEST_VIEW_FITH, pdfium_c.PDFDEST_VIEW_FITBH) and view and view[0] > 0:
         return float(view[0])
     return None
 
@@ -975,6 +976,9 @@ def _places(
     return [p._replace(worth=p.worth + STYLED) if p.first in marks[p.page] else p for p in places]
 
 
+_Chain = tuple[float, int, int]  # a chain of places: its worth, its last entry, its last node negated
+
+
 def _in_order(places: list[list[_Place]]) -> dict[int, _Place]:
     """Of each entry's places, at most one, the entries' places in the order of the text (each after
     the one before on its page or on a later page), taken so that they are worth the most: an
@@ -983,10 +987,15 @@ def _in_order(places: list[list[_Place]]) -> dict[int, _Place]:
     spots = sorted({(p.page, p.last) for options in places for p in options})
     rank = {spot: i + 1 for i, spot in enumerate(spots)}
     size = len(spots)
-    tree: list[tuple[float, int]] = [(0.0, -1)] * (size + 1)  # best worth, and its node
+    # per spot, the best chain ending there: its worth, then its last entry (of two entries that
+    # read alike, the later takes the line: a section's `Methods`, not the abstract's part listed
+    # before it), then its last node negated (of one entry's places, the first: a title before a
+    # later line that reads like it)
+    none: _Chain = (0.0, -1, 1)
+    tree: list[_Chain] = [none] * (size + 1)
     nodes: list[tuple[int, _Place, int]] = []  # entry, place, the node before it
 
-    def best_before(page: int, first: int) -> tuple[float, int]:
+    def best_before(page: int, first: int) -> _Chain:
         # the chains that end on a line before this place: ranks of spots < (page, first)
         low, high = 0, size
         while low < high:
@@ -995,7 +1004,7 @@ def _in_order(places: list[list[_Place]]) -> dict[int, _Place]:
                 low = middle + 1
             else:
                 high = middle
-        at, best = low, (0.0, -1)
+        at, best = low, none
         while at > 0:
             best = max(best, tree[at])
             at -= at & -at
@@ -1004,20 +1013,20 @@ def _in_order(places: list[list[_Place]]) -> dict[int, _Place]:
     for number, options in enumerate(places):
         ends = []
         for place in options:
-            worth, before = best_before(place.page, place.first)
-            nodes.append((number, place, before))
-            ends.append((rank[(place.page, place.last)], (worth + place.worth, len(nodes) - 1)))
+            worth, _entry, before = best_before(place.page, place.first)
+            nodes.append((number, place, -before))
+            ends.append((rank[(place.page, place.last)], (worth + place.worth, number, 1 - len(nodes))))
         for at, value in ends:  # after every place of the entry is weighed: one place per entry
             while at <= size:
                 tree[at] = max(tree[at], value)
                 at += at & -at
-    best = (0.0, -1)
+    best = none
     at = size
     while at > 0:
         best = max(best, tree[at])
         at -= at & -at
     chosen: dict[int, _Place] = {}
-    node = best[1]
+    node = -best[2]
     while node >= 0:
         number, place, node = nodes[node]
         chosen[number] = place
