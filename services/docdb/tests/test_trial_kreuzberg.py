@@ -206,7 +206,8 @@ def test_fictionbook_reads_its_title_sections_poems_tables_and_notes(tmp_path: P
 DOCBOOK = (
     '<?xml version="1.0"?><article xmlns="http://docbook.org/ns/docbook" version="5.0">'
     "<info><title>Harbour Guide</title></info>"
-    "<section><title>Ports</title><para>Two ports <emphasis>open</emphasis> at dawn.</para>"
+    "<section><title>Ports</title><para>Two ports <emphasis>open</emphasis> at dawn "
+    '(<xref linkend="pilots"/>).</para>'
     "<itemizedlist><listitem><para>Dover</para></listitem><listitem><para>Calais</para>"
     "<orderedlist><listitem><para>north pier</para></listitem></orderedlist></listitem></itemizedlist>"
     "<variablelist><varlistentry><term>ebb</term><listitem><para>falling tide</para></listitem>"
@@ -214,7 +215,8 @@ DOCBOOK = (
     "<table><title>Times</title><tgroup cols='2'><thead><row><entry>Port</entry><entry>Time</entry></row>"
     "</thead><tbody><row><entry>Dover</entry><entry>06:12</entry></row></tbody></tgroup></table>"
     "<programlisting language='sh'>tide --port dover</programlisting>"
-    "<section><title>Pilots</title><note><para>Call ahead.</para></note></section></section></article>"
+    "<section xml:id='pilots'><title>Pilots</title><note><para>Call ahead.</para></note></section>"
+    "</section></article>"
 )
 
 
@@ -222,7 +224,7 @@ def test_docbook_reads_its_sections_lists_tables_and_code_under_dbk_and_xml(tmp_
     expected = [
         "# Harbour Guide",
         "## Ports",
-        "Two ports open at dawn.",
+        "Two ports open at dawn (Pilots).",
         "- Dover\n- Calais\n  1. north pier\n- ebb: falling tide",
         "Times",
         "| Port | Time |\n|---|---|\n| Dover | 06:12 |",

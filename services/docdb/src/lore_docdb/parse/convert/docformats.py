@@ -243,11 +243,14 @@ def _name(element: Any) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
-def _inline(element: Any, skip: frozenset[str] = frozenset()) -> str:
-    """An element's text with everything inside it, on one line; elements named in `skip` left out."""
+def _inline(element: Any, skip: frozenset[str] = frozenset(), refs: dict[str, str] | None = None) -> str:
+    """An element's text with everything inside it, on one line; elements named in `skip` left out;
+    a DocBook cross-reference (`<xref linkend="ch02"/>`, empty) as its target's label or title."""
     parts: list[str] = []
 
     def walk(node: Any) -> None:
+        if refs is not None and _name(node) == "xref":
+            parts.append(refs.get(node.get("linkend") or "", ""))
         if node.text and _name(node):
             parts.append(node.text)
         for child in node:
@@ -313,6 +316,10 @@ class _Blocks:
         self.sections, self.titles, self.paragraphs = sections, titles, paragraphs
         self.lists, self.items, self.code, self.skip, self.lines = lists, items, code, skip, lines
         self.out: list[str] = []
+        self.refs: dict[str, str] | None = None  # DocBook: what each id's cross-references say
+
+    def inline(self, element: Any) -> str:
+        return _inline(element, self.skip, self.refs)
 
     def heading(self, level: int, text: str) -> None:
         if text:
@@ -345,9 +352,9 @@ class _Blocks:
         elif name in ("table", "informaltable", "simplelist") and self.table(element):
             pass
         elif name in self.lines:  # a poem's stanza: its lines together
-            self.out.append("\n".join(_inline(v, self.skip) for v in element if _inline(v, self.skip)))
+            self.out.append("\n".join(self.inline(v) for v in element if self.inline(v)))
         elif name in self.paragraphs or (element.text and element.text.strip()):
-            self.paragraph(_inline(element, self.skip))
+            self.paragraph(self.inline(element))
         else:
             for child in element:
                 self.walk(child, level)
@@ -358,7 +365,7 @@ class _Blocks:
 
     def title_text(self, element: Any) -> str:
         """A title's text; a title of several paragraphs (FictionBook's) on one line."""
-        return _inline(element, self.skip)
+        return self.inline(element)
 
     def list(self, element: Any, depth: int) -> None:
         ordered = _name(element) in ("orderedlist",)
@@ -373,7 +380,7 @@ class _Blocks:
                 if _name(child) in self.lists:
                     nested.append(child)
                 elif _name(child) and _name(child) not in self.skip:
-                    text_parts.append(_inline(child, self.skip))
+                    text_parts.append(self.inline(child))
             if item.text and item.text.strip():
                 text_parts.insert(0, " ".join(item.text.split()))
             if _name(item) == "varlistentry":  # a term and its definition
@@ -389,8 +396,8 @@ class _Blocks:
             return False
         for child in element:
             if _name(child) in self.titles or _name(child) == "caption":
-                self.paragraph(_inline(child, self.skip))
-        cells = [[_inline(c, self.skip) for c in row if _name(c) in ("entry", "td", "th")] for row in rows]
+                self.paragraph(self.inline(child))
+        cells = [[self.inline(c) for c in row if _name(c) in ("entry", "td", "th")] for row in rows]
         table = md_table(cells)
         if table:
             self.out.append(table)
@@ -477,6 +484,25 @@ def docbook_markdown(path: Path) -> str:
     return docbook_root_markdown(root)
 
 
+def _docbook_labels(root: Any) -> dict[str, str]:
+    """Each id's label for a cross-reference to it: its `xreflabel`, else its title's text (an
+    `<info>` title too), else its own text (a command's name)."""
+    labels: dict[str, str] = {}
+    for element in root.iter():
+        if not _name(element):
+            continue
+        key = element.get("id") or element.get("{http://www.w3.org/XML/1998/namespace}id")
+        if not key:
+            continue
+        label = element.get("xreflabel") or ""
+        if not label:
+            holders = [element, *(c for c in element if _name(c) in ("info", "bookinfo", "chapterinfo"))]
+            title = next((c for h in holders for c in h if _name(c) == "title"), None)
+            label = _inline(title if title is not None else element, _DOCBOOK_SKIP)
+        labels[key] = " ".join(label.split()[:20])
+    return labels
+
+
 def docbook_root_markdown(root: Any) -> str:
     blocks = _Blocks(
         sections=_DOCBOOK_SECTIONS,
@@ -487,6 +513,7 @@ def docbook_root_markdown(root: Any) -> str:
         code=frozenset({"programlisting", "screen", "literallayout", "synopsis", "programlistingco"}),
         skip=_DOCBOOK_SKIP,
     )
+    blocks.refs = _docbook_labels(root)
     blocks.walk(root, 1)
     text = blocks.markdown()
     if not text.strip():
