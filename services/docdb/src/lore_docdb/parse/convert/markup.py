@@ -19,6 +19,9 @@ _BLOCKS = {
     "html", "legend", "li", "main", "menu", "nav", "ol", "p", "pre", "section", "summary", "table", "td",
     "th", "ul",
 }  # fmt: skip
+# the blocks and headings as lxml's `iter` takes them (any namespace: an EPUB's XHTML), so that the
+# page's other elements are passed over in C
+_BLOCK_TAGS = [f"{{*}}{tag}" for tag in sorted(_BLOCKS | {f"h{n}" for n in range(1, 7)})]
 # what stays a structure of its own inside a list item (a paragraph or a box in it is the item's text)
 _STRUCTURES = {"blockquote", "dl", "menu", "ol", "pre", "table", "ul"}
 # inline elements set apart by a space: a line break; superscripts and subscripts, so a footnote mark
@@ -105,13 +108,11 @@ def _holding_blocks(root: Any) -> set[Any]:
     `<center>`, `<span><p>...</p></span>`, a heading inside a link (`<a><h2>...</h2></a>`) is not
     flattened into one line."""
     holding: set[Any] = set()
-    for element in root.iter():
-        tag = _tag(element)
-        if tag in _BLOCKS or _HEADING.fullmatch(tag):
-            parent = element.getparent()
-            while parent is not None and parent not in holding:
-                holding.add(parent)
-                parent = parent.getparent()
+    for element in root.iter(*_BLOCK_TAGS):
+        parent = element.getparent()
+        while parent is not None and parent not in holding:
+            holding.add(parent)
+            parent = parent.getparent()
     return holding
 
 
@@ -356,7 +357,11 @@ def _words(text: str) -> int:
 def _furniture_name(element: Any) -> bool:
     """A class of the element names furniture (`share-buttons`, `cookie-banner`, `site-footer`). Ids
     are not read: they are often a heading's slug (`#market-share`), and added nothing measurable."""
-    for name in (element.get("class") or "").split():
+    classes = element.get("class") or ""
+    lowered = classes.lower()
+    if not any(word in lowered for word in _FURNITURE_WORDS):  # a cheap first look
+        return False
+    for name in classes.split():
         parts = [p.lower() for p in _NAME_PARTS.split(name) if p]
         if len(parts) <= FURNITURE_NAME_PARTS and not _FURNITURE_WORDS.isdisjoint(parts):
             return True
@@ -384,21 +389,21 @@ def _drop_furniture(root: Any) -> None:
     them 50 of its 520 headings missed."""
     box = _main_box(root)
     keep = set(box.iterancestors()) | {box} if box is not None else set()
-    inside = set(box.iterdescendants()) if box is not None else set()
-    total = _words(root.text_content()) or 1
+    total = 0
     gone: set[Any] = set()
-    for element in root.iter():
-        tag = _tag(element)
-        if tag not in _BLOCKS or tag in ("html", "body", "main", "article") or element in keep:
-            continue
+    for element in root.iter(*_BLOCK_TAGS):
         role = (element.get("role") or "").lower()
+        tag = _tag(element)
         named = role in _FURNITURE_ROLES or _furniture_name(element)
-        if not named and (tag not in _FURNITURE_TAGS or element in inside):
+        if not named and (tag not in _FURNITURE_TAGS or box in element.iterancestors()):
+            continue
+        if tag not in _BLOCKS or tag in ("html", "body", "main", "article") or element in keep:
             continue
         if role == "main" or any(parent in gone for parent in element.iterancestors()):
             continue
         if any(_tag(e) in ("h1", "main", "article") for e in element.iterdescendants()):
             continue
+        total = total or _words(root.text_content()) or 1
         if _words(element.text_content()) > FURNITURE_MAX_SHARE * total:
             continue
         gone.add(element)
