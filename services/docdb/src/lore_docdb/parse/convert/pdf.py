@@ -917,9 +917,10 @@ def _ranks(
     level of the entries found in the same type (most of them), so that a section the outline
     leaves out (`References`) sits beside its like; in a type larger than any entry's, the level
     of the next smaller type's entries; in a type smaller than all, one below the outline's deepest.
-    Holding out a third of seven outlines' entries (1,061) and guessing them from type: 54 % came
-    back at the outline's level (93 % of those found), against 18 % at the type's own levels and 2 %
-    ranked below the outline's deepest level; dropping the guesses would lose 57 % found."""
+    Holding out each third of eight real outlines' entries in turn (1,079) and guessing them from
+    type: 54 % came back at the outline's level (94 % of those found) and 46 % under the right
+    parent, against 18 % and 27 % at the type's own levels and 2 % and 14 % ranked below the
+    outline's deepest level; dropping the guesses would lose the 58 % found."""
     deepest = max(outline[number].level for number in chosen) + 1
     pairs: dict[int, Counter[int]] = {}
     for number, place in chosen.items():
