@@ -867,7 +867,7 @@ def _outline_marks(
             whole = plain[at]
             if not whole:
                 continue
-            bare = _key(_unnumbered(lines[first])) if len(whole) > 2 else whole
+            bare = _key(_unnumbered(lines[first]))
             for more in range(min(TITLE_LINES, len(filled) - at)):
                 if more:
                     whole += plain[at + more]
