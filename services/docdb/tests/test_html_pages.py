@@ -53,10 +53,10 @@ def test_a_list_set_straight_inside_a_list_is_kept_nested() -> None:
         "<li>Pick one at random.</li></ol>"
     )
     assert html_markdown(html).split("\n\n") == [
-        "- Find candidate placements:",
-        "  - Consider routable placements in the other half.",
-        "  - Else anywhere.",
-        "- Pick one at random.",
+        "1. Find candidate placements:",
+        "  1. Consider routable placements in the other half.",
+        "  2. Else anywhere.",
+        "2. Pick one at random.",
     ]
 
 
@@ -226,3 +226,21 @@ def test_soft_hyphens_and_zero_width_spaces_do_not_cut_words() -> None:
     assert html_markdown(html) == (
         "A message from Russian President Vladimir Putin, incroyable, twocents.lifehacker.com"
     )
+
+
+def test_an_ordered_lists_items_keep_their_numbers() -> None:
+    """A step or a clause is cited by its number: `<ol>` items read `1.`, `2.`, from the list's
+    `start` and an item's own `value` (they read `- ` before, the numbers lost)."""
+    html = (
+        "<ol><li>Unplug the lamp before you clean it.</li><li>Wipe the glass with a dry cloth.</li></ol>"
+        '<ol start="4"><li>Check the wick.</li><li value="9">Trim it level.</li><li>Light it.</li></ol>'
+        "<ul><li>A bullet stays a bullet.</li></ul>"
+    )
+    assert html_markdown(html).split("\n\n") == [
+        "1. Unplug the lamp before you clean it.",
+        "2. Wipe the glass with a dry cloth.",
+        "4. Check the wick.",
+        "9. Trim it level.",
+        "10. Light it.",
+        "- A bullet stays a bullet.",
+    ]

@@ -179,6 +179,7 @@ class _Walker:
             # text set straight in the list (old pages indent a paragraph with `<ul>text</ul>`) is a
             # paragraph; a list set straight inside a list (`<ul><ul>`) is nested
             stray = [element.text or ""]
+            number = _start(element) if tag == "ol" else None
             for item in element:
                 item_tag = _tag(item)
                 if (
@@ -190,7 +191,10 @@ class _Walker:
                     self.emit("".join(stray))
                     stray = []
                     if item_tag == "li":
-                        self.list_item(item, depth)
+                        if number is not None:
+                            number = _start(item, number)
+                        self.list_item(item, depth, "- " if number is None else f"{number}. ")
+                        number = None if number is None else number + 1
                     else:
                         self.walk(item, depth + 1)
                 elif item_tag == "br":
@@ -220,8 +224,8 @@ class _Walker:
             inline.append(child.tail or "")
         self.emit("".join(inline))
 
-    def list_item(self, item: Any, depth: int) -> None:
-        """One `- ` line: the item's text with its paragraphs and boxes apart (`<li><p>One.</p><p>Two.
+    def list_item(self, item: Any, depth: int, marker: str = "- ") -> None:
+        """One `- ` line (`3. ` in an ordered list): the item's text with its paragraphs and boxes apart (`<li><p>One.</p><p>Two.
         </p></li>` is not `One.Two.`); its lists, tables, code and headings nested under it."""
         inline = [item.text or ""]
         nested = []
@@ -238,9 +242,16 @@ class _Walker:
                 inline.append(child.tail or "")
         text = _SPACES.sub(" ", "".join(inline)).strip()
         if text:
-            self.out.append("  " * depth + "- " + text)
+            self.out.append("  " * depth + marker + text)
         for child in nested:
             self.walk(child, depth + 1)
+
+
+def _start(element: Any, default: int = 1) -> int:
+    """An ordered list's first number (`<ol start="3">`) or an item's own (`<li value="7">`), whose
+    number is part of its text: a step or a clause is cited by it."""
+    value = element.get("start" if _tag(element) == "ol" else "value", "")
+    return int(value) if value.strip().isdigit() and len(value.strip()) < 9 else default
 
 
 def _has_structure(element: Any) -> bool:
