@@ -170,3 +170,29 @@ def test_heading_over_a_group_of_columns_joins_the_header(tmp_path: Path) -> Non
     assert got[1:] == rows[1:]
     assert " ".join(got[0]).split() == ["Year", "Total", "White", "Race/ethnicity", "Black", "Hispanic"]
     assert "Table 3. Enrollment in public schools, by race/ethnicity" in out.splitlines()
+
+
+def test_long_labels_beside_figures_stay_in_the_table_over_another_alike(tmp_path: Path) -> None:
+    """Two tables of the same long labels (`Projections of Education Statistics to 2017`), one under the
+    other: the labels of the one under are rows beside figures, not the page's other column of text
+    going on, so each table keeps its column of labels beside its figures."""
+    labels = [f"Projections of Education Statistics to {year}" for year in range(2017, 2021)]
+    first = [["49,644", "49,825", "50,067"], ["49,470", "49,623", "49,788"], ["48,901", "49,265", "49,312"]]
+    second = [["0.7", "1.1", "1.4"], ["0.4", "0.7", "0.8"], ["0.1", "0.2", "0.3"]]
+    ops = [text(72, 720, "Table A-3. Example of constructing mean absolute percentage errors", 9)]
+    tables = [(690, "Projected enrollment, in thousands", first), (630, "Percentage difference", second)]
+    for top, heading, figures in tables:
+        ops.append(text(330, top + 12, heading, 8))
+        rows = [[label, *row] for label, row in zip(labels, figures, strict=False)]
+        ops += [
+            op.replace("/F1 10 Tf", "/F1 8 Tf")
+            for op in columns_at_a_time(rows, [36, 300, 380, 460], top, 11)
+        ]
+    pdf = tmp_path / "stacked.pdf"
+    pdf.write_bytes(pages_pdf([ops]))
+    got = table_lines(pdf_text(pdf))
+    for labels_figures in (
+        [[label, *row] for label, row in zip(labels, rows, strict=False)] for rows in (first, second)
+    ):
+        for row in labels_figures:
+            assert row in got

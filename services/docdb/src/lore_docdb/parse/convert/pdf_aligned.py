@@ -565,14 +565,21 @@ def _trimmed(block: list[_Line], cuts: list[float], page: list[_Line]) -> tuple[
             for cell in line.cells
         )
 
-    def goes_on(side: int, cut: float, width: float) -> bool:
+    def goes_on(side: int, cut: float, width: float) -> bool:  # a line beside figures is a table's row
         top, bottom, reach = block[0].top, block[-1].bottom, GOES_ON * body
         return any(
-            (cell.x0 - cut) * side > 0 and cell.x1 - cell.x0 >= FULL_LINE * width
+            (cell.x0 - cut) * side > 0
+            and (cell.x1 - cut) * side > 0  # all on that side: a title over the whole table is no column
+            and cell.x1 - cell.x0 >= FULL_LINE * width
             for line in page
-            if top - reach <= line.bottom <= top or bottom <= line.top <= bottom + reach
+            if (top - reach <= line.bottom <= top or bottom <= line.top <= bottom + reach)
+            and not figures_beside(line, side, cut)
             for cell in line.cells
         )
+
+    def figures_beside(line: _Line, side: int, cut: float) -> bool:
+        there = [c.text for c in line.cells if (c.x0 - cut) * side < 0]
+        return bool(there) and 2 * sum(map(_numeric, there)) >= len(there)
 
     changed = True
     sides = 0  # columns of text beside the table taken off
