@@ -4,7 +4,10 @@ title row, formulas. Each page here is a few lines written for the test."""
 
 from __future__ import annotations
 
-from lore_docdb.parse.convert.markup import html_markdown
+import zipfile
+from pathlib import Path
+
+from lore_docdb.parse.convert.markup import epub_markdown, html_markdown
 
 
 def test_words_either_side_of_a_link_stay_apart() -> None:
@@ -243,4 +246,34 @@ def test_an_ordered_lists_items_keep_their_numbers() -> None:
         "9. Trim it level.",
         "10. Light it.",
         "- A bullet stays a bullet.",
+    ]
+
+
+def test_an_epubs_title_authors_and_blurb_are_read(tmp_path: Path) -> None:
+    """Many books name neither their title nor their author in a chapter: the package's metadata
+    comes first, so a search for the author or the blurb's words finds the book (markitdown's test
+    EPUB read as its chapters only)."""
+    opf = (
+        '<package xmlns="http://www.idpf.org/2007/opf" xmlns:dc="http://purl.org/dc/elements/1.1/">'
+        "<metadata><dc:title>The Lamplighter's Year</dc:title><dc:creator>Ann Tern</dc:creator>"
+        "<dc:creator>Rob Gull</dc:creator><dc:date>1911</dc:date>"
+        "<dc:description>&lt;p&gt;A year of lamps &lt;b&gt;on the north coast&lt;/b&gt;.&lt;/p&gt;"
+        "</dc:description></metadata>"
+        '<manifest><item id="c1" href="one.xhtml" media-type="application/xhtml+xml"/></manifest>'
+        '<spine><itemref idref="c1"/></spine></package>'
+    )
+    path = tmp_path / "book.epub"
+    with zipfile.ZipFile(path, "w") as book:
+        book.writestr("mimetype", "application/epub+zip")
+        book.writestr(
+            "META-INF/container.xml",
+            '<container><rootfiles><rootfile full-path="OEBPS/book.opf"/></rootfiles></container>',
+        )
+        book.writestr("OEBPS/book.opf", opf)
+        book.writestr("OEBPS/one.xhtml", "<html><body><h1>January</h1><p>Snow on the quay.</p></body></html>")
+    assert epub_markdown(path).split("\n\n") == [
+        "Title: The Lamplighter's Year\nAuthors: Ann Tern, Rob Gull\nDate: 1911",
+        "A year of lamps on the north coast.",
+        "# January",
+        "Snow on the quay.",
     ]

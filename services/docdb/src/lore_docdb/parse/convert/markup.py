@@ -225,8 +225,9 @@ class _Walker:
         self.emit("".join(inline))
 
     def list_item(self, item: Any, depth: int, marker: str = "- ") -> None:
-        """One `- ` line (`3. ` in an ordered list): the item's text with its paragraphs and boxes apart (`<li><p>One.</p><p>Two.
-        </p></li>` is not `One.Two.`); its lists, tables, code and headings nested under it."""
+        """One `- ` line (`3. ` in an ordered list): the item's text with its paragraphs and boxes
+        apart (`<li><p>One.</p><p>Two.</p></li>` is not `One.Two.`); its lists, tables, code and
+        headings nested under it."""
         inline = [item.text or ""]
         nested = []
         for child in item:
@@ -516,12 +517,35 @@ def epub_markdown(path: Path) -> str:
         package = etree.fromstring(read(archive, package_path), parser)
         base = posixpath.dirname(package_path)
         hrefs = {item.get("id"): item.get("href") for item in package.xpath("//*[local-name()='item']")}
-        parts = []
+        parts = [_epub_metadata(package)]
         for ref in package.xpath("//*[local-name()='itemref']/@idref"):
             href = hrefs.get(ref)
             if href:
                 parts.append(html_markdown(read(archive, posixpath.normpath(posixpath.join(base, href)))))
     return "\n\n".join(p for p in parts if p)
+
+
+_EPUB_FIELDS = (("title", "Title"), ("creator", "Authors"), ("publisher", "Publisher"), ("date", "Date"))
+
+
+def _epub_metadata(package: Any) -> str:
+    """The book's title, authors, publisher and date as lines, and its description as a paragraph,
+    from the package's Dublin Core: a search for a book's author or blurb finds the book, and many
+    books name neither in their chapters."""
+    lines = []
+    for name, label in _EPUB_FIELDS:
+        values = [
+            " ".join(str(text).split())
+            for text in package.xpath(f"//*[local-name()='metadata']/*[local-name()='{name}']/text()")
+        ]
+        values = list(dict.fromkeys(v for v in values if v))
+        if values:
+            lines.append(f"{label}: {', '.join(values)}")
+    descriptions = package.xpath("//*[local-name()='metadata']/*[local-name()='description']")
+    about = " ".join(str(d.xpath("string()")) for d in descriptions).strip()
+    if "<" in about:  # a blurb written as escaped HTML
+        about = html_markdown(about)
+    return "\n".join(lines) + (f"\n\n{about}" if about else "")
 
 
 HTML_BLOCK_LOOKAHEAD = 500  # lines an HTML block's closing tag is looked for past its first blank line
