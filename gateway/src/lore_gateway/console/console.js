@@ -353,10 +353,13 @@ document.addEventListener("alpine:init", () => {
         this.answer = reply;
       }).finally(() => { this.busy = false; });
     },
-    // Where a passage or citation sits: its pages (a PDF) and the titles of its sections.
+    // Where a passage or citation sits: its pages (a PDF, a Word file) or slides (a presentation,
+    // told by its file's suffix) and the titles of its sections.
     place(p) {
       if (!p) return "";
-      const pages = p.page == null ? "" : (p.page_end && p.page_end !== p.page ? `pp. ${p.page}-${p.page_end}` : `p. ${p.page}`);
+      const slides = /\.(pptx?|odp)$/i.test(p.source_file || p.kb_name || p.file || "");
+      const [one, many] = slides ? ["slide", "slides"] : ["p.", "pp."];
+      const pages = p.page == null ? "" : (p.page_end && p.page_end !== p.page ? `${many} ${p.page}-${p.page_end}` : `${one} ${p.page}`);
       return [pages, (p.heading_path || []).join(" › ")].filter(Boolean).join(", ");
     },
     // The passage behind [n]: the cited chunk itself (an older server names none: the file's first).

@@ -385,12 +385,19 @@ class ChatAnswer(CitedAnswer[Passages, Citation, ChatResponse]):
         )
 
 
+SLIDE_SUFFIXES = (".pptx", ".ppt", ".odp")  # a presentation's pages are its slides
+
+
 def place(hit: Hit) -> str:
-    """Where a passage sits, as the model is shown it: `guide.pdf, p. 3, Guide > Install`."""
+    """Where a passage sits, as the model is shown it: `guide.pdf, p. 3, Guide > Install`; in a
+    presentation `deck.pptx, slide 3`."""
     parts = [path_of(hit.file) or hit.dataset]
     if hit.page_start is not None:
-        last = hit.page_end if hit.page_end is not None else hit.page_start
-        parts.append(f"p. {hit.page_start}" if last == hit.page_start else f"pp. {hit.page_start}-{last}")
+        first, last = hit.page_start, hit.page_end if hit.page_end is not None else hit.page_start
+        if hit.file.lower().endswith(SLIDE_SUFFIXES):
+            parts.append(f"slide {first}" if last == first else f"slides {first}-{last}")
+        else:
+            parts.append(f"p. {first}" if last == first else f"pp. {first}-{last}")
     if hit.heading_path:
         parts.append(" > ".join(hit.heading_path))
     return ", ".join(p for p in parts if p)
