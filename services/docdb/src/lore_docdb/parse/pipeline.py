@@ -56,11 +56,15 @@ CAPTION_PROMPT = (
 STAGES = ("extract", "chunk", "embed", "index", "graph", "merge")
 # Bump when a converter's output changes (its library or its code), or the chunker's: a file parsed
 # under another version is parsed again by the next parse, changed or not.
-CONVERTER_VERSION = "8"
+CONVERTER_VERSION = "9"
 CHUNKER_VERSION = "structured-3"
 NODE_FIELDS = ("id", "name", "type", "description", "mentions")
 EDGE_FIELDS = ("source_id", "target_id", "description", "weight")
-PAGED_SUFFIXES = frozenset({".pdf"})  # converters that split pages by form feeds
+PAGED_SUFFIXES = frozenset({".pdf", ".tif", ".tiff"})  # converters that split pages by form feeds
+# Paged where the converter found the pages (a form feed in the text): a presentation's slides, a
+# Word or OpenDocument text's pages as its writer last laid them out; without, a chunk has no page,
+# not page 1 (a one-slide deck, a file whose breaks did not add up).
+PAGED_WHEN_FOUND = frozenset({".pptx", ".ppt", ".odp", ".docx", ".odt"})
 
 
 class Cancelled(Exception):
@@ -372,11 +376,13 @@ class ParsePipeline:
 
     def _chunk_all(self, task_id: str, texts: list[tuple[str, str]]) -> list[Chunk]:
         """Each file's chunks, cut where its structure allows (`lore_common.structured_chunks`); the
-        pages of a PDF are counted by the form feeds its converter writes between them."""
+        pages of a PDF, a TIFF, a presentation's slides, a Word or OpenDocument text's pages are
+        counted by the form feeds its converter writes between them."""
         config = self.settings.parameter.chunk_config
         chunks: list[Chunk] = []
         for file, text in texts:
-            paged = Path(file).suffix.lower() in PAGED_SUFFIXES
+            suffix = Path(file).suffix.lower()
+            paged = suffix in PAGED_SUFFIXES or (suffix in PAGED_WHEN_FOUND and "\f" in text)
             for position, piece in enumerate(
                 chunk_structured(text, config.chunk_size, config.overlap, paged=paged)
             ):

@@ -23,6 +23,7 @@ from typing import Any
 
 from lore_docdb.parse.convert.common import (
     ENCRYPTED,
+    PAGE_BREAK,
     decode,
     refused,
     rust_panics,
@@ -77,6 +78,7 @@ def docling_markdown(path: Path, as_suffix: str | None = None, stream: Any = Non
         with rust_panics():
             result = _converter().convert(DocumentStream(name=path.stem + ".doc", stream=BytesIO(named)))
     layers = {ContentLayer.BODY, ContentLayer.NOTES}
+    _mark_slides(result.document)
     markdown = str(result.document.export_to_markdown(included_content_layers=layers))
     if rewritten is None and path.suffix.lower() == ".doc":
         markdown = bold_headings(markdown)  # a Word 97 file: only its Markdown tells what is bold
@@ -91,7 +93,30 @@ def docling_markdown(path: Path, as_suffix: str | None = None, stream: Any = Non
             markdown = ppt95_text(path.read_bytes())
     for marker, chunk in inserts.items():  # a Word file's chunks of HTML, RTF or text, in place
         markdown = markdown.replace(marker, chunk)
-    return markdown
+    return _PAGE_PARAGRAPH.sub(f"\n\n{PAGE_BREAK}\n\n", markdown).strip(" \n")
+
+
+# A paragraph of its own where a page or a slide begins, made a form feed once the Markdown is tidied
+# (`str.splitlines` splits at a form feed, so one would not live through `plain_markdown`).
+PAGE_MARKER = "LorePageBreakHere"
+_PAGE_PARAGRAPH = re.compile(rf"\s*\b{PAGE_MARKER}\b\s*")
+_SLIDE_GROUP = re.compile(r"^slide-\d+$")
+
+
+def _mark_slides(document: Any) -> None:
+    """A page marker before each slide but the first: docling-rs puts a PPTX's or an ODP's slides in
+    groups of their own (`slide-0`, `slide-1`), each slide's comments after its group. Its items'
+    page numbers would serve too, but docling's `page_break_placeholder` misplaces them (no break
+    before a slide that starts with a list, a slide's comments have no page)."""
+    from docling_core.types.doc.labels import DocItemLabel
+
+    slides = [
+        child
+        for child in (ref.resolve(document) for ref in document.body.children)
+        if getattr(child, "label", None) == "chapter" and _SLIDE_GROUP.match(getattr(child, "name", ""))
+    ]
+    for slide in slides[1:]:
+        document.insert_text(sibling=slide, label=DocItemLabel.TEXT, text=PAGE_MARKER, after=False)
 
 
 def _with_word97_headers(markdown: str, data: bytes) -> str:
@@ -112,11 +137,11 @@ MIN_ANCHOR = 3  # characters of a slide's first line by which it is found in the
 def _with_ppt_notes(markdown: str, data: bytes) -> str:
     """A PowerPoint 97 presentation with each of its paragraphs once and its speaker notes after
     their slide, as a PPTX's come: before the paragraph where the next slide's first line is (the
-    slides found in order), or at the end. A file saved by incremental edits holds its slides once
-    per save and docling-rs read them all, one copy after another (a presentation 14 times over,
-    the first copy with its text boxes, the others their placeholders' text only): a paragraph an
-    earlier copy has is left out, so what is left of a later copy is the text an edit changed,
-    under its heading."""
+    slides found in order), or at the end; a page marker there too where every slide was found.
+    A file saved by incremental edits holds its slides once per save and docling-rs read them all,
+    one copy after another (a presentation 14 times over, the first copy with its text boxes, the
+    others their placeholders' text only): a paragraph an earlier copy has is left out, so what is
+    left of a later copy is the text an edit changed, under its heading."""
     from lore_docdb.parse.convert.ppt97 import ppt_notes
 
     slides, edits = ppt_notes(data)
@@ -124,10 +149,13 @@ def _with_ppt_notes(markdown: str, data: bytes) -> str:
     if edits > 1:
         paragraphs = _without_repeats(paragraphs)
     anchors = [first if len(first) >= MIN_ANCHOR else "" for first, _ in slides]
-    if not any(notes for _, notes in slides):
+    starts = _found_in_order(paragraphs, anchors, 0)
+    # where each slide but the first begins, only when every slide's first line was found: one
+    # missing (a slide of pictures, a line docling-rs reads otherwise) would put later ones off
+    pages = set() if edits > 1 or None in starts else {s for s in starts[1:] if s is not None}
+    if not any(notes for _, notes in slides) and not pages:
         return "\n\n".join(paragraphs)
     said = {paragraph.strip() for paragraph in paragraphs}
-    starts = _found_in_order(paragraphs, anchors, 0)
     before: dict[int, list[str]] = {}
     for n, (_, notes) in enumerate(slides):
         fresh = [line for line in notes if line not in said]
@@ -137,6 +165,7 @@ def _with_ppt_notes(markdown: str, data: bytes) -> str:
     out: list[str] = []
     for n, paragraph in enumerate([*paragraphs, ""]):
         out += before.get(n, [])
+        out += [PAGE_MARKER] if n in pages else []
         out.append(paragraph)
     return "\n\n".join(p for p in out if p)
 
@@ -670,6 +699,16 @@ def _inside_box(node: Any, paragraph: Any) -> bool:
 
 def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
     document = _xml(archive.read(main))
+    body = document.find(W + "body")
+    pages = _page_breaks(
+        body,
+        list(document.iter(W + "lastRenderedPageBreak")),
+        W + "tr",
+        W + "t",
+        (W + "txbxContent",),
+        _stated_pages(archive, "docProps/app.xml", _WORD_PAGES),
+    )
+    original = set(body) if body is not None else set()
     chunks = _alt_chunks(archive, main, document)
     noted = _with_notes(archive, main, document)
     drawn = _word_diagrams(archive, main, document)
@@ -689,9 +728,11 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
             ("[Content_Types].xml", "/" + main, "/" + WORD_MAIN),
         ):
             changed[part] = _read(archive, part).replace(old.encode(), new.encode())
-    elif not levels and not chunks and not noted and not drawn and not joined and not framed:
+    elif not levels and not chunks and not noted and not drawn and not joined and not framed and not pages:
         return None
     from lxml import etree
+
+    _mark_pages(pages, original, lambda: _word_paragraph(PAGE_MARKER))
 
     inserts: dict[str, str] = {}
     for n, (element, markdown) in enumerate(chunks):
@@ -718,6 +759,84 @@ def _docx_with_headings(archive: zipfile.ZipFile, main: str) -> Prepared | None:
 
 
 R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+_WORD_PAGES = re.compile(rb"<(?:\w+:)?Pages>\s*(\d+)\s*<")
+_ODF_PAGES = re.compile(rb'meta:page-count="(\d+)"')
+PageBreaks = list[tuple[Any, bool]]  # (a block of the body, the page starts before it)
+
+
+def _stated_pages(archive: zipfile.ZipFile, part: str, pattern: re.Pattern[bytes]) -> int | None:
+    """How many pages the writer said the document had when it saved it; None when it did not say."""
+    found = pattern.search(_read(archive, part))
+    return int(found.group(1)) if found else None
+
+
+def _page_breaks(
+    body: Any, breaks: list[Any], row: str, text: str | None, boxes: tuple[str, ...], stated: int | None
+) -> PageBreaks:
+    """Where pages began when the writer last laid the document out (Word's `lastRenderedPageBreak`,
+    LibreOffice's `soft-page-break`, which both write for every page, a hard break's too), each at a
+    block of the body (a paragraph, a table): before it when the page began at its start, else after
+    it, so that no paragraph is cut in two and a passage is cited by the page it starts on (a table
+    that runs over pages is on its first; its rows are not told apart). A table row that runs onto
+    the next page has a break in each of its cells: one page. Only when the breaks
+    add up to the pages the writer counted at that save: a file another program wrote or changed
+    after (breaks it did not write, or left stale) has no pages, never wrong ones."""
+    if body is None or not breaks or stated is None:
+        return []
+    found: PageBreaks = []
+    rows: set[Any] = set()
+    for mark in breaks:
+        if any(a.tag in boxes for a in mark.iterancestors()):
+            continue  # a text box's: its anchor's page, not the flow's
+        block, at_row = mark, None
+        while block.getparent() is not None and block.getparent() is not body:
+            at_row = block if block.tag == row else at_row  # the outermost table's row
+            block = block.getparent()
+        if block.getparent() is None or (at_row is not None and at_row in rows):
+            continue
+        if at_row is not None:
+            rows.add(at_row)
+            first = next(block.iter(row)) is at_row  # past a table's first row: after the table
+            before = first and not _said_before(at_row, mark, text)
+        else:
+            before = not _said_before(block, mark, text)
+        found.append((block, before))
+    return found if len(found) + 1 == stated else []
+
+
+def _said_before(block: Any, mark: Any, text: str | None) -> bool:
+    """Whether the block shows text before the mark: in its `text` elements (Word's `w:t`), or for
+    None anywhere (OpenDocument's text is its elements' text and tails)."""
+    above = set(mark.iterancestors())
+    for node in block.iter():
+        if node is mark:
+            return False
+        if (text is None or node.tag == text) and (node.text or "").strip():
+            return True
+        if text is None and node not in above and (node.tail or "").strip():
+            return True
+    return False
+
+
+def _mark_pages(pages: PageBreaks, original: set[Any], marker: Any) -> None:
+    """A page marker paragraph before or after each block where a page began; after a block, past
+    what was added after it (its footnotes, a diagram's text), which sits on its page."""
+    for block, before in pages:
+        if before:
+            block.addprevious(marker())
+            continue
+        last = block
+        while last.getnext() is not None and last.getnext() not in original:
+            last = last.getnext()
+        last.addnext(marker())
+
+
+def _word_paragraph(text: str) -> Any:
+    from lxml import etree
+
+    paragraph = etree.Element(W + "p")
+    etree.SubElement(etree.SubElement(paragraph, W + "r"), W + "t").text = text
+    return paragraph
 
 
 def _ruby_bases(document: Any) -> bool:
@@ -1200,13 +1319,30 @@ def _odt_blocks(content: Any, styles_root: Any) -> list[Block]:
 
 def _odt_with_headings(archive: zipfile.ZipFile) -> Prepared | None:
     content = _xml(archive.read("content.xml"))
+    body = next(content.iter("{" + OFFICE_NS + "}text"), None)
+    pages = _page_breaks(
+        body,
+        list(content.iter(T + "soft-page-break")),
+        "{" + TABLE_NS + "}table-row",
+        None,
+        (_DRAW + "text-box", "{" + OFFICE_NS + "}annotation"),
+        _stated_pages(archive, "meta.xml", _ODF_PAGES),
+    )
+    original = set(body) if body is not None else set()
     styles_data = _read(archive, "styles.xml")
     blocks = _odt_blocks(content, _xml(styles_data) if styles_data else None)
     levels = promoted(blocks)
     noted = _odt_notes(content)
-    if not levels and not noted:
+    if not levels and not noted and not pages:
         return None
     from lxml import etree
+
+    def marker() -> Any:
+        paragraph = etree.Element(T + "p")
+        paragraph.text = PAGE_MARKER
+        return paragraph
+
+    _mark_pages(pages, original, marker)
 
     for i, level in levels.items():
         element = blocks[i].element
