@@ -196,3 +196,25 @@ def test_long_labels_beside_figures_stay_in_the_table_over_another_alike(tmp_pat
     ):
         for row in labels_figures:
             assert row in got
+
+
+def test_header_set_over_five_lines_reads_as_one_row(tmp_path: Path) -> None:
+    """A statistics table's header set over five lines (each column's name wrapped in a narrow column)
+    reads as one row: each column's whole name in its cell, on one line over the figures."""
+    names = [
+        ["Education system"],
+        ["Percentage of", "international", "desired", "population", "coverage"],
+        ["National", "desired", "population", "overall", "exclusion rate"],
+        ["Weighted", "school", "participation", "rate before", "substitution"],
+    ]
+    depth = 5
+    header = [[""] * len(names) for _ in range(depth)]
+    for j, name in enumerate(names):
+        for k, part in enumerate(name[-depth:]):  # bottom-aligned: each name's last line on the last
+            header[depth - len(name[-depth:]) + k][j] = part
+    body = [["Australia", "100", "4", "96"], ["Austria", "100", "5", "100"], ["Belgium", "100", "6", "77"]]
+    pdf = tmp_path / "header.pdf"
+    pdf.write_bytes(pages_pdf([columns_at_a_time([*header, *body], [72, 180, 280, 380], 660, 12)]))
+    got = table_lines(pdf_text(pdf))
+    assert got[:1] == [[" ".join(p for p in name if p) for name in names]]
+    assert got[1:] == body

@@ -45,7 +45,7 @@ AXIS_SPACING = 0.3  # share of an axis's step down the page that its lines may s
 # takes in the legend's text beside a label)
 WRAP = "\n"  # joins a cell's wrapped lines in its text, so that its words a line can be told (a table's
 # Markdown puts the cell on one line)
-MAX_HEADER_LINES = 4  # lines of a header set over several lines, merged into one row
+MAX_HEADER_LINES = 6  # lines of a header set over several lines, merged into one row
 STRADDLED = 0.75  # of the gutters under a line's cell that run through its words: a sentence, no header
 SPANNING_PROSE = 5  # words: a line at a table's top or foot with a cell this long across a gutter is text
 SENTENCE_WORDS = 3  # words of a cell at a table's top that ends a sentence or goes on one: a paragraph's
