@@ -26,7 +26,7 @@ def pages_of(path: Path) -> list[str]:
 
 
 def test_a_presentations_slides_are_its_pages_with_their_notes() -> None:
-    for name in ("sample.pptx", "sample.odp"):
+    for name in ("sample.pptx", "sample.odp", "sample.ppt"):  # the .ppt's found by each slide's text
         slides = pages_of(DATA / name)
         assert len(slides) == 3, name
         assert "Test Table Slide" in slides[0] and "With footnote" in slides[0]

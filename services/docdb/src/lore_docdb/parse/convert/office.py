@@ -142,17 +142,17 @@ def _with_ppt_notes(markdown: str, data: bytes) -> str:
     one copy after another (a presentation 14 times over, the first copy with its text boxes, the
     others their placeholders' text only): a paragraph an earlier copy has is left out, so what is
     left of a later copy is the text an edit changed, under its heading."""
-    from lore_docdb.parse.convert.ppt97 import ppt_notes
+    from lore_docdb.parse.convert.ppt97 import ppt_notes, slide_lines
 
     slides, edits = ppt_notes(data)
+    lines = slide_lines(data)
     paragraphs = markdown.split("\n\n")
     if edits > 1:
         paragraphs = _without_repeats(paragraphs)
     anchors = [first if len(first) >= MIN_ANCHOR else "" for first, _ in slides]
-    starts = _found_in_order(paragraphs, anchors, 0)
-    # where each slide but the first begins, only when every slide's first line was found: one
-    # missing (a slide of pictures, a line docling-rs reads otherwise) would put later ones off
-    pages = set() if edits > 1 or None in starts else {s for s in starts[1:] if s is not None}
+    found = _slide_starts(paragraphs, lines) if edits <= 1 else None
+    starts: list[int | None] = list(found) if found else _found_in_order(paragraphs, anchors, 0)
+    pages = Counter(found[1:] if found else [])  # a page marker before each slide but the first
     if not any(notes for _, notes in slides) and not pages:
         return "\n\n".join(paragraphs)
     said = {paragraph.strip() for paragraph in paragraphs}
@@ -165,9 +165,40 @@ def _with_ppt_notes(markdown: str, data: bytes) -> str:
     out: list[str] = []
     for n, paragraph in enumerate([*paragraphs, ""]):
         out += before.get(n, [])
-        out += [PAGE_MARKER] if n in pages else []
+        out += [PAGE_MARKER] * pages[n]
         out.append(paragraph)
     return "\n\n".join(p for p in out if p)
+
+
+_MARKDOWN_LEAD = re.compile(r"^\s*(?:#{1,6} |[-*+] |\d+[.)] )?")
+
+
+def _slide_starts(paragraphs: list[str], lines: list[list[str]]) -> list[int] | None:
+    """The paragraph each slide begins at, by the lines only that slide has (a heading, a list item,
+    a table cell, a paragraph, matched whole): each paragraph holds those of one slide at most, the
+    slides come in order, and a slide with text has a paragraph of it. A slide without text (a
+    picture) begins where the next one does. None where any of that fails: no pages, not wrong ones."""
+    count = Counter(line for slide in lines for line in set(slide))
+    owner = {line: n for n, slide in enumerate(lines) for line in slide if count[line] == 1}
+    first: dict[int, int] = {}
+    last = -1
+    for i, paragraph in enumerate(paragraphs):
+        said = {_MARKDOWN_LEAD.sub("", line).strip() for line in paragraph.splitlines()}
+        said |= {cell.strip() for line in paragraph.splitlines() for cell in line.split("|")}
+        slides = {owner[line] for line in said if line in owner}
+        if len(slides) > 1 or (slides and min(slides) < last):
+            return None
+        if slides:
+            last = slides.pop()
+            first.setdefault(last, i)
+    if any(slide and n not in first for n, slide in enumerate(lines)) or len(lines) < 2:
+        return None
+    starts = [0] * len(lines)
+    at = len(paragraphs)
+    for n in reversed(range(1, len(lines))):
+        at = first.get(n, at)
+        starts[n] = at
+    return starts
 
 
 def _without_repeats(paragraphs: list[str]) -> list[str]:
