@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +178,33 @@ def is_heading(item: dict[str, Any], heading: list[str]) -> bool:
     return any(words(h) == heading for h in item.get("heading_path") or [])
 
 
-def through_api(client: httpx.Client, kb: str, files: list[Path]) -> dict[str, Any]:
+def miss_cause(
+    retrieve: Callable[..., list[dict[str, Any]]],
+    query: str,
+    file: str,
+    found: Callable[[dict[str, Any]], bool],
+) -> str:
+    """Why an item did not come back among the first results: `ranking` when a passage of its file
+    holds it among the first 100 (it is in a chunk, ranked below others), else `absent` (no passage
+    holds it whole: cut across chunks, or never in the converter's text, which `--skip-api` measures)."""
+    wide = [i for i in retrieve(query, 100) if i["kb_name"] == file]
+    return "ranking" if any(found(i) for i in wide) else "absent"
+
+
+def question(kind: str, item: Any) -> tuple[str, Callable[[dict[str, Any]], bool]]:
+    """The query for a ground-truth item of `kind`, and the test that a returned passage holds it."""
+    if kind == "rows":
+        cells = [words(c) for c in item]
+        return " ".join(item), lambda i: all(contains(words(i["content"]), c, 1.0) for c in cells)
+    wanted = words(item)
+    if kind == "paragraphs":
+        return " ".join(wanted[:OPENING_WORDS]), lambda i: contains(words(i["content"]), wanted, 0.9)
+    return (item if wanted else ""), lambda i: is_heading(i, wanted)
+
+
+def through_api(
+    client: httpx.Client, kb: str, files: list[Path], misses: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     client.post(DS, json={"name": kb}).raise_for_status()
     for path in files:
         reply = client.post(f"{DS}/{kb}/files", files=[("files", (path.name, path.read_bytes()))])
@@ -190,8 +217,8 @@ def through_api(client: httpx.Client, kb: str, files: list[Path]) -> dict[str, A
     skipped = (task.get("metadata") or {}).get("skipped_files") or []
     reasons = {s["file"]: s["reason"] for s in skipped}
 
-    def retrieve(query: str) -> list[dict[str, Any]]:
-        body = {"kb_id": kb, "query": query, "max_results": 10}
+    def retrieve(query: str, n: int = 10) -> list[dict[str, Any]]:
+        body = {"kb_id": kb, "query": query, "max_results": n}
         data: list[dict[str, Any]] = client.post("/api/v1/docdb/retrieve", json=body).json().get("data") or []
         return data
 
@@ -201,22 +228,28 @@ def through_api(client: httpx.Client, kb: str, files: list[Path]) -> dict[str, A
         if gt is None or task["status"] != "completed":
             continue
         expected = truth(gt.read_text(encoding="utf-8", errors="replace"))
-        for paragraph in spread(expected["paragraphs"]):
-            wanted = words(paragraph)
-            hits = [i for i in retrieve(" ".join(wanted[:OPENING_WORDS])) if i["kb_name"] == path.name]
-            scores["paragraphs"].append(float(any(contains(words(i["content"]), wanted, 0.9) for i in hits)))
-        for row in spread(expected["rows"]):
-            hits = [i for i in retrieve(" ".join(row)) if i["kb_name"] == path.name]
-            cells = [words(c) for c in row]
-            scores["rows"].append(
-                float(any(all(contains(words(i["content"]), c, 1.0) for c in cells) for i in hits))
-            )
-        for heading in spread(expected["headings"]):
-            wanted = words(heading)
-            if not wanted:
-                continue
-            hits = [i for i in retrieve(heading) if i["kb_name"] == path.name]
-            scores["headings"].append(float(any(is_heading(i, wanted) for i in hits)))
+        for kind, items in (
+            ("paragraphs", spread(expected["paragraphs"])),
+            ("rows", spread(expected["rows"])),
+            ("headings", spread(expected["headings"])),
+        ):
+            for item in items:
+                query, found = question(kind, item)
+                if not query:
+                    continue
+                hits = [i for i in retrieve(query) if i["kb_name"] == path.name]
+                hit = any(found(i) for i in hits)
+                scores[kind].append(float(hit))
+                if not hit and misses is not None:
+                    misses.append(
+                        {
+                            "kb": kb,
+                            "file": path.name,
+                            "kind": kind,
+                            "item": item if isinstance(item, str) else " | ".join(item),
+                            "cause": miss_cause(retrieve, query, path.name, found),
+                        }
+                    )
 
     def mean(values: list[float]) -> float | None:
         return round(statistics.fmean(values), 3) if values else None
@@ -312,9 +345,10 @@ async def converters(found: dict[str, list[Path]]) -> dict[str, Any]:
                 if path.suffix.lower() == ".pdf":
                     pages += pdf_page_count(path)
                 worker = sandbox._worker
-                if worker is not None and worker.process is not None:
-                    peak = max(peak, vm_hwm_mb(worker.process.pid))
-                    cpu[worker.process.pid] = cpu_seconds(worker.process.pid)
+                pid = worker.process.pid if worker is not None and worker.process is not None else None
+                if pid is not None:
+                    peak = max(peak, vm_hwm_mb(pid))
+                    cpu[pid] = cpu_seconds(pid)
         finally:
             await sandbox.close()
         entry: dict[str, Any] = {"seconds": round(seconds, 2), "child_peak_mb": round(peak)}
@@ -357,8 +391,9 @@ async def ocr_figures() -> dict[str, Any]:
             text = re.sub(r"^#+ ", "", text, flags=re.MULTILINE)
             figures[name] = {"cer": round(cer(text, reference), 4), "seconds": round(elapsed, 1)}
         worker = sandbox._worker
-        if worker is not None and worker.process is not None:
-            figures["child_peak_mb"] = round(vm_hwm_mb(worker.process.pid))
+        pid = worker.process.pid if worker is not None and worker.process is not None else None
+        if pid is not None:
+            figures["child_peak_mb"] = round(vm_hwm_mb(pid))
     finally:
         await sandbox.close()
     return figures
@@ -430,6 +465,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--formats", default="", help="comma-separated corpus folders (default: all)")
     parser.add_argument("--skip-api", action="store_true", help="only the converters, OCR and libraries")
+    parser.add_argument(
+        "--api-only", action="store_true", help="only through the API (no converters, OCR or libraries)"
+    )
+    parser.add_argument(
+        "--misses",
+        action="store_true",
+        help="list every item lost through the API with its cause (ranking: its passage is among the first"
+        " 100 but not the first 10; absent: no passage holds it whole)",
+    )
     args = parser.parse_args()
     if not CORPUS.exists():
         raise SystemExit(f"no corpus at {CORPUS}: copy docling's tests/data there (see the docstring)")
@@ -441,10 +485,11 @@ def main() -> None:
         work = Path(tempfile.mkdtemp(prefix="lore-bench-documents-"))
         docdb, base = start_service("docdb", work, {"LORE__DOCDB__GRAPH_STORE__ENABLED": "false"})
         per_format: dict[str, Any] = {}
+        misses: list[dict[str, Any]] | None = [] if args.misses else None
         try:
             with httpx.Client(base_url=base, timeout=600) as client:
                 for name, files in found.items():
-                    per_format[name] = through_api(client, name.replace("_", "-"), files)
+                    per_format[name] = through_api(client, name.replace("_", "-"), files, misses)
                     row = per_format[name]
                     print(
                         f"{name:10} parsed {row['parsed']}/{row['files']}"
@@ -459,7 +504,11 @@ def main() -> None:
             docdb.stop()
             shutil.rmtree(work, ignore_errors=True)
         result["api"] = per_format
+        for miss in misses or []:
+            print(f"miss {miss['cause']:9} {miss['kind']:10} {miss['file']}: {miss['item'][:150]!r}")
 
+    if args.api_only:
+        found = {}
     result["converters"] = asyncio.run(converters(found))
     for name, row in result["converters"].items():
         print(f"{name:10} converter {row}", flush=True)
