@@ -35,6 +35,37 @@ def test_a_presentations_slides_are_its_pages_with_their_notes() -> None:
         assert "List item4" in slides[2] and "Final notes on the third slide." in slides[2]
 
 
+P = "http://schemas.openxmlformats.org/presentationml/2006/main"
+COMMENTS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/comments"
+
+
+def test_a_hidden_slide_still_counts_and_a_comment_stays_on_its_slide(tmp_path: Path) -> None:
+    """sample.pptx with its second slide hidden (docling-rs reads only its notes) and a reviewer's
+    comment on its first slide (docling-rs puts it after the slide's group, a page of none)."""
+    path = tmp_path / "deck.pptx"
+    comment = (
+        f'<p:cmLst xmlns:p="{P}"><p:cm authorId="0" idx="1"><p:text>Check the R4 row</p:text></p:cm>'
+        "</p:cmLst>"
+    )
+    authors = f'<p:cmAuthorLst xmlns:p="{P}"><p:cmAuthor id="0" name="Ann" initials="A"/></p:cmAuthorLst>'
+    with zipfile.ZipFile(DATA / "sample.pptx") as source, zipfile.ZipFile(path, "w") as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "ppt/slides/slide2.xml":
+                data = data.replace(b"<p:sld ", b'<p:sld show="0" ', 1)
+            elif info.filename == "ppt/slides/_rels/slide1.xml.rels":
+                relation = f'<Relationship Id="rId9" Type="{COMMENTS}" Target="../comments/comment1.xml"/>'
+                data = data.replace(b"</Relationships>", relation.encode() + b"</Relationships>")
+            target.writestr(info, data)
+        target.writestr("ppt/comments/comment1.xml", comment)
+        target.writestr("ppt/commentAuthors.xml", authors)
+    slides = pages_of(path)
+    assert len(slides) == 3
+    assert "Test Table Slide" in slides[0] and "Check the R4 row" in slides[0]
+    assert "Second slide title" not in slides[1] and "Some notes on the second slide." in slides[1]
+    assert "List item4" in slides[2]
+
+
 # ---- Word
 
 

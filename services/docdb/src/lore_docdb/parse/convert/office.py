@@ -100,23 +100,26 @@ def docling_markdown(path: Path, as_suffix: str | None = None, stream: Any = Non
 # (`str.splitlines` splits at a form feed, so one would not live through `plain_markdown`).
 PAGE_MARKER = "LorePageBreakHere"
 _PAGE_PARAGRAPH = re.compile(rf"\s*\b{PAGE_MARKER}\b\s*")
-_SLIDE_GROUP = re.compile(r"^slide-\d+$")
+_SLIDE_GROUP = re.compile(r"^slide-(\d+)$")
 
 
 def _mark_slides(document: Any) -> None:
     """A page marker before each slide but the first: docling-rs puts a PPTX's or an ODP's slides in
-    groups of their own (`slide-0`, `slide-1`), each slide's comments after its group. Its items'
+    groups of their own (`slide-0`, `slide-1`, a hidden slide's too, with its notes only), each
+    slide's comments after its group. Its items'
     page numbers would serve too, but docling's `page_break_placeholder` misplaces them (no break
     before a slide that starts with a list, a slide's comments have no page)."""
     from docling_core.types.doc.labels import DocItemLabel
 
-    slides = [
-        child
-        for child in (ref.resolve(document) for ref in document.body.children)
-        if getattr(child, "label", None) == "chapter" and _SLIDE_GROUP.match(getattr(child, "name", ""))
-    ]
-    for slide in slides[1:]:
-        document.insert_text(sibling=slide, label=DocItemLabel.TEXT, text=PAGE_MARKER, after=False)
+    before = 0  # the number of the slide before: a slide docling-rs left no group for still counts
+    for child in [ref.resolve(document) for ref in document.body.children]:
+        named = _SLIDE_GROUP.match(getattr(child, "name", ""))
+        if getattr(child, "label", None) != "chapter" or not named:
+            continue
+        number = int(named.group(1))
+        for _ in range(number - before):
+            document.insert_text(sibling=child, label=DocItemLabel.TEXT, text=PAGE_MARKER, after=False)
+        before = max(before, number)
 
 
 def _with_word97_headers(markdown: str, data: bytes) -> str:
