@@ -185,6 +185,20 @@ def test_an_opendocument_texts_pages_are_where_libreoffice_last_broke_them(tmp_p
     assert PAGE_BREAK not in extract_text(odt_file(tmp_path, pages=2))
 
 
+def test_a_multi_page_tiffs_frames_are_its_pages_a_blank_first_one_too(tmp_path: Path) -> None:
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=64)
+    frames = []
+    for text in ("", "HARBOUR LIGHTS", "LAMPS AT DUSK"):  # a blank cover first
+        frame = Image.new("RGB", (1000, 400), "white")
+        ImageDraw.Draw(frame).text((60, 150), text, fill="black", font=font)
+        frames.append(frame)
+    frames[0].save(tmp_path / "scan.tif", save_all=True, append_images=frames[1:])
+    pages = pages_of(tmp_path / "scan.tif")
+    assert [page.strip() for page in pages] == ["", "HARBOUR LIGHTS", "LAMPS AT DUSK"]
+
+
 # ---- chunks and citations
 
 

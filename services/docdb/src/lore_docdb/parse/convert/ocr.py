@@ -311,7 +311,8 @@ def _spaced(box: _Box, cells: Any, gray: Any) -> str:
 
 
 def image_text(path: Path) -> str:
-    """An image file's text; each frame of a multi-page TIFF a page of its own."""
+    """An image file's text; each frame of a multi-page TIFF a page of its own (a blank first frame
+    too: its form feed is kept, or every page after it would be counted one short)."""
     from PIL import Image, ImageSequence
 
     pages = []
@@ -320,4 +321,4 @@ def image_text(path: Path) -> str:
             if index == MAX_FRAMES:
                 break
             pages.append(ocr_image(frame))
-    return f"\n{PAGE_BREAK}\n".join(pages).strip()
+    return f"\n{PAGE_BREAK}\n".join(pages).strip(" \n")
