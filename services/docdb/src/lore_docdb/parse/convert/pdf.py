@@ -267,6 +267,10 @@ class _Style(NamedTuple):
     lead: int = 0  # words of a label in smaller type that opens it ("Chapter 1." before a title)
     turn: int = 0  # quarter turns its first letter is set at (an arXiv stamp up the margin: 3)
     end: float = 0.0  # the top of its last letter's box: lower than `top` where it runs over two lines
+    left: float = 0.0  # the left side of its first character's box
+    right: float = 0.0  # the right side of its last character's box
+    word: float = 0.0  # the width of its first word (of its first letter, in a script without spaces)
+    marker: bool = False  # it opens with a list's marker (a bullet, `1.`, `(a)`)
 
 
 class _Mark(NamedTuple):
@@ -295,6 +299,12 @@ _BOLD_NAME = re.compile(r"bold|black|heavy|demi|semibold|^(cm|sf|ec|lm|tc)bx|[-,
 _ITALIC_NAME = re.compile(r"italic|oblique|^(cm|sf|ec|lm)(ti|sl)\d", re.IGNORECASE)
 _MONO_NAME = re.compile(r"mono|courier|consol|code|^(cm|sf|ec|lm|dc)tt", re.IGNORECASE)
 MIXED_LETTERS = 12  # a line with this many letters or more is asked for its middle letter's face too
+# a list item's marker: a bullet, a number or letter with a stop or a bracket (`1.`, `a)`, `(iv)`)
+_MARKER = re.compile(
+    r"[-–•●▪■◦‣⁃∙·*○□☐➢►✓\x80-\x9f\ue000-\uf8ff]|(?:\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)])\s"
+)
+# a line opening in a script written without spaces (Chinese, Japanese): its first "word" is a letter
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 _CODE = re.compile(r"\w\(|[_=;{}<>`]")  # a call, an identifier, an assignment: code, not a title
 _FONT_ITALIC = 1 << 6  # the PDF font descriptor's Italic flag
 _FONT_FORCE_BOLD = 1 << 18
@@ -380,6 +390,16 @@ def _styles(textpage: Any, raw: str) -> list[_Style]:
             # each end (`Java … the Java` in a program's font): its middle letter says
             middle = _font(textpage, letters[len(letters) // 2], buffer, flags)
         angle = pdfium_c.FPDFText_GetCharAngle(textpage.raw, letters[0]) if letters else 0.0
+        left = right = word = 0.0
+        if pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, first, box):
+            left = float(box.left)
+            space = line.find(" ", indent)  # the first word's end: the letter before its space
+            word_end = first - indent + space - 1 if space > 0 else last
+            word_end = first if _UNSPACED.match(stripped) else word_end
+            if pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, word_end, box):
+                word = float(box.right) - left
+        if pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, last, box):
+            right = float(box.right)
         styles.append(
             _Style(
                 len(stripped),
@@ -393,6 +413,10 @@ def _styles(textpage: Any, raw: str) -> list[_Style]:
                 lead,
                 round(math.degrees(angle) / 90) % 4 if angle > 0 else 0,
                 end,
+                left,
+                right,
+                word,
+                bool(_MARKER.match(stripped)),
             )
         )
     return styles
@@ -557,7 +581,9 @@ def _gaps(styles: list[_Style]) -> set[int]:
     the same type (a paragraph's first line, where paragraphs are set apart). The space is measured
     from the last letters of the line above: pdfium sometimes reads two lines of a page as one (the
     second's first letter a line lower than the first's), and from its first letters that line
-    stood two lines' spacing above the next, a paragraph's break in the middle of a sentence."""
+    stood two lines' spacing above the next, a paragraph's break in the middle of a sentence. A
+    space of more than four lines (a picture's room) parts a paragraph only where the line above
+    ended a sentence: a paragraph's text goes on under a picture set in its column."""
     steps = [
         (i, (above.end if above.top - above.end > 0.5 * above.size else above.top) - line.top)
         for i, (above, line) in enumerate(pairwise(styles), start=1)
@@ -567,7 +593,151 @@ def _gaps(styles: list[_Style]) -> set[int]:
     if len(usual) < 4:
         return set()
     spacing = usual[len(usual) // 2]
-    return {i for i, step in steps if step > 1.4 * spacing and step < 4 * spacing}
+    return {
+        i
+        for i, step in steps
+        if step > 1.4 * spacing and (step < 4 * spacing or (styles[i - 1].ends and styles[i - 1].length > 1))
+    }
+
+
+AT_MARGIN = 0.3  # of the type's size: a line's start this close to its column's margin is at the margin
+INDENT_MIN = 0.75  # of the type's size: a paragraph's first line is set in this far at least (a Korean
+# report's one letter, LaTeX's 1.5 em, Word's half inch)
+INDENT_MAX = 0.2  # of the column's width: an indent beyond this is a displayed line, not a paragraph's
+SHORT = 1.5  # of the type's size: a line ending this far from its column's right edge fell short
+PROSE_SHARE = 0.5  # of a column's lines, reaching its right edge: prose, where a short line ends a paragraph
+
+
+TYPE_CHANGE = 0.9  # a line in type this much smaller or larger than the line above starts a block
+TYPE_STEP = 1.5  # of the larger type's size: how far under the line above such a line is at least
+
+
+def _type_changes(styles: list[_Style]) -> set[int]:
+    """Lines in another type size than the line above and set apart under it (`_gaps` compares lines
+    of one size): a footnote under the column's text, a caption or a quotation in smaller type, the
+    text again after it. Not a formula's pieces (a fraction's lines, an index), set closer, nor a
+    program's lines whose comments are set smaller."""
+    return {
+        i
+        for i, (above, line) in enumerate(pairwise(styles), start=1)
+        if above.length >= 3
+        and line.length >= 3
+        and above.size
+        and line.size
+        and min(above.size, line.size) < TYPE_CHANGE * max(above.size, line.size)
+        and above.top - line.top >= TYPE_STEP * max(above.size, line.size)
+    }
+
+
+def _runs(styles: list[_Style]) -> list[list[int]]:
+    """The page's lines in runs of one column's text: lines in pdfium's order in the same type, each
+    a line's spacing under the one before (no wider, as `_gaps` sees a paragraph's space) and over
+    the same stretch of the page (not the next column, not a box beside it), set upright."""
+    steps = [
+        above.top - line.top
+        for above, line in pairwise(styles)
+        if above.length and line.length and above.size == line.size and above.top and line.top
+    ]
+    usual = sorted(step for step in steps if step > 0)
+    if len(usual) < 4:
+        return []
+    spacing = usual[len(usual) // 2]
+    runs: list[list[int]] = []
+    run: list[int] = []
+    for i, line in enumerate(styles):
+        above = styles[run[-1]] if run else None
+        if not (line.length and line.size and line.top and line.right > line.left and not line.turn):
+            if run:
+                runs.append(run)
+            run = []
+            continue
+        if (
+            above is not None
+            and above.size == line.size
+            and run[-1] == i - 1
+            and 0 < above.top - line.top <= 1.4 * spacing
+            and above.top - line.top < 2.5 * line.size
+            and line.left < above.right
+            and above.left < line.right
+        ):
+            run.append(i)
+            continue
+        if run:
+            runs.append(run)
+        run = [i]
+    if run:
+        runs.append(run)
+    return [run for run in runs if len(run) >= 3]
+
+
+def _indents(styles: list[_Style]) -> set[int]:
+    """Lines that start a paragraph in a column where paragraphs are not set apart by space: a first
+    line set in from the column's margin (the line above ended a sentence or fell short of the
+    column's right edge, the line below is back at the margin and full or ending the paragraph; the
+    line itself reaching the right edge, so not a centred one), a list's next item (a line opening
+    with a marker, not set in further than the line above, which ended) and the first line after a
+    list at its items' margin, or a line at the margin after one that ended a sentence so short that
+    the next line's first word would have fitted on it (a paragraph ended there, in a column of
+    prose: half its lines reach the edge). A list's item whose lines hang under its first (`•`,
+    `1.`) is not parted, nor a program's lines or verse (lines that fall short), nor a displayed
+    formula (set in further, and centred)."""
+    starts: set[int] = set()
+    for run in _runs(styles):
+        lefts = Counter(round(styles[i].left) for i in run)
+        # the margin: where most of the column's lines start (a paragraph's first line is one of many)
+        margin = float(max(lefts, key=lambda x: (sum(n for at, n in lefts.items() if abs(at - x) <= 1), -x)))
+        rights = sorted(styles[i].right for i in run)
+        edge = rights[-2]  # the column's right edge (one line running over it aside)
+        width = edge - margin
+        if width <= 0:
+            continue
+        prose = sum(styles[i].right >= edge - 0.15 * width for i in run) >= PROSE_SHARE * len(run)
+        item: float | None = None  # the left of the list item the lines are in, if any
+        for at, index in enumerate(run):
+            line = styles[index]
+            above = styles[run[at - 1]] if at else None
+            below = styles[run[at + 1]] if at + 1 < len(run) else None
+            em = line.size
+            ended = above is None or above.ends or above.right < edge - SHORT * em
+            near = AT_MARGIN * em
+            if line.marker:
+                if above is not None and ended and line.left <= above.left + near:
+                    starts.add(index)  # a list's next item
+                item = line.left
+                continue
+            short = above is not None and above.right < edge - SHORT * em
+            if item is not None and short and line.left <= item + near:
+                starts.add(index)  # the text after a list, at its items' margin
+                item = None
+                continue
+            indent = line.left - margin
+            set_in = (
+                INDENT_MIN * em <= indent <= INDENT_MAX * width
+                and ended
+                and (above is None or (not above.marker and above.left <= line.left + near))
+                and edge - line.right < max(em, 0.5 * indent)  # reaching the edge: not a centred line
+                and (
+                    below is None
+                    or (
+                        abs(below.left - margin) <= near
+                        # the paragraph's second line is full, or its last: not a program's next line
+                        and (below.right >= edge - SHORT * em or below.ends)
+                    )
+                )
+            )
+            after_short = (
+                above is not None
+                and prose
+                and abs(line.left - margin) <= near
+                and above.left - margin <= INDENT_MAX * width
+                and above.ends
+                and line.word > 0
+                and above.right + 0.3 * em + line.word < edge - 0.5 * em  # its first word would fit
+            )
+            if set_in or after_short:
+                starts.add(index)
+                item = None
+    return starts
 
 
 TITLE_LINE_STEP = 2.5  # two lines of one title are at most this many times their type size apart
@@ -664,7 +834,7 @@ def _marked(
     are (the document says so), each added to `kept`."""
     lines = raw.split("\r\n")
     spaced = styles if styles and len(styles) == len(lines) else []
-    breaks = _gaps(spaced) if spaced else set()
+    breaks = _gaps(spaced) | _indents(spaced) | _type_changes(spaced) if spaced else set()
     out: list[str] = []
     index = 0
     while index < len(lines):
@@ -1053,10 +1223,15 @@ def _headings_again(text: str, marked: str) -> str:
     """The headings found in the page's whole text, marked again in its text rebuilt around tables
     (a heading set on two lines, two lines)."""
     headings: dict[str, str] = {}
+    starts: set[str] = set()  # the lines that open a paragraph, set apart in `marked`
+    previous = ""
     for line in marked.split("\r\n"):
         if line.startswith("#"):
             title = line.lstrip("#").strip()
             headings[title] = line
+        elif not previous.strip() and line.strip():
+            starts.add(line.strip())
+        previous = line
     lines = text.replace("\r\n", "\n").split("\n")
     out = []
     index = 0
@@ -1073,6 +1248,8 @@ def _headings_again(text: str, marked: str) -> str:
             out.extend(["", label, headings[title], ""])
             index += taken - 1
         else:
+            if line in starts and out and out[-1].strip():
+                out.append("")  # a paragraph's first line, as the page's text without tables parts it
             out.append(_literal(lines[index]))
         index += 1
     return "\n".join(out)
