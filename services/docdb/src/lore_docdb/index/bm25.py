@@ -13,26 +13,72 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import sys
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 import msgspec
 import numpy as np
 
-from lore_common.bm25 import new_index, tokenize
+from lore_common.bm25 import new_index
+from lore_common.bm25 import tokenize as _tokenize
 from lore_common.matrix import top_rows
 
 # A KB past this many chunks is indexed in a child process (its start, ~1 s, is paid by a large build
 # only: 50,000 chunks take ~10 s to tokenize).
 CHILD_BUILD_CHUNKS = 50_000
 _IDS = "chunk_ids.npy"
+_TITLES = "titles.msgpack"
+# A section's title as the index keys it: its words in lower case, one space apart.
+_TITLE_WORD = re.compile(r"[^\W_]+")
+_TITLE_LINES = 8  # a chunk opens a section when a `#` line comes among its first lines
 _EMPTY = "\u0000"  # the token of a chunk with no word, so that every chunk is a row of the index
+# Spaces between two Chinese characters: Chinese puts none between words, so one there is layout (a
+# PDF's letter spacing) or a query typed or cut character by character (`內 文 有`). jieba segments a
+# run of characters into words; characters apart by spaces stay single characters, which match none
+# of the words the index holds for the same text.
+_HAN_SPACES = re.compile(r"(?<=[\u4e00-\u9fff])[ \t\u3000]+(?=[\u4e00-\u9fff])")
+
+
+# A word of letters and digits outside Chinese and Japanese script (which jieba segments, or no index
+# word covers): `lore_common.bm25` keeps only a-z and 0-9, so Korean, Greek, Cyrillic, Arabic or Hebrew
+# words had no token at all (a Korean heading, `α=1, 3, 5, 7`, were left to the vectors alone) and an
+# accented word only its ASCII pieces (`für` as `f`, `r`).
+_WORD = re.compile(r"[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """`lore_common.bm25`'s tokens of the text (English words stemmed, Chinese segmented; spaces
+    between Chinese characters taken out first), then each word that holds a letter beyond ASCII, whole
+    and in lower case."""
+    if text.isascii():
+        return _tokenize(text)
+    tokens = _tokenize(_HAN_SPACES.sub("", text))
+    tokens.extend(w for w in _WORD.findall(text.lower()) if not w.isascii())
+    return tokens
+
+
+def title_key(text: str) -> str:
+    """A title's words in lower case, one space apart (`2.3 Results` → `2 3 results`)."""
+    return " ".join(_TITLE_WORD.findall(text.lower()))
+
+
+def _opened_titles(text: str) -> Iterator[str]:
+    """The titles of the `#` lines that open a chunk: chunks are cut at headings, so a chunk's headings
+    come before its text, after the one line of its heading path that retrieval indexes first."""
+    for number, line in enumerate(text.lstrip().split("\n", _TITLE_LINES)[:_TITLE_LINES]):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            if key := title_key(stripped):
+                yield key
+        elif stripped and number:
+            return
 
 
 class ChunkSource(NamedTuple):
@@ -48,6 +94,10 @@ class Bm25Index:
 
     ids: np.ndarray[Any, np.dtype[np.bytes_]]
     retriever: Any = None
+    # Per section title (`title_key`), the rows of the chunks that open a section of that title: a
+    # query that is a title finds its section though its words are common (`In use`, `Who we are, some
+    # of what we do`: no word but stopwords, or one that every passage has).
+    titles: dict[str, list[int]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, chunks: Iterable[ChunkSource]) -> Bm25Index:
@@ -55,10 +105,13 @@ class Bm25Index:
         vocab: dict[str, int] = {}
         ids: list[bytes] = []
         rows: list[list[int]] = []
+        titles: dict[str, list[int]] = {}
         for chunk in chunks:
+            for key in dict.fromkeys(_opened_titles(chunk.text)):
+                titles.setdefault(key, []).append(len(ids))
             ids.append(chunk.chunk_id.encode())
             rows.append([vocab.setdefault(t, len(vocab)) for t in tokenize(chunk.text) or [_EMPTY]])
-        index = cls(np.array(ids, dtype=np.bytes_))
+        index = cls(np.array(ids, dtype=np.bytes_), titles=titles)
         if rows:
             retriever = new_index()
             retriever.index((rows, vocab), show_progress=False)
@@ -71,6 +124,7 @@ class Bm25Index:
         staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         try:
             np.save(staging / _IDS, self.ids)
+            (staging / _TITLES).write_bytes(msgspec.msgpack.encode(self.titles))
             if self.retriever is not None:
                 self.retriever.save(str(staging), show_progress=False)
             os.replace(staging, folder)
@@ -85,13 +139,18 @@ class Bm25Index:
     @classmethod
     def load(cls, folder: Path) -> Bm25Index:
         """A saved index, its arrays mapped from disk (pages read as questions touch them)."""
-        index = cls(np.load(folder / _IDS, mmap_mode="r"))
+        titles = msgspec.msgpack.decode((folder / _TITLES).read_bytes(), type=dict[str, list[int]])
+        index = cls(np.load(folder / _IDS, mmap_mode="r"), titles=titles)
         if len(index.ids):
             new_index()  # quiets bm25s's logger
             import bm25s
 
             index.retriever = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
         return index
+
+    def titled(self, query: str, k: int) -> list[str]:
+        """The first `k` chunks that open a section titled as the query is worded (any case)."""
+        return [self.ids[i].decode() for i in self.titles.get(title_key(query), ())[:k]]
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """The `k` best chunk ids with their scores."""
@@ -220,7 +279,8 @@ def _load_saved(folder: Path) -> Bm25Index | None:
         return None
     try:
         return Bm25Index.load(folder)
-    except (OSError, ValueError, KeyError):  # a copy damaged on disk is rebuilt
+    # a copy damaged on disk is rebuilt, and one saved before titles were kept (no titles file)
+    except (OSError, ValueError, KeyError, msgspec.MsgspecError):
         shutil.rmtree(folder, ignore_errors=True)
         return None
 
