@@ -181,6 +181,12 @@ class Retriever:
         trace.time("bm25_ms", started)
         return hits
 
+    async def titled(self, kb: str, query: str, k: int) -> list[str]:
+        """Chunks that open a section titled as the query is worded (a query no longer than a title)."""
+        if not 0 < len(_title_words(query)) <= TITLE_WORDS:
+            return []
+        return (await self.bm25.get(kb)).titled(query, k)
+
     async def fill(self, hits: dict[str, Hit]) -> None:
         """Load text and source of hits that only carry an id (graph and BM25 candidates)."""
         missing = [cid for cid, hit in hits.items() if not hit.text]
@@ -232,6 +238,10 @@ class Retriever:
             self.bm25_hits(kb.name, query, bm25_pool, trace),
         )
         hits = {h.chunk_id: h for h in (*bm25, *vector_hits)}
+        # the chunks that open a section titled as the query is worded, though neither retriever found
+        # them (`titles_first` puts them first)
+        titled = [cid for cid in await self.titled(kb.name, query, top_k) if cid not in hits]
+        hits.update((cid, Hit(cid, 0.0)) for cid in titled)
         await self.fill(hits)
         if isinstance(fusion, Scores):  # over the wide pools, the best `top_k` kept
             fused = fuse_scores(vector_hits, bm25, fusion.cosine_weight)
@@ -243,6 +253,7 @@ class Retriever:
                 weights=[1.0, fusion.bm25_weight],
             )
             keep = len(fused)
+        fused.extend((cid, 0.0) for cid in titled)
         ordered = titles_first(query, [hits[cid].scored(score) for cid, score in fused])
         return [h for h in ordered if h.text][:keep]
 
@@ -261,10 +272,36 @@ class Retriever:
 
 _TITLE_WORD = re.compile(r"[^\W_]+")
 TITLE_WORDS = 16  # a query longer than a title is never taken for one
+# A query of this many words or more found word for word in a passage puts that passage first
+# (`phrase_pattern`): fewer words (`light emitting device`) are a topic, not a quotation.
+PHRASE_WORDS = 4
+# A Han or kana character is a word of its own in a phrase (Chinese and Japanese put no spaces between
+# words, and a query may put one between every character: `內 文 有`).
+_HAN = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_PHRASE_WORD = re.compile(rf"[{_HAN}]|[^\W_{_HAN}]+")
 
 
 def _title_words(text: str) -> list[str]:
     return _TITLE_WORD.findall(text.lower())
+
+
+def phrase_pattern(query: str) -> re.Pattern[str] | None:
+    """What finds the query word for word in a passage, whole words in order, whatever stands between
+    them (spaces, punctuation, Markdown, line ends: `α 1 3` finds `α=1, 3`), any case; None for a query
+    of fewer than `PHRASE_WORDS` words."""
+    words = _PHRASE_WORD.findall(query)
+    if len(words) < PHRASE_WORDS:
+        return None
+    han = re.compile(f"[{_HAN}]")
+    parts = []
+    for i, word in enumerate(words):
+        if i:
+            apart = han.match(word) or han.match(words[i - 1])
+            parts.append(r"[\W_]*" if apart else r"[\W_]+")
+        parts.append(re.escape(word))
+    start = "" if han.match(words[0]) else r"(?<![^\W_])"
+    end = "" if han.match(words[-1]) else r"(?![^\W_])"
+    return re.compile(start + "".join(parts) + end, re.IGNORECASE)
 
 
 def _title_rank(hit: Hit, wanted: list[str]) -> int:
@@ -284,13 +321,40 @@ def titles_first(query: str, ranked: list[Hit]) -> list[Hit]:
     """A query that is a section's title (`Installation`, `2.3 Results`, `CLAIMS`) puts that section
     first: the chunk that opens it (its `#` line), then the section's other chunks, each group in its
     fused order. Field weighting as search engines do for titles: words alone rank a section's title
-    below passages that repeat the word (`claims` in every claim) and it would drop out of the results."""
+    below passages that repeat the word (`claims` in every claim) and it would drop out of the results.
+
+    A query of `PHRASE_WORDS` words or more that a passage holds word for word (a sentence quoted, a
+    claim's or a caption's opening, a formula `α=1, 3, 5, 7`) puts that passage next, after the chunk
+    that opens a section of that title and before the section's other chunks: a phrase match, as search
+    engines rank one. Words alone rank it below passages that share the words and are shorter or
+    closer in meaning (a patent's 800-word chunk of claims that differ by a number, under a query of a
+    claim's first 12 words, came 11th; a paragraph in a long chunk, 8th)."""
     wanted = _title_words(query)
-    if not wanted or len(wanted) > TITLE_WORDS:
+    if not wanted:
+        return ranked
+    title = len(wanted) <= TITLE_WORDS
+    phrase = phrase_pattern(query)
+    # each word's presence first (a substring test, ~100 times cheaper than the pattern on a long chunk)
+    needles = sorted(set(_PHRASE_WORD.findall(query.lower())), key=len, reverse=True)
+    if not title and phrase is None:
         return ranked
 
-    ranks = {hit.chunk_id: _title_rank(hit, wanted) for hit in ranked}
-    if all(r == 2 for r in ranks.values()):
+    def quoted(text: str) -> bool:
+        if phrase is None:
+            return False
+        low = text.lower()
+        return all(n in low for n in needles) and phrase.search(text) is not None
+
+    def rank(hit: Hit) -> int:
+        found = _title_rank(hit, wanted) if title else 2
+        if found == 0:
+            return 0
+        if quoted(hit.text):
+            return 1
+        return 2 if found == 1 else 3
+
+    ranks = {hit.chunk_id: rank(hit) for hit in ranked}
+    if all(r == 3 for r in ranks.values()):
         return ranked
     return sorted(ranked, key=lambda hit: ranks[hit.chunk_id])  # stable: fused order within a group
 
