@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lore_common.testing.pdf import pages_pdf
+from lore_common.testing.pdf import pages_pdf, pdf_bytes
 from lore_docdb.parse.convert.pdf import pdf_text
 
 SIZE = 10.0
@@ -214,3 +214,64 @@ def test_a_paragraph_ending_over_a_figure_is_parted_from_the_text_under_it(tmp_p
         HARBOUR + " The board then turned to the accounts of the year and to the repairs.",
         REPAIRS,
     ]
+
+
+def shifted_pdf(path: Path, lines: list[str], right: int = 0) -> Path:
+    """A PDF whose font has no Unicode map and whose codes are its glyphs' places in the standard
+    Macintosh order (a space 3, `a` 68: 29 below the character's), as some producers write a
+    TrueType subset; its last `right` lines in Helvetica, set right."""
+    ops = []
+    for number, line in enumerate(lines):
+        font = 1 if number < len(lines) - right else 2
+        codes = [3 if c == " " else ord(c) - 29 for c in line] if font == 1 else [ord(c) for c in line]
+        octal = "".join(f"\\{code:03o}" for code in codes)
+        ops.append(f"BT /F{font} 11 Tf 72 {700 - 14 * number} Td ({octal}) Tj ET")
+    content = "\n".join(ops)
+    widths = " ".join(["500"] * 256)
+    path.write_bytes(
+        pdf_bytes(
+            [
+                "<< /Type /Catalog /Pages 2 0 R >>",
+                "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+                "/Resources << /Font << /F1 6 0 R /F2 7 0 R >> >> >>",
+                f"<< /Length {len(content)} >>\nstream\n{content}\nendstream",
+                "<< /Type /FontDescriptor /FontName /ABCDEF+Arial /Flags 4 /FontBBox [0 -200 1000 900] "
+                "/ItalicAngle 0 /Ascent 900 /Descent -200 /CapHeight 700 /StemV 80 >>",
+                "<< /Type /Font /Subtype /TrueType /BaseFont /ABCDEF+Arial /FirstChar 0 /LastChar 255 "
+                f"/Widths [{widths}] /FontDescriptor 5 0 R >>",
+                "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+            ]
+        )
+    )
+    return path
+
+
+def test_a_font_read_as_its_glyphs_places_in_the_macintosh_order_reads_right(tmp_path: Path) -> None:
+    # pdfium reads such a font's codes as characters: "'HXWVFKH*HPHLQGH" for "Deutsche Gemeinde",
+    # its spaces lost, its digits and stops control codes
+    lines = [
+        "Deutsche Gemeinde Schutterwald, Amtsblatt 2025.",
+        "Die Bauarbeiten sind nun offiziell gestartet (Tel. 0781/9591-0).",
+        "The lock keepers told of the silt in the outer channel.",
+    ]
+    text = pdf_text(shifted_pdf(tmp_path / "shifted.pdf", lines))
+    assert [" ".join(line.split()) for line in text.splitlines() if line.strip()] == lines
+
+
+def test_only_the_font_read_as_glyph_places_is_read_again(tmp_path: Path) -> None:
+    # a page of a font set right beside the shifted one, with control codes of its own (a symbol
+    # font's stray codes): its text stays as it is
+    lines = [
+        "Deutsche Gemeinde Schutterwald",
+        "Harbour dues 2025: 1,200 for the north quay.",
+        "\x01\x02\x05 quays",
+    ]
+    text = pdf_text(shifted_pdf(tmp_path / "mixed.pdf", lines, right=2))
+    assert [" ".join(line.lstrip("# ").split()) for line in text.splitlines() if line.strip()] == [
+        "Deutsche Gemeinde Schutterwald",
+        "Harbour dues 2025: 1,200 for the north quay.",
+        "quays",
+    ]
+    text = pdf_text(shifted_pdf(tmp_path / "right.pdf", lines[1:], right=2))
+    assert "Harbour dues 2025: 1,200 for the north quay." in text

@@ -1,7 +1,9 @@
 """PDF text with pypdfium2: pdfium's reading order, headings (larger type, bold, or italic or another
 font on a line of their own, and the titles the PDF's outline lists, at its levels) as `#` lines,
-paragraphs set apart where the page sets them apart, running headers, footers and page numbers
-dropped, words hyphenated at a line end joined again, pages separated by a form feed. A page whose
+paragraphs set apart where the page sets them apart (by space, a first line set in, a short last
+line, a list's marker, another type), running headers, footers and page numbers dropped, words
+hyphenated at a line end joined again, a font read as glyph places in the Macintosh order read
+right, pages separated by a form feed. A page whose
 drawing has straight rules in both directions goes through pdfplumber's table finder, fed with the
 rules pdfium reads (pdfminer never parses the page), and each table it finds becomes a Markdown table
 where it stands on the page. A page with no text layer but a picture on it (a scan) is rendered at
@@ -93,6 +95,80 @@ def _ligatures_in_order(textpage: Any, raw: str) -> str:
         if end - index > 1:
             chars[index:end] = reversed(chars[index:end])
         index = end
+    return "".join(chars)
+
+
+# Codes of a page's characters that text never holds: a font whose codes pdfium read as characters
+_SHIFT_HINT = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f]")
+SHIFTED_CONTROLS = 0.05  # of a font's characters on a page: spaces, digits and stops read as controls
+SHIFTED_LOWER = 0.6  # of its letters, once read in the Macintosh order, in lower case at least
+SHIFTED_VOWELS = (0.2, 0.6)  # and this share of them vowels: words of a Latin-script language
+# The standard Macintosh glyph order (TrueType's 'post' table, format 1) from 226 to 255; 98 to 225
+# follow Mac OS Roman's 128 to 255, 3 to 97 ASCII's 32 to 126.
+_MAC_GLYPHS_TAIL = "ŁłŠšŽž¦ÐðÝýÞþ−×¹²³½¼¾₣ĞğİŞşĆćČ"
+
+
+def _mac_glyph(code: int) -> str:
+    """The character of a glyph in the standard Macintosh order, by its index; "" past its end."""
+    if 3 <= code <= 97:
+        return chr(code + 29)
+    if 98 <= code <= 225:
+        return bytes([code - 98 + 0x80]).decode("mac_roman")
+    if 226 <= code <= 255:
+        return _MAC_GLYPHS_TAIL[code - 226]
+    return ""
+
+
+def _unshifted(textpage: Any, raw: str) -> str:
+    """The page's text with the fonts whose glyph indexes pdfium read as characters read right: a
+    TrueType font without a Unicode map whose codes are its glyphs' places in the standard Macintosh
+    order ("'HXWVFKH" for "Deutsche", its spaces, digits and stops control codes). Only a page
+    holding control codes is looked at; a font's characters are read again where many of them are
+    control codes and, read in that order, most of their letters are lower case and a Latin
+    language's share of them vowels, which the text as pdfium read it is not. The page's text is
+    then every character pdfium counts, one for one (pdfium's text leaves out the code of the
+    space)."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    if not _SHIFT_HINT.search(raw):
+        return raw
+    count = textpage.count_chars()
+    codes = [pdfium_c.FPDFText_GetUnicode(textpage.raw, i) for i in range(count)]
+    buffer, flags = ctypes.create_string_buffer(128), ctypes.c_int()
+    fonts: list[str] = []
+    for index, code in enumerate(codes):
+        name = ""
+        if code not in (10, 13) and pdfium_c.FPDFText_GetFontInfo(textpage.raw, index, buffer, 128, flags):
+            name = bytes(buffer.value).decode("latin-1")
+        fonts.append(name)
+    shifted: set[str] = set()
+    for name in set(fonts) - {""}:
+        own = [code for code, font in zip(codes, fonts, strict=True) if font == name]
+        controls = sum(1 <= code < 32 for code in own)
+        read = "".join(_mac_glyph(code) for code in own)
+        letters = [c for c in read if c.isalpha()]
+        before = [chr(code) for code in own if chr(code).isalpha()]
+        if len(own) < 12 or controls < SHIFTED_CONTROLS * len(own) or len(letters) < 8:
+            continue
+        lower = sum(c.islower() for c in letters) / len(letters)
+        vowels = sum(c.lower() in "aeiouyäöüàáâèéêìíîòóôùúû" for c in letters) / len(letters)
+        was_lower = sum(c.islower() for c in before) / max(1, len(before))
+        if lower >= SHIFTED_LOWER and was_lower < 0.5 and SHIFTED_VOWELS[0] <= vowels <= SHIFTED_VOWELS[1]:
+            shifted.add(name)
+    if not shifted:
+        return raw
+    chars = []
+    for i, code in enumerate(codes):
+        if fonts[i] not in shifted:
+            chars.append(chr(code))
+        elif pdfium_c.FPDFText_IsGenerated(textpage.raw, i) != 1:
+            chars.append(_mac_glyph(code) or chr(code))
+        elif 3 in codes[max(0, i - 1) : i + 2]:
+            chars.append("\x00")  # pdfium's space beside the font's own: dropped with the control codes
+        else:
+            chars.append(chr(code))
     return "".join(chars)
 
 
@@ -1674,7 +1750,7 @@ def pdf_pages(path: Path) -> list[str]:
                     pages.append(_page_lines(_ocr_page(page)))
                     styles.append([])
                 else:
-                    raw = _ligatures_in_order(textpage, textpage.get_text_range())
+                    raw = _unshifted(textpage, _ligatures_in_order(textpage, textpage.get_text_range()))
                     styles.append(_styles(textpage, raw))
                     pages.append([])
                     raws[index] = _drawn_text(textpage, raw)
