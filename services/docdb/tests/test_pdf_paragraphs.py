@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lore_common.testing.pdf import pages_pdf, pdf_bytes
-from lore_docdb.parse.convert.pdf import pdf_text
+from lore_docdb.parse.convert.pdf import _CONTROL, _headings_again, pdf_text
 
 SIZE = 10.0
 PITCH = 0.6 * SIZE  # Courier's advance
@@ -213,6 +213,20 @@ def test_a_paragraph_ending_over_a_figure_is_parted_from_the_text_under_it(tmp_p
     assert blocks == [
         HARBOUR + " The board then turned to the accounts of the year and to the repairs.",
         REPAIRS,
+    ]
+
+
+def test_paragraphs_whose_first_letter_pdfium_leaves_out_stay_apart_beside_a_table() -> None:
+    # a page with a table is rebuilt from pdfium's characters, which hold a bullet of a font without
+    # a Unicode map as a control code that pdfium's text leaves out (redp5110: each item began
+    # "\x02 " there and " " in the text): the items set apart in the text stay apart
+    marked = "\r\n".join(["Intro of the list:", "", " The pilots measured.", "", " The keepers cleared."])
+    tabled = "\n".join(["Intro of the list:", "\x02 The pilots measured.", "\x02 The keepers cleared."])
+    blocks = [" ".join(b.split()) for b in _headings_again(tabled, marked).split("\n\n")]
+    assert [_CONTROL.sub("", b).strip() for b in blocks] == [
+        "Intro of the list:",
+        "The pilots measured.",
+        "The keepers cleared.",
     ]
 
 

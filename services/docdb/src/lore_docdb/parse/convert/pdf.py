@@ -1299,14 +1299,16 @@ def _headings_again(text: str, marked: str) -> str:
     """The headings found in the page's whole text, marked again in its text rebuilt around tables
     (a heading set on two lines, two lines)."""
     headings: dict[str, str] = {}
-    starts: set[str] = set()  # the lines that open a paragraph, set apart in `marked`
+    starts: set[str] = set()  # the lines that open a paragraph, set apart in `marked` (without the
+    # control codes that pdfium's characters hold and its text leaves out: a bullet of a font
+    # without a Unicode map)
     previous = ""
     for line in marked.split("\r\n"):
         if line.startswith("#"):
             title = line.lstrip("#").strip()
             headings[title] = line
         elif not previous.strip() and line.strip():
-            starts.add(line.strip())
+            starts.add(_CONTROL.sub("", line).strip())
         previous = line
     lines = text.replace("\r\n", "\n").split("\n")
     out = []
@@ -1324,7 +1326,7 @@ def _headings_again(text: str, marked: str) -> str:
             out.extend(["", label, headings[title], ""])
             index += taken - 1
         else:
-            if line in starts and out and out[-1].strip():
+            if _CONTROL.sub("", line).strip() in starts and out and out[-1].strip():
                 out.append("")  # a paragraph's first line, as the page's text without tables parts it
             out.append(_literal(lines[index]))
         index += 1
