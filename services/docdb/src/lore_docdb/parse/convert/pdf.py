@@ -760,8 +760,9 @@ def _indents(styles: list[_Style]) -> set[int]:
     starts: set[int] = set()
     for run in _runs(styles):
         lefts = Counter(round(styles[i].left) for i in run)
-        # the margin: where most of the column's lines start (a paragraph's first line is one of many)
-        margin = float(max(lefts, key=lambda x: (sum(n for at, n in lefts.items() if abs(at - x) <= 1), -x)))
+        # the margin: where most of the column's lines start, to a point (a paragraph's first line is
+        # one of many); of two such places the leftmost
+        margin = float(max(lefts, key=lambda x: (lefts[x - 1] + lefts[x] + lefts[x + 1], -x)))
         rights = sorted(styles[i].right for i in run)
         edge = rights[-2]  # the column's right edge (one line running over it aside)
         width = edge - margin
