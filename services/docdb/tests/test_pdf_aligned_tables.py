@@ -392,3 +392,18 @@ def test_table_with_long_wrapped_descriptions_is_no_prose(tmp_path: Path) -> Non
     output = pdf_text(write(tmp_path / "long.pdf", ops))
     rows = [cells(line) for line in output.splitlines() if line.startswith("|") and "---" not in line]
     assert rows == [joined(part) for part in parts]
+
+
+def test_text_in_a_ruled_tables_box_but_in_none_of_its_cells_is_kept(tmp_path: Path) -> None:
+    """A ruled table whose last row is closed under its first cell only (ICDAR's eu-012 and eu-013):
+    the words beside that cell stand inside the table's box but in no cell of it, and were lost with
+    the table; they stay in the text."""
+    xs, ys = [72, 200, 320, 440], [700, 680, 660, 640]
+    rows = [["Port", "Ships", "Tonnes"], ["Oban", "12", "4100"], ["Mallaig", "9", "2600"]]
+    ops = [text(xs[c] + 6, ys[r] - 14, cell) for r, row in enumerate(rows) for c, cell in enumerate(row)]
+    ops += [rule(xs[0], y, xs[3], y) for y in ys] + [rule(x, ys[0], x, ys[3]) for x in xs]
+    ops += [rule(xs[0], 620, xs[1], 620), rule(xs[0], ys[3], xs[0], 620), rule(xs[1], ys[3], xs[1], 620)]
+    ops += [text(xs[0] + 6, 626, "Total"), text(xs[1] + 6, 626, "21 ships in the 2003 season")]
+    markdown = pdf_text(write(tmp_path / "open-row.pdf", ops))
+    assert "| Oban | 12 | 4100 |" in markdown
+    assert "21 ships in the 2003 season" in markdown

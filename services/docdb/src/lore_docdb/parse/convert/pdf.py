@@ -1479,6 +1479,7 @@ class _Drawn:
 
 
 _Char = tuple[str, float, float]  # a character and its centre (x, top); a space or line break: nan
+_Table = tuple[Box, str, list[Box]]  # where a table stands, its Markdown, and the boxes holding its letters
 
 
 def _chars(textpage: Any, raw: str, view: Callable[[float, float], _Point] | None = None) -> list[_Char]:
@@ -1590,7 +1591,7 @@ def _table_rows(table: Any, chars: list[_Char]) -> list[list[object]]:
     return [[texts[place] if place else None for place in row] for row in grid]
 
 
-def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], list[_Char]]:
+def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[_Table], list[_Char]]:
     """The page's tables, top first, with where they stand, and its characters with their places when
     it has tables: the ruled ones (`_ruled`) and those of text aligned in columns without rules
     (`pdf_aligned`). Where both find a table in one place the ruled one stands, unless the rules
@@ -1602,13 +1603,13 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[tuple[Box, str]], 
     view = _view(page, textpage)
     chars: list[_Char] = []
     ruled = _ruled(page, textpage, raw, view, chars)
-    tables = [(box, markdown) for box, markdown, _rows in ruled]
+    tables = [(box, markdown, cells) for box, markdown, _rows, cells in ruled]
     for box, markdown, rows in aligned_tables(textpage, raw, view):
         over = [ruled[k] for k in range(len(ruled)) if _overlap(box, ruled[k][0])]
-        if not all(_ruled_short(box, rows, other, other_rows) for other, _m, other_rows in over):
+        if not all(_ruled_short(box, rows, other, other_rows) for other, _m, other_rows, _c in over):
             continue
         tables = [t for t in tables if not _overlap(t[0], box)]
-        tables.append((box, markdown))
+        tables.append((box, markdown, [box]))
     if tables and not chars:
         chars = _chars(textpage, raw, view)
     return sorted(tables, key=lambda t: (t[0][1], t[0][0])), chars
@@ -1628,7 +1629,7 @@ def _overlap(a: Box, b: Box) -> bool:
 
 def _ruled(
     page: Any, textpage: Any, raw: str, view: Callable[[float, float], _Point] | None, chars: list[_Char]
-) -> list[tuple[Box, str, int]]:
+) -> list[tuple[Box, str, int, list[Box]]]:
     """The page's ruled tables (two rows and two columns at least): box, Markdown and count of rows;
     `chars` filled with the page's characters when there are any. pdfplumber's table finder
     (snapping, joining and intersecting the rules into cells) runs on the rules pdfium found; only a
@@ -1656,7 +1657,7 @@ def _ruled(
     if sides:
         finder = TableFinder(_Drawn(edges + sides, bbox))  # type: ignore[arg-type]
     chars.extend(_chars(textpage, raw, view))
-    tables: list[tuple[Box, str, int]] = []
+    tables: list[tuple[Box, str, int, list[Box]]] = []
     for table in finder.tables:
         rows = _table_rows(table, chars)
         texts = {cell.strip() for row in rows for cell in row if isinstance(cell, str) and cell.strip()}
@@ -1672,23 +1673,42 @@ def _ruled(
             )
             if markdown.count("\n") >= 2:
                 box = tuple(float(v) for v in table.bbox)
-                tables.append(((box[0], box[1], box[2], box[3]), markdown, markdown.count("\n")))
+                cells = [(c[0], c[1], c[2], c[3]) for c in table.cells]
+                tables.append(((box[0], box[1], box[2], box[3]), markdown, markdown.count("\n"), cells))
     return tables
 
 
-def _with_tables(chars: list[_Char], tables: list[tuple[Box, str]]) -> str:
+def _with_tables(chars: list[_Char], tables: list[_Table]) -> str:
     """The page's text in pdfium's order with each table as Markdown instead of its cells' loose words,
     before the line nearest under it in its column (else where its own first character was read):
     the text beside a table keeps its order (a column beside a table in the other column is not cut
-    at the table's top), and a table drawn after the page's text still stands where it is seen."""
-    owners: list[int | None] = []  # per character, the table whose box holds its centre
+    at the table's top), and a table drawn after the page's text still stands where it is seen. A
+    letter in a ruled table's box but in none of its cells (a last row whose rules are not closed) is
+    not the table's: it stays in the text, where the table would have lost it."""
+    rows: list[dict[tuple[float, float], list[tuple[float, float]]]] = []  # per table, its cells by row
+    for _box, _markdown, cells in tables:
+        row: dict[tuple[float, float], list[tuple[float, float]]] = {}
+        for x0, top, x1, bottom in cells:
+            row.setdefault((top, bottom), []).append((x0, x1))
+        rows.append(row)
+
+    def holds(k: int, x: float, y: float) -> bool:
+        left, top, right, bottom = tables[k][0]
+        return (
+            left <= x < right
+            and top <= y < bottom
+            and any(
+                low <= y < high and any(x0 <= x < x1 for x0, x1 in spans)
+                for (low, high), spans in rows[k].items()
+            )
+        )
+
+    owners: list[int | None] = []  # per character, the table one of whose cells holds its centre
     for _char, x, y in chars:
         if x != x:  # nan: a space or line break, decided below
             owners.append(-1)
             continue
-        owners.append(
-            next((k for k, (b, _) in enumerate(tables) if b[0] <= x < b[2] and b[1] <= y < b[3]), None)
-        )
+        owners.append(next((k for k in range(len(tables)) if holds(k, x, y)), None))
     after: list[int | None] = [None] * len(owners)  # the owner of the next character that is not blank
     following: int | None = None
     for index in range(len(owners) - 1, -1, -1):
@@ -1702,7 +1722,7 @@ def _with_tables(chars: list[_Char], tables: list[tuple[Box, str]]) -> str:
         else:
             before = owner
     below: dict[int, int] = {}  # per table, the character nearest under it in its column
-    for k, ((left, _top, right, bottom), _markdown) in enumerate(tables):
+    for k, ((left, _top, right, bottom), _markdown, _cells) in enumerate(tables):
         under = [
             (y - bottom, i)
             for i, ((_c, x, y), owner) in enumerate(zip(chars, owners, strict=True))
