@@ -407,3 +407,55 @@ def test_text_in_a_ruled_tables_box_but_in_none_of_its_cells_is_kept(tmp_path: P
     markdown = pdf_text(write(tmp_path / "open-row.pdf", ops))
     assert "| Oban | 12 | 4100 |" in markdown
     assert "21 ships in the 2003 season" in markdown
+
+
+def test_figures_in_one_cell_of_a_ruled_frame_read_by_their_rows(tmp_path: Path) -> None:
+    """An estimate's totals drawn in a ruled frame: a title row, one cell holding every line of the
+    figures (rules between its columns only), then total and note rows. The frame's 5 rows against
+    the figures' 9 lines won, every line's words in one cell (markitdown's repair estimate); the
+    frame's rows beside the figures are what counts, and the lines read as the table's rows."""
+    items = [
+        ("Parts", "", "", "2,100"), ("Body Labor", "2", "150", "300"), ("Paint Labor", "1.5", "150", "225"),
+        ("Supplies", "", "", "90"), ("Other Charges", "", "", "15"), ("Subtotal", "", "", "2,730"),
+        ("Sales Tax", "", "10.20%", "278.46"), ("Total", "", "", "3,008.46"),
+    ]  # fmt: skip
+    xs, top = [72, 220, 300, 380, 480], 700
+    ops = [text(78, top - 14, "Estimate Totals"), text(220, top - 34, "Hours"), text(300, top - 34, "Rate")]
+    ops.append(text(380, top - 34, "Cost"))
+    for i, row in enumerate(items):
+        ops += [
+            text(x + (0 if j == 0 else 6), top - 50 - 16 * i, cell)
+            for j, (x, cell) in enumerate(zip(xs, row, strict=False))
+            if cell
+        ]
+    bottom = top - 50 - 16 * len(items)
+    ops += [text(78, bottom - 14, "GRAND TOTAL"), text(386, bottom - 14, "3,008.46")]
+    ops += [
+        text(78, bottom - 34, "Note: parts prices may change."),
+        text(78, bottom - 54, "Signed: the estimator."),
+    ]
+    ops += [rule(xs[0], y, xs[4], y) for y in (top, top - 20, bottom, bottom - 20, bottom - 40, bottom - 60)]
+    ops += [rule(x, top, x, bottom - 60) for x in (xs[0], xs[4])]
+    ops += [rule(x, top - 20, x, bottom) for x in xs[1:4]]
+    lines = pdf_text(write(tmp_path / "estimate.pdf", ops)).splitlines()
+    assert "| Body Labor | 2 | 150 | 300 |" in lines
+    assert "| Sales Tax |  | 10.20% | 278.46 |" in lines
+    assert "| Total |  |  | 3,008.46 |" in lines
+
+
+def test_a_tables_total_row_at_each_pages_foot_is_no_running_footer(tmp_path: Path) -> None:
+    """A statement whose every page ends with its table's total row: the row comes back, digits
+    aside, at the foot of each page, as a running footer does, and was dropped as one."""
+    pages = []
+    for page, (tea, coffee) in enumerate([(12, 30), (17, 26)]):
+        xs, ys = [72, 250, 400], [200, 180, 160, 140, 120]
+        rows = [["Item", "Sold"], ["Tea", str(tea)], ["Coffee", str(coffee)], ["Total", str(tea + coffee)]]
+        ops = [text(72, 700, f"Week {page + 1} of the harbour cafe's sales, as the till recorded them.")]
+        ops += [text(xs[c] + 6, ys[r] - 14, cell) for r, row in enumerate(rows) for c, cell in enumerate(row)]
+        ops += [rule(xs[0], y, xs[2], y) for y in ys] + [rule(x, ys[0], x, ys[4]) for x in xs]
+        pages.append(ops)
+    path = tmp_path / "statement.pdf"
+    path.write_bytes(pages_pdf(pages))
+    first, second = pdf_text(path).split("\f")
+    assert "| Total | 42 |" in first.splitlines()
+    assert "| Total | 43 |" in second.splitlines()

@@ -1606,7 +1606,10 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[_Table], list[_Cha
     tables = [(box, markdown, cells) for box, markdown, _rows, cells in ruled]
     for box, markdown, rows in aligned_tables(textpage, raw, view):
         over = [ruled[k] for k in range(len(ruled)) if _overlap(box, ruled[k][0])]
-        if not all(_ruled_short(box, rows, other, other_rows) for other, _m, other_rows, _c in over):
+        if not all(
+            _ruled_short(box, rows, other, other_rows, _rows_beside(box, cells))
+            for other, _m, other_rows, cells in over
+        ):
             continue
         tables = [t for t in tables if not _overlap(t[0], box)]
         tables.append((box, markdown, [box]))
@@ -1615,12 +1618,27 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[_Table], list[_Cha
     return sorted(tables, key=lambda t: (t[0][1], t[0][0])), chars
 
 
-def _ruled_short(box: Box, rows: int, ruled: Box, ruled_rows: int) -> bool:
+def _ruled_short(box: Box, rows: int, ruled: Box, ruled_rows: int, beside: int | None) -> bool:
     """Whether a ruled table is short of the aligned text found in its place: of its rows (its rules
-    part only columns) or of a column (the aligned text, with as many rows, reaches beyond it)."""
+    part only columns), counting only its rows `beside` the aligned text where it frames that text
+    (its title and note rows above and below one cell holding every line of the figures), or of a
+    column (the
+    aligned text, with as many rows, reaches beyond it)."""
     wider = box[0] < ruled[0] - EXTRA_COLUMN or box[2] > ruled[2] + EXTRA_COLUMN
     within = box[0] <= ruled[0] + EXTRA_COLUMN and box[2] >= ruled[2] - EXTRA_COLUMN
-    return rows >= RULED_ROWS * ruled_rows or (wider and within and ruled_rows <= rows <= 1.5 * ruled_rows)
+    return rows >= RULED_ROWS * (ruled_rows if beside is None else min(ruled_rows, beside)) or (
+        wider and within and ruled_rows <= rows <= 1.5 * ruled_rows
+    )
+
+
+def _rows_beside(box: Box, cells: list[Box]) -> int | None:
+    """A ruled table's rows (its cells' bands) that reach into the height of this box, where the box
+    stands within the table's height (a frame around the aligned text); None where the box reaches
+    beyond it (aligned text under a ruled strip of titles, which is a table of its own)."""
+    tops, bottoms = [c[1] for c in cells], [c[3] for c in cells]
+    if not tops or box[1] < min(tops) - 1 or box[3] > max(bottoms) + 1:
+        return None
+    return len({(top, bottom) for _x0, top, _x1, bottom in cells if top < box[3] and box[1] < bottom})
 
 
 def _overlap(a: Box, b: Box) -> bool:
@@ -1812,6 +1830,8 @@ def pdf_pages(path: Path) -> list[str]:
                 len(pages) > 1
                 and repeats[_shape(lines[i])] >= threshold
                 and len(lines[i].split()) <= MAX_FURNITURE_WORDS
+                # a table's row: a total or a header row comes back, with other figures, on each page
+                and not lines[i].startswith("|")
                 # the one page where it is a heading: the title that the running header repeats
                 and not (_HEADING.match(lines[i]) and titles[_shape(lines[i])] == 1)
                 and lines[i] not in kept
