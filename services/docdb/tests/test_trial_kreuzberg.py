@@ -517,3 +517,27 @@ def test_typst_headings_lists_tables_links_and_code(tmp_path: Path) -> None:
         "```sh\ntide --port dover\n```",
         "Run `#tide` daily.",
     ]
+
+
+def test_a_date_time_cell_shows_its_time_where_its_format_does(tmp_path: Path) -> None:
+    """A column formatted `yyyy-mm-dd h:mm:ss` holding midnights (docling's sales sheet): calamine
+    reads each as a date, and the table showed `2024-01-01` where the sheet shows its time too. A
+    column formatted as a date alone stays a date."""
+    import datetime
+
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(("Ship", "Docked", "Sailed"))
+    sheet.append(("Iona", datetime.datetime(2024, 1, 1), datetime.datetime(2024, 1, 3)))
+    sheet.append(("Skye", datetime.datetime(2024, 1, 2, 6, 30), datetime.datetime(2024, 1, 4)))
+    for row in (2, 3):
+        sheet.cell(row, 2).number_format = "yyyy-mm-dd h:mm:ss"
+        sheet.cell(row, 3).number_format = "yyyy-mm-dd"
+    book.save(tmp_path / "harbour.xlsx")
+    assert extract_text(tmp_path / "harbour.xlsx").splitlines()[4:] == [
+        "| Iona | 2024-01-01 00:00:00 | 2024-01-03 |",
+        "| Skye | 2024-01-02 06:30:00 | 2024-01-04 |",
+    ]

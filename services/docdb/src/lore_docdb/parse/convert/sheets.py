@@ -7,7 +7,9 @@ table's header row in each chunk of a long one, so any chunk still says which co
 from __future__ import annotations
 
 import csv
+import datetime
 import io
+import re
 from collections.abc import Iterable, Iterator
 from itertools import pairwise
 from pathlib import Path
@@ -29,6 +31,7 @@ def sheets_markdown(path: Path) -> str:
 def _sheets_markdown(path: Path) -> str:
     book = _workbook(path)
     notes = _workbook_notes(path) if _format(path) != ".xls" else _xls_notes(path)
+    timed = _timed_cells(path) if _format(path) != ".xls" else {}
     parts = []
     names = list(book.sheet_names)
     names += [name for name in notes if name not in names]  # chart sheets: no cells, a chart
@@ -37,8 +40,16 @@ def _sheets_markdown(path: Path) -> str:
         if name in book.sheet_names:
             sheet = book.get_sheet_by_name(name)
             rows: list[list[str]] = []
+            shows_time = timed.get(name, set())
+            top, left = sheet.start or (0, 0)
             for row in sheet.iter_rows():
-                rows.append([cell_text(c) for c in row])
+                at = top + len(rows)
+                rows.append(
+                    [
+                        _with_time(c) if (at, left + j) in shows_time else cell_text(c)
+                        for j, c in enumerate(row)
+                    ]
+                )
                 if len(rows) >= MAX_ROWS:
                     break
             _fill_merged(rows, sheet.merged_cell_ranges or [], sheet.start)
@@ -152,6 +163,7 @@ def _without_odd_sheets(path: Path) -> bytes | None:
 
 
 MAX_XML_PART = 16 * 1024 * 1024  # one comments, chart or drawing part of a workbook, uncompressed
+MAX_SHEET_PART = 256 * 1024 * 1024  # a sheet's cells read again for their formats, uncompressed
 _REL = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
 
 
@@ -359,6 +371,98 @@ def _xls_notes(path: Path) -> dict[str, list[str]]:
     except (IndexError, struct.error):
         return {}
     return notes
+
+
+_TIME_FORMATS = {18, 19, 20, 21, 22, 45, 46, 47}  # Excel's built-in number formats that show a time
+_NOT_CODES = re.compile(r'"[^"]*"|\\.|\[[^\]]*\]')  # quoted text, escaped letters, [colours] and [locales]
+_ELAPSED = re.compile(r"\[(?:h+|m+|s+)\]", re.IGNORECASE)  # [h]:mm, elapsed time
+
+
+def _shows_time(code: str) -> bool:
+    """Whether a number format shows a time: hours or seconds among its codes (an `m` alone is a
+    month), or elapsed time."""
+    bare = _NOT_CODES.sub("", code).lower()
+    return "h" in bare or "s" in bare or bool(_ELAPSED.search(code))
+
+
+def _with_time(value: object) -> str:
+    """A date-time cell whose format shows its time: calamine reads one at midnight as a date, which
+    the sheet shows as `2024-01-01 0:00:00`, and a search for the time found nothing."""
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        value = datetime.datetime.combine(value, datetime.time())
+    return cell_text(value)
+
+
+def _timed_cells(path: Path) -> dict[str, set[tuple[int, int]]]:
+    """Per sheet of an XLSX/XLSM workbook, the places (row, column, from 0) of the cells whose number
+    format shows a time; {} where no format does (most workbooks: the sheets are not read twice) or
+    a part cannot be read."""
+    import posixpath
+    import zipfile
+
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, recover=True)
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError):
+        return {}
+    found: dict[str, set[tuple[int, int]]] = {}
+    try:
+        with archive:
+
+            def xml(name: str) -> Any:
+                if archive.getinfo(name).file_size > MAX_XML_PART:
+                    raise ValueError(name)
+                return etree.fromstring(archive.read(name), parser)
+
+            styles = xml("xl/styles.xml")
+            codes = {
+                int(f.get("numFmtId", "-1")): f.get("formatCode", "")
+                for f in styles.xpath("//*[local-name()='numFmts']/*[local-name()='numFmt']")
+            }
+            formats = [
+                int(x.get("numFmtId") or 0)
+                for x in styles.xpath("//*[local-name()='cellXfs']/*[local-name()='xf']")
+            ]
+            timed = {
+                str(i)
+                for i, f in enumerate(formats)
+                if f in _TIME_FORMATS or (f in codes and _shows_time(codes[f]))
+            }
+            if not timed:
+                return {}
+            workbook = xml("xl/workbook.xml")
+            targets = {
+                r.get("Id", ""): posixpath.normpath(posixpath.join("xl", r.get("Target", ""))).lstrip("/")
+                for r in xml("xl/_rels/workbook.xml.rels")
+            }
+            for sheet in workbook.xpath("//*[local-name()='sheet']"):
+                part = targets.get(sheet.get(_REL, ""), "")
+                if not part.startswith("xl/worksheets/") or archive.getinfo(part).file_size > MAX_SHEET_PART:
+                    continue
+                places = set()
+                with archive.open(part) as stream:
+                    for _, cell in etree.iterparse(
+                        stream, tag="{*}c", resolve_entities=False, no_network=True
+                    ):
+                        if cell.get("s") in timed:
+                            row, _width, letters = _cell_order(cell.get("r", ""))
+                            places.add((row - 1, _column_index(letters)))
+                        cell.clear()
+                if places:
+                    found[sheet.get("name", "")] = places
+    except (etree.Error, KeyError, ValueError, zipfile.BadZipFile):
+        return {}
+    return found
+
+
+def _column_index(letters: str) -> int:
+    """A column's index from its letters: A is 0, AA is 26."""
+    index = 0
+    for letter in letters.upper():
+        index = index * 26 + ord(letter) - 64
+    return index - 1
 
 
 def _column_name(index: int) -> str:
