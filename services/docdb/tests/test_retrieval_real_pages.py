@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from lore_common.testing.flows import KB, parse, upload, wait_task
 from lore_docdb.chat.retrieval import Hit, titles_first
 from lore_docdb.index.bm25 import Bm25Index, ChunkSource, _load_saved
@@ -17,29 +19,32 @@ CLAIM = (
     "A plant cultivation method comprising irradiating plants with light emitted from the lamp "
     "according to claim 2."
 )
+
+
 # One long section of claims (a single chunk), then short sections that repeat the claim's words
 # without quoting it: shorter and denser in the query's words, BM25 and the vectors put them first.
-PATENT = "\n".join(
-    [
-        "# Plant lamp",
-        "",
-        "## Claims",
-        "",
-        *(
-            f"{n}. The lamp according to claim {n - 1}, wherein the housing of the lamp is made of "
-            f"glass number {n} and the wick is trimmed every {n} hours by the keeper of the light."
-            "\n"
-            for n in range(2, 14)
-        ),
-        f"14. {CLAIM}",
-        "",
-        *(
-            f"## Note {n}\n\nPlants: a plant cultivation method irradiating plants, comprising light "
-            f"emitted from plants, the method of plant cultivation with light number {n}.\n"
-            for n in range(1, 7)
-        ),
-    ]
-)
+def patent(notes: int) -> str:
+    return "\n".join(
+        [
+            "# Plant lamp",
+            "",
+            "## Claims",
+            "",
+            *(
+                f"{n}. The lamp according to claim {n - 1}, wherein the housing of the lamp is made of "
+                f"glass number {n} and the wick is trimmed every {n} hours by the keeper of the light."
+                "\n"
+                for n in range(2, 14)
+            ),
+            f"14. {CLAIM}",
+            "",
+            *(
+                f"## Note {n}\n\nPlants: a plant cultivation method irradiating plants, comprising light "
+                f"emitted from plants, the method of plant cultivation with light number {n}.\n"
+                for n in range(1, notes + 1)
+            ),
+        ]
+    )
 
 
 async def retrieve(client: Any, kb: str, query: str) -> list[dict[str, Any]]:
@@ -49,9 +54,10 @@ async def retrieve(client: Any, kb: str, query: str) -> list[dict[str, Any]]:
     return data
 
 
-async def test_a_passage_asked_for_by_its_opening_words_comes_first(docdb_factory: Any) -> None:
+@pytest.mark.parametrize("notes", [6, 14])  # 14: the claims' chunk is no retriever's top 10
+async def test_a_passage_asked_for_by_its_opening_words_comes_first(docdb_factory: Any, notes: int) -> None:
     async with docdb_factory() as client:
-        await upload(client, "patents", {"lamp.md": PATENT.encode()})
+        await upload(client, "patents", {"lamp.md": patent(notes).encode()})
         await client.post(KB, json={"name": "patents"})
         [task_id] = await parse(client, "patents", ["patents"], mode=1)
         assert (await wait_task(client, task_id))["status"] == "completed"

