@@ -1,4 +1,5 @@
-"""BM25 over a KB's chunks (bm25s), for the `rerank` mode, with the tokenizer of `lore_common.bm25`.
+"""BM25 over a KB's chunks (bm25s), for the `rerank` mode, with the tokenizer of `lore_common.bm25`
+(plus words beyond ASCII, see `tokenize`), and the titles of the sections the chunks open.
 
 The index is derived from the chunk rows and rebuilt when the KB's chunks change, so a rolled-back task
 can never linger in it. What keeps it cheap at a million chunks:
