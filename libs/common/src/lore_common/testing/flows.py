@@ -34,9 +34,12 @@ async def upload(client: AppClient, dataset: str, files: dict[str, bytes]) -> No
 
 
 async def wait_task(
-    client: AppClient, task_id: str, until: tuple[str, ...] = ("completed", "failed", "cancelled")
+    client: AppClient,
+    task_id: str,
+    until: tuple[str, ...] = ("completed", "failed", "cancelled"),
+    seconds: float = 60,
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         task: dict[str, Any] = (await client.get(f"{TASKS}/{task_id}")).json()
         if task["status"] in until:
