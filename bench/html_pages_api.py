@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from documents import contains
 from html_pages import PAGES, text_blocks, truth, words
 
 from lore_common.testing.processes import start_service, wait_task
@@ -51,18 +52,6 @@ def spread(items: list[Any], n: int) -> list[Any]:
     if len(items) <= n:
         return items
     return [items[round(i * (len(items) - 1) / (n - 1))] for i in range(n)]
-
-
-def contains(passage: list[str], wanted: list[str], share: float) -> bool:
-    have: dict[str, int] = {}
-    for w in passage:
-        have[w] = have.get(w, 0) + 1
-    hit = 0
-    for w in wanted:
-        if have.get(w, 0) > 0:
-            have[w] -= 1
-            hit += 1
-    return hit >= share * len(wanted)
 
 
 def is_heading(item: dict[str, Any], heading: list[str]) -> bool:
