@@ -544,12 +544,20 @@ def _chat_stream(lore: Lore, kb: str, question: str, mode: str, user: str, max_r
     _print_sources(done.get("citations") or [])
 
 
+SLIDE_SUFFIXES = (".pptx", ".ppt", ".odp")  # a presentation's pages are its slides
+
+
 def _print_sources(citations: list[dict[str, Any]]) -> None:
     if citations:
         console.print("\n[bold]Sources[/bold]")
     for c in citations:
         page, last = c.get("page"), c.get("page_end")
-        pages = "" if page is None else f", p. {page}" if last in (None, page) else f", pp. {page}-{last}"
+        one, many = (
+            ("slide", "slides") if c["source_file"].lower().endswith(SLIDE_SUFFIXES) else ("p.", "pp.")
+        )
+        pages = (
+            "" if page is None else f", {one} {page}" if last in (None, page) else f", {many} {page}-{last}"
+        )
         console.print(
             f"  [{c['index']}] {escape(c['source_file'])}{pages} (dataset {escape(c.get('dataset') or '')})"
         )
