@@ -354,10 +354,11 @@ document.addEventListener("alpine:init", () => {
       }).finally(() => { this.busy = false; });
     },
     // Where a passage or citation sits: its pages (a PDF, a Word file) or slides (a presentation,
-    // told by its file's suffix) and the titles of its sections.
+    // told by its file's suffix: PowerPoint's decks, shows and templates, OpenDocument's) and the
+    // titles of its sections.
     place(p) {
       if (!p) return "";
-      const slides = /\.(pptx?|odp)$/i.test(p.source_file || p.kb_name || p.file || "");
+      const slides = /\.(p(pt|ps|ot)[xm]?|odp|otp)$/i.test(p.source_file || p.kb_name || p.file || "");
       const [one, many] = slides ? ["slide", "slides"] : ["p.", "pp."];
       const pages = p.page == null ? "" : (p.page_end && p.page_end !== p.page ? `${many} ${p.page}-${p.page_end}` : `${one} ${p.page}`);
       return [pages, (p.heading_path || []).join(" › ")].filter(Boolean).join(", ");

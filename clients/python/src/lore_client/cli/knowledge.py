@@ -544,7 +544,20 @@ def _chat_stream(lore: Lore, kb: str, question: str, mode: str, user: str, max_r
     _print_sources(done.get("citations") or [])
 
 
-SLIDE_SUFFIXES = (".pptx", ".ppt", ".odp")  # a presentation's pages are its slides
+# a presentation's pages are its slides (PowerPoint's macro-enabled decks, shows and templates too)
+SLIDE_SUFFIXES = (
+    ".pptx",
+    ".pptm",
+    ".ppsx",
+    ".ppsm",
+    ".potx",
+    ".potm",
+    ".ppt",
+    ".pps",
+    ".pot",
+    ".odp",
+    ".otp",
+)
 
 
 def _print_sources(citations: list[dict[str, Any]]) -> None:

@@ -37,6 +37,7 @@ from lore_docdb.chat.retrieval import Hit, KbTarget, Retriever, Trace, dedupe
 from lore_docdb.datasets.paths import path_of
 from lore_docdb.knowledge_bases.models import PROCESS_MODES
 from lore_docdb.knowledge_bases.store import KnowledgeBaseStore
+from lore_docdb.parse.extract import file_type
 
 log = structlog.get_logger("lore.docdb.chat")
 
@@ -394,7 +395,7 @@ def place(hit: Hit) -> str:
     parts = [path_of(hit.file) or hit.dataset]
     if hit.page_start is not None:
         first, last = hit.page_start, hit.page_end if hit.page_end is not None else hit.page_start
-        if hit.file.lower().endswith(SLIDE_SUFFIXES):
+        if file_type(hit.file) in SLIDE_SUFFIXES:
             parts.append(f"slide {first}" if last == first else f"slides {first}-{last}")
         else:
             parts.append(f"p. {first}" if last == first else f"pp. {first}-{last}")

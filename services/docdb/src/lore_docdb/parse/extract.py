@@ -8,8 +8,10 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Callable
-from pathlib import Path
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePath
 from typing import Any
 
 from lore_docdb.parse.convert.common import ExtractionError as ExtractionError  # named here by callers
@@ -302,6 +304,7 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".tsv": csv_markdown,
     ".xlsx": sheets_markdown,
     ".xlsm": sheets_markdown,
+    ".xlsb": sheets_markdown,  # Excel's binary workbook: calamine reads it as it reads an .xlsx
     ".xls": _excel97,
     ".ods": sheets_markdown,
     ".ipynb": notebook_markdown,  # Jupyter: Markdown cells, code cells as code, outputs' text
@@ -320,6 +323,52 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     **{suffix: image_text for suffix in IMAGE_SUFFIXES},
 }
 
+# Office's macro-enabled files, templates and slide shows, and OpenDocument's templates: each is the
+# package of the format it is saved from (its macros are never run nor read), so that format's
+# converter reads it, under that format's suffix (`read_as`), and it is paged, pictured and cited as
+# that format is.
+SAME_AS = {
+    ".docm": ".docx",
+    ".dotx": ".docx",
+    ".dotm": ".docx",
+    ".dot": ".doc",
+    ".pptm": ".pptx",
+    ".ppsx": ".pptx",
+    ".ppsm": ".pptx",
+    ".potx": ".pptx",
+    ".potm": ".pptx",
+    ".pps": ".ppt",
+    ".pot": ".ppt",
+    ".xltx": ".xlsx",
+    ".xltm": ".xlsx",
+    ".xlt": ".xls",
+    ".ott": ".odt",
+    ".otp": ".odp",
+    ".ots": ".ods",
+}
+EXTRACTORS.update({alias: EXTRACTORS[kind] for alias, kind in SAME_AS.items()})
+
+
+def file_type(name: str | PurePath) -> str:
+    """The suffix of the format a file's name says it is in, lower case; a template, macro-enabled
+    file or slide show as the format it is saved from (`deck.ppsx` → `.pptx`)."""
+    suffix = PurePath(name).suffix.lower()
+    return SAME_AS.get(suffix, suffix)
+
+
+@contextmanager
+def read_as(path: Path) -> Iterator[Path]:
+    """The file under a name with its format's own suffix (a link in a scratch folder), for converters
+    that tell a format by its suffix; the file itself when it has that suffix already."""
+    kind = file_type(path)
+    if kind == path.suffix.lower():
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="lore-as-") as folder:
+        alias = Path(folder) / (path.stem + kind)
+        alias.symlink_to(path.resolve())
+        yield alias
+
 
 # The formats docling-rs reads. Loading it costs about 2 s of CPU and maps about 700 MiB of address
 # space, so only an extraction child that meets one of these loads it.
@@ -334,7 +383,7 @@ TEXT_SUFFIXES = frozenset(suffix for suffix, convert in EXTRACTORS.items() if co
 def needs_office(path: Path) -> bool:
     """docling-rs is needed: an Office or article format, or a text file holding an XML article or
     an APS patent."""
-    suffix = path.suffix.lower()
+    suffix = file_type(path)
     if suffix in OFFICE_SUFFIXES:
         return True
     if suffix not in TEXT_SUFFIXES:
@@ -397,15 +446,21 @@ def extract_text(path: Path) -> str:
             f"{path.name}: unsupported file type {path.suffix or '(none)'}; "
             f"supported: {', '.join(sorted(EXTRACTORS))}"
         )
-    try:
-        return drop_leaders(whole_characters(extractor(path)))
-    except (ExtractionError, NeedsOCR):
-        raise
-    except Exception as exc:
-        why = str(exc).replace(str(path), path.name)  # a library's message names the server's path
-        raise ExtractionError(
-            f"{path.name}: could not be read as {path.suffix}: {type(exc).__name__}: {why}"
-        ) from exc
+    with read_as(path) as source:
+        try:
+            return drop_leaders(whole_characters(extractor(source)))
+        except NeedsOCR:
+            raise
+        except ExtractionError as exc:
+            if source is path:
+                raise
+            raise ExtractionError(str(exc).replace(source.name, path.name)) from None
+        except Exception as exc:
+            # a library's message names the server's path, or the link `read_as` made
+            why = str(exc).replace(str(source), path.name).replace(str(path), path.name)
+            raise ExtractionError(
+                f"{path.name}: could not be read as {path.suffix}: {type(exc).__name__}: {why}"
+            ) from exc
 
 
 # Pictures inside documents, for the vision model (`docdb.vlm`): the larger ones (icons and rules are
@@ -465,7 +520,7 @@ def _docx_pictures(path: Path) -> list[bytes]:
 def embedded_pictures(path: Path) -> list[tuple[str, bytes]]:
     """(mime, bytes) of the pictures inside a PDF or DOCX, or an image file itself; [] for other types
     or an unreadable file."""
-    suffix = path.suffix.lower()
+    suffix = file_type(path)
     if suffix not in PICTURE_SUFFIXES:
         return []
     try:

@@ -40,6 +40,7 @@ from lore_docdb.parse.extract import (
     PICTURE_SUFFIXES,
     ExtractionError,
     embedded_pictures,
+    file_type,
     supported,
 )
 from lore_docdb.parse.models import Task
@@ -316,9 +317,7 @@ class ParsePipeline:
             for name in sorted(names):
                 path = folder / name
                 if not supported(path):
-                    skipped.append(
-                        {"file": path.name, "reason": f"unsupported type {path.suffix or '(none)'}"}
-                    )
+                    skipped.append({"file": path.name, "reason": f"{UNSUPPORTED} {path.suffix or '(none)'}"})
                     continue
                 try:
                     text = await sandbox.extract(path)
@@ -342,7 +341,7 @@ class ParsePipeline:
         captioned = [(name, await self._with_captions(folder / name, text)) for name, text in texts]
         kept = []
         for entry in skipped:
-            if entry["reason"] == "no text" and Path(entry["file"]).suffix.lower() in PICTURE_SUFFIXES:
+            if entry["reason"] == "no text" and file_type(entry["file"]) in PICTURE_SUFFIXES:
                 text = (await self._with_captions(folder / entry["file"], "")).strip()
                 if text:
                     captioned.append((entry["file"], text))
@@ -381,7 +380,7 @@ class ParsePipeline:
         config = self.settings.parameter.chunk_config
         chunks: list[Chunk] = []
         for file, text in texts:
-            suffix = Path(file).suffix.lower()
+            suffix = file_type(file)
             paged = suffix in PAGED_SUFFIXES or (suffix in PAGED_WHEN_FOUND and "\f" in text)
             for position, piece in enumerate(
                 chunk_structured(text, config.chunk_size, config.overlap, paged=paged)
@@ -581,18 +580,28 @@ def file_hashes(folder: Path) -> dict[str, str]:
 
 
 def diff_files(hashes: dict[str, str], records: dict[str, KbFileRow], version: str) -> FileDiff:
-    """Added, changed (content or parse version), deleted and unchanged files against the records."""
+    """Added, changed (content or parse version), deleted and unchanged files against the records. A
+    file skipped as of a type docdb did not read, which it now reads, is changed: it is read at last,
+    without every other file being parsed again."""
     diff = FileDiff()
     for name, sha in sorted(hashes.items()):
         record = records.get(name)
         if record is None:
             diff.added.append(name)
-        elif record.sha256 != sha or record.version != version:
+        elif record.sha256 != sha or record.version != version or _now_supported(record):
             diff.changed.append(name)
         else:
             diff.unchanged.append(name)
     diff.deleted = sorted(set(records) - set(hashes))
     return diff
+
+
+UNSUPPORTED = "unsupported type"
+
+
+def _now_supported(record: KbFileRow) -> bool:
+    reason = (record.skipped or "").removeprefix(f"{record.file}: ")
+    return reason.startswith(UNSUPPORTED) and supported(Path(record.file))
 
 
 def skipped_json(skipped: list[dict[str, str]]) -> str | None:

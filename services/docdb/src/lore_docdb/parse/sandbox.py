@@ -21,15 +21,17 @@ from lore_docdb.parse.convert.common import ENCRYPTED, utf16_without_bom
 from lore_docdb.parse.convert.pdf import NeedsOCR
 from lore_docdb.parse.extract import (
     EXTRACTORS,
+    SAME_AS,
     ExtractionError,
     extract_text,
+    file_type,
     needs_ocr,
     needs_office,
     preload_converters,
 )
 
 MIB = 1024 * 1024
-ZIP_TYPES = (".docx", ".xlsx", ".xlsm", ".pptx", ".odt", ".odp", ".ods", ".epub")
+ZIP_TYPES = (".docx", ".xlsx", ".xlsm", ".xlsb", ".pptx", ".odt", ".odp", ".ods", ".epub")
 OLE_TYPES = (".doc", ".ppt", ".xls", ".msg")  # legacy Office and Outlook: an OLE2 compound file
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 IMAGE_MAGIC = {
@@ -41,7 +43,9 @@ IMAGE_MAGIC = {
     ".bmp": (b"BM",),
     ".webp": (b"RIFF",),
 }
-TEXT_TYPES = {s for s in EXTRACTORS if s not in (".pdf", *ZIP_TYPES, *OLE_TYPES, *IMAGE_MAGIC)}
+TEXT_TYPES = {
+    s for s in EXTRACTORS if SAME_AS.get(s, s) not in (".pdf", *ZIP_TYPES, *OLE_TYPES, *IMAGE_MAGIC)
+}
 # The first bytes of Excel 2, 3 and 4 worksheets and of Word 2 documents (before OLE2 containers).
 PRE_OFFICE_97 = (b"\x09\x00", b"\x09\x02", b"\x09\x04", b"\xdb\xa5", b"\x31\xbe")
 NEEDS_OCR = "\x00needs-ocr"  # the child's answer when a PDF page is a scan and it has no OCR engine
@@ -53,7 +57,8 @@ def sniff(path: Path, max_bytes: int) -> str | None:
     if size > max_bytes:
         limit = f"files over {max_bytes / MIB:.0f} MiB are not parsed (docdb.extract_max_file_mb)"
         return f"is {size / MIB:.0f} MiB; {limit}"
-    suffix = path.suffix.lower()
+    suffix = file_type(path)  # a template or macro-enabled file is checked as its format
+    named = path.suffix.lower()
     with path.open("rb") as handle:
         head = handle.read(8192)
     if suffix == ".pdf" and b"%PDF-" not in head[:1024]:
@@ -61,16 +66,16 @@ def sniff(path: Path, max_bytes: int) -> str | None:
     if suffix in ZIP_TYPES and not head.startswith(b"PK\x03\x04"):
         if head.startswith(OLE_MAGIC) and _encrypted_package(path):
             return ENCRYPTED
-        return f"is not a {suffix} document (not a zip archive)"
+        return f"is not a {named} document (not a zip archive)"
     if suffix in OLE_TYPES and not head.startswith((OLE_MAGIC, b"PK\x03\x04")) and not _office_xml(head):
         if head.startswith(PRE_OFFICE_97):
-            return f"is a {suffix} file older than Office 97; save it in a newer format to parse it"
+            return f"is a {named} file older than Office 97; save it in a newer format to parse it"
         # A .docx saved under .doc (or .pptx under .ppt) is common: the converters read it by content.
-        return f"is not an Office {suffix} file (neither an OLE2 file nor a zip archive)"
+        return f"is not an Office {named} file (neither an OLE2 file nor a zip archive)"
     if suffix in IMAGE_MAGIC and not head.startswith(IMAGE_MAGIC[suffix]):
-        return f"is not a {suffix} image (its first bytes say otherwise)"
+        return f"is not a {named} image (its first bytes say otherwise)"
     if suffix in TEXT_TYPES and b"\x00" in head.rstrip(b"\x00") and not _wide_text(head):
-        return f"looks binary (NUL bytes), not {suffix} text"
+        return f"looks binary (NUL bytes), not {named} text"
     return None
 
 
