@@ -29,6 +29,8 @@ from lore_core.errors import BadRequest
 from lore_core.outbound import DestinationRefused, check_url, guarded_client
 from lore_core.settings import SourcesConfig
 from lore_docdb.datasets.paths import flatten
+from lore_docdb.parse.extract import EXTRACTORS, file_type
+from lore_docdb.parse.sandbox import TEXT_TYPES
 from lore_docdb.sources.models import FolderSource, GitSource, S3Source, SourceSpec, SyncFailure, WebSource
 
 log = structlog.get_logger("lore.docdb.sources")
@@ -39,8 +41,31 @@ KEPT_TYPES = {
     "text/plain": ".txt",
     "text/markdown": ".md",
     "text/csv": ".csv",
+    "text/tab-separated-values": ".tsv",
     "application/json": ".json",
+    "application/rtf": ".rtf",
+    "text/rtf": ".rtf",
+    "application/epub+zip": ".epub",
+    "message/rfc822": ".eml",
+    "application/msword": ".doc",
+    "application/vnd.ms-powerpoint": ".ppt",
+    "application/vnd.ms-excel": ".xls",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
+    "application/vnd.oasis.opendocument.text": ".odt",
+    "application/vnd.oasis.opendocument.presentation": ".odp",
+    "application/vnd.oasis.opendocument.spreadsheet": ".ods",
 }
+# What servers send for a download whose type they do not know: kept when the link's name has a
+# suffix that docdb parses (`report.docx` served as `application/octet-stream`).
+UNTYPED = (
+    "",
+    "application/octet-stream",
+    "binary/octet-stream",
+    "application/x-download",
+    "application/force-download",
+)
 
 
 class SourceFailed(JobFailure):
@@ -384,10 +409,17 @@ class _Crawl:
             self.fetched.fail(path, f"{len(response.content)} bytes is over docdb.sources.max_file_size")
             return []
         is_html = kind in HTML_TYPES
-        if not is_html and kind not in KEPT_TYPES:
+        named = posixpath.splitext(urlsplit(str(response.url)).path)[1]
+        if is_html:
+            extension = ".html"
+        elif kind in KEPT_TYPES:
+            extension = KEPT_TYPES[kind]
+        elif kind in UNTYPED and named.lower() in EXTRACTORS:
+            extension = named
+        else:
             self.fetched.fail(path, f"its type {kind or '(none)'} is not a document type")
             return []
-        path = page_path(str(response.url), ".html" if is_html else KEPT_TYPES[kind])
+        path = page_path(str(response.url), extension)
         local = self.into / f"page-{hashlib.sha256(path.encode()).hexdigest()[:24]}"
         await asyncio.to_thread(local.write_bytes, response.content)
         self.fetched.add(path, local)
@@ -406,7 +438,10 @@ def _normal(url: str) -> str:
 
 def page_path(url: str, extension: str = ".html") -> str:
     """A page's path in the dataset: its host and path (`docs.example.com/guide/intro.html`); a folder
-    URL is its `index.html`, a query string becomes a short hash in the name."""
+    URL is its `index.html`, a query string becomes a short hash in the name. The name ends in a
+    suffix docdb parses as the page's type: `extension` is added to one that does not (`index.php`
+    is `index.php.html`, `/guide/v1.2` is `v1.2.html`), and to one of another type than the page's
+    (`report.aspx` serving a PDF is `report.aspx.pdf`)."""
     parts = urlsplit(url)
     path = unquote(parts.path or "/")
     if path.endswith("/"):
@@ -414,12 +449,24 @@ def page_path(url: str, extension: str = ".html") -> str:
     stem, ext = posixpath.splitext(path)
     if parts.query:
         stem += "-" + hashlib.sha256(parts.query.encode()).hexdigest()[:8]
-    if not ext:
-        ext = extension
+    if not _same_type(ext, extension):
+        stem, ext = stem + ext, extension
     host = parts.hostname or "site"
     if parts.port:
         host += f"_{parts.port}"
     return f"{host}{stem}{ext}".replace("//", "/")
+
+
+def _same_type(named: str, served: str) -> bool:
+    """The name's suffix is parsed as the type the page came as: `.htm` for HTML, `.docm` for a Word
+    file; any text format (`.md`, `.csv`, `.rst`, `.ipynb`) for text or JSON, which servers send
+    such files as."""
+    named, served = file_type("_" + named), file_type("_" + served)
+    if named not in EXTRACTORS:
+        return False
+    if served in (".txt", ".json"):
+        return named in TEXT_TYPES
+    return EXTRACTORS[named] is EXTRACTORS[served]
 
 
 def links_of(base: str, html: str) -> list[str]:
