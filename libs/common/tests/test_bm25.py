@@ -37,3 +37,24 @@ def test_rrf_rewards_agreement_and_keeps_first_seen_order_on_ties() -> None:
     fused = bm25.rrf([["a", "b", "c"], ["c", "a"]])
     assert [item for item, _ in fused] == ["a", "c", "b"]
     assert [item for item, _ in bm25.rrf([["x", "y"], ["y", "x"]])] == ["x", "y"]
+
+
+def test_memories_in_other_scripts_are_scored_by_their_words() -> None:
+    """mem's BM25 gave no token to Korean, Cyrillic or accented words, nor to Japanese kana: such
+    memories were found by their vectors alone."""
+    memories = [
+        "I live in Boston and work as a nurse",
+        "저는 땅콩 알레르기가 있습니다",
+        "Я живу в Москве и работаю врачом",
+        "Ich wohne in München und fahre gern Fahrrad",
+        "コーヒーよりお茶が好きです",
+    ]
+    for query, best in [("땅콩 알레르기", 1), ("в Москве", 2), ("München", 3), ("お茶が好き", 4)]:
+        scores = bm25.scores(query, memories)
+        assert int(np.argmax(scores)) == best and scores[0] == 0, (query, scores)
+
+
+def test_kana_reads_as_character_pairs_and_ascii_text_as_before() -> None:
+    assert bm25.tokenize("コーヒー") == ["コー", "ーヒ", "ヒー"]
+    assert bm25.tokenize("を") == ["を"]
+    assert bm25.tokenize("Lighthouses guide the ships") == ["lighthous", "guid", "ship"]

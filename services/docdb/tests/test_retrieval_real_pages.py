@@ -114,6 +114,32 @@ def test_words_beyond_ascii_are_searchable() -> None:
     assert index.search("Universität für", 4)[0][0] == "german"
 
 
+def test_japanese_kana_is_searchable() -> None:
+    """Hiragana and katakana had no BM25 token: a katakana word or a verb written in kana matched no
+    passage, and a Japanese manual was left to the vectors alone."""
+    index = Bm25Index.build(
+        [
+            ChunkSource("printer", "# プリンターの設定\n\nプリンターをネットワークにつなぎます。"),
+            ChunkSource("scanner", "# スキャナーの設定\n\nスキャナーはケーブルでつなぎます。"),
+            ChunkSource("battery", "電池を交換するときは、電源を切ってください。"),
+            ChunkSource("english", "Connect the printer to the network."),
+        ]
+    )
+    assert index.search("ネットワーク", 4)[0][0] == "printer"
+    assert index.search("スキャナー", 4)[0][0] == "scanner"
+    assert index.search("切ってください", 4)[0][0] == "battery"
+    assert "english" not in {chunk for chunk, _ in index.search("プリンター", 4)}
+
+
+def test_an_index_saved_by_another_tokenizer_is_built_again(tmp_path: Path) -> None:
+    index = Bm25Index.build([ChunkSource("printer", "プリンターをネットワークにつなぎます。")])
+    index.save(tmp_path / "1")
+    assert _load_saved(tmp_path / "1") is not None
+    for marker in (tmp_path / "1").glob("tokenizer-*"):
+        marker.unlink()  # as a copy saved before kana had tokens is
+    assert _load_saved(tmp_path / "1") is None
+
+
 # A review: many sections use the word `use`, one is titled `In use`; a report's section titled with
 # stopwords only. Neither title's words single it out, so neither retriever finds the section.
 REVIEW = "\n".join(

@@ -2,7 +2,8 @@
 a small candidate set, and reciprocal rank fusion with a vector ranking.
 
 English words are Snowball-stemmed (PyStemmer; on BEIR SciFact stemming lifts nDCG@10 from 0.667 to
-0.695); Chinese is segmented with jieba (search mode, so long words also match their parts)."""
+0.695); Chinese is segmented with jieba (search mode, so long words also match their parts); words in
+other scripts are kept whole, and Japanese kana read as character pairs."""
 
 from __future__ import annotations
 
@@ -19,16 +20,42 @@ from lore_common.text import STOPWORDS, has_cjk, stem
 _WORD = re.compile(r"[a-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 RRF_K = 60
+# Bumped when `tokenize` gives other tokens for the same text: an index saved with older ones is
+# built again (docdb's KB indexes are saved on disk).
+TOKENIZER_VERSION = 2
+# Spaces between two Chinese characters: Chinese puts none between words, so one there is layout (a
+# PDF's letter spacing) or a query typed or cut character by character (`內 文 有`). jieba segments a
+# run of characters into words; characters apart by spaces stay single characters, which match none
+# of the words the index holds for the same text.
+_HAN_SPACES = re.compile(r"(?<=[\u4e00-\u9fff])[ \t\u3000]+(?=[\u4e00-\u9fff])")
+# A word of letters and digits beyond ASCII, outside Chinese and Japanese script: without it Korean,
+# Greek, Cyrillic, Arabic or Hebrew words had no token at all (a Korean heading, `α=1, 3, 5, 7`, were
+# left to the vectors alone) and an accented word only its ASCII pieces (`für` as `f`, `r`).
+_WORD_BEYOND_ASCII = re.compile(
+    r"[^\W_\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
+)
+# Hiragana and katakana (full and half width, with the long-vowel mark): Japanese writes no spaces and
+# jieba knows only Chinese words, so kana had no token and a katakana word (`コンピューター`) or a
+# verb's ending matched nothing. Each run gives its overlapping character pairs, as Lucene's CJK
+# bigrams do, so a word matches wherever its pairs stand, with no dictionary to ship.
+_KANA_RUN = re.compile(r"[\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]+")
 
 
 def tokenize(text: str) -> list[str]:
+    """English words stemmed, stopwords out; Chinese segmented by jieba (spaces between its characters
+    taken out first); other words beyond ASCII whole, in lower case; kana as character pairs."""
     lowered = text.lower()
     tokens = stem([w for w in _WORD.findall(lowered) if w not in STOPWORDS])
+    if lowered.isascii():
+        return tokens
     if has_cjk(lowered):
         import jieba
 
-        for run in _CJK_RUN.findall(lowered):
+        for run in _CJK_RUN.findall(_HAN_SPACES.sub("", lowered)):
             tokens.extend(w for w in jieba.lcut_for_search(run) if w.strip())
+    tokens.extend(w for w in _WORD_BEYOND_ASCII.findall(lowered) if not w.isascii())
+    for run in _KANA_RUN.findall(lowered):
+        tokens.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
     return tokens
 
 

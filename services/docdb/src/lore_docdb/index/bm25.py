@@ -1,5 +1,5 @@
-"""BM25 over a KB's chunks (bm25s), for the `rerank` mode, with the tokenizer of `lore_common.bm25`
-(plus words beyond ASCII, see `tokenize`), and the titles of the sections the chunks open.
+"""BM25 over a KB's chunks (bm25s), for the `rerank` mode, with the tokenizer of `lore_common.bm25`,
+and the titles of the sections the chunks open.
 
 The index is derived from the chunk rows and rebuilt when the KB's chunks change, so a rolled-back task
 can never linger in it. What keeps it cheap at a million chunks:
@@ -27,8 +27,7 @@ from typing import IO, Any, NamedTuple
 import msgspec
 import numpy as np
 
-from lore_common.bm25 import new_index
-from lore_common.bm25 import tokenize as _tokenize
+from lore_common.bm25 import TOKENIZER_VERSION, new_index, tokenize
 from lore_common.matrix import top_rows
 
 # A KB past this many chunks is indexed in a child process (its start, ~1 s, is paid by a large build
@@ -36,33 +35,13 @@ from lore_common.matrix import top_rows
 CHILD_BUILD_CHUNKS = 50_000
 _IDS = "chunk_ids.npy"
 _TITLES = "titles.msgpack"
+# Written beside a saved index: one saved with another tokenizer's tokens is built again, since a
+# query's tokens would not match them.
+_TOKENIZER = f"tokenizer-{TOKENIZER_VERSION}"
 # A section's title as the index keys it: its words in lower case, one space apart.
 _TITLE_WORD = re.compile(r"[^\W_]+")
 _TITLE_LINES = 8  # a chunk opens a section when a `#` line comes among its first lines
 _EMPTY = "\u0000"  # the token of a chunk with no word, so that every chunk is a row of the index
-# Spaces between two Chinese characters: Chinese puts none between words, so one there is layout (a
-# PDF's letter spacing) or a query typed or cut character by character (`內 文 有`). jieba segments a
-# run of characters into words; characters apart by spaces stay single characters, which match none
-# of the words the index holds for the same text.
-_HAN_SPACES = re.compile(r"(?<=[\u4e00-\u9fff])[ \t\u3000]+(?=[\u4e00-\u9fff])")
-
-
-# A word of letters and digits outside Chinese and Japanese script (which jieba segments, or no index
-# word covers): `lore_common.bm25` keeps only a-z and 0-9, so Korean, Greek, Cyrillic, Arabic or Hebrew
-# words had no token at all (a Korean heading, `α=1, 3, 5, 7`, were left to the vectors alone) and an
-# accented word only its ASCII pieces (`für` as `f`, `r`).
-_WORD = re.compile(r"[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
-
-
-def tokenize(text: str) -> list[str]:
-    """`lore_common.bm25`'s tokens of the text (English words stemmed, Chinese segmented; spaces
-    between Chinese characters taken out first), then each word that holds a letter beyond ASCII, whole
-    and in lower case."""
-    if text.isascii():
-        return _tokenize(text)
-    tokens = _tokenize(_HAN_SPACES.sub("", text))
-    tokens.extend(w for w in _WORD.findall(text.lower()) if not w.isascii())
-    return tokens
 
 
 def title_key(text: str) -> str:
@@ -126,6 +105,7 @@ class Bm25Index:
         try:
             np.save(staging / _IDS, self.ids)
             (staging / _TITLES).write_bytes(msgspec.msgpack.encode(self.titles))
+            (staging / _TOKENIZER).touch()
             if self.retriever is not None:
                 self.retriever.save(str(staging), show_progress=False)
             os.replace(staging, folder)
@@ -140,6 +120,8 @@ class Bm25Index:
     @classmethod
     def load(cls, folder: Path) -> Bm25Index:
         """A saved index, its arrays mapped from disk (pages read as questions touch them)."""
+        if not (folder / _TOKENIZER).exists():
+            raise ValueError(f"{folder} was saved by another tokenizer")
         titles = msgspec.msgpack.decode((folder / _TITLES).read_bytes(), type=dict[str, list[int]])
         index = cls(np.load(folder / _IDS, mmap_mode="r"), titles=titles)
         if len(index.ids):
@@ -280,7 +262,8 @@ def _load_saved(folder: Path) -> Bm25Index | None:
         return None
     try:
         return Bm25Index.load(folder)
-    # a copy damaged on disk is rebuilt, and one saved before titles were kept (no titles file)
+    # a copy damaged on disk is rebuilt, and one saved before titles were kept (no titles file) or by
+    # another tokenizer
     except (OSError, ValueError, KeyError, msgspec.MsgspecError):
         shutil.rmtree(folder, ignore_errors=True)
         return None
