@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path, PurePath
 from typing import Any
 
+from lore_docdb.parse.convert.common import PAGE_BREAK, decode, drop_leaders, md_table
 from lore_docdb.parse.convert.common import ExtractionError as ExtractionError  # named here by callers
-from lore_docdb.parse.convert.common import decode, drop_leaders, md_table
 from lore_docdb.parse.convert.docformats import (
     docbook_markdown,
     fb2_markdown,
@@ -461,6 +461,49 @@ def extract_text(path: Path) -> str:
             raise ExtractionError(
                 f"{path.name}: could not be read as {path.suffix}: {type(exc).__name__}: {why}"
             ) from exc
+
+
+# E-mail attachments read as files of their own (`attachment_markdown`): at most this many per message,
+# and an attachment inside an attachment's message once, no deeper.
+MAX_ATTACHMENTS = 16
+MAX_ATTACHMENT_DEPTH = 2
+_attachment_depth = 0
+_UNSAFE_NAME = re.compile(r"[^\w.\- ]+")
+_HEADING_LINE = re.compile(r"^(#{1,5}) ", re.MULTILINE)
+
+
+def attachment_markdown(name: str, data: bytes) -> str | None:
+    """An e-mail attachment's text under a heading naming it, read by its type's converter as an
+    uploaded file would be (a copy in a scratch folder under its name made safe), its headings one
+    level deeper; None for a type docdb does not read, a picture (logos and signatures, whose OCR
+    is noise) or past the depth limit; a line saying why for one it could not read. A scan inside
+    raises `NeedsOCR`, so the message is read again where OCR is loaded."""
+    global _attachment_depth
+    base = _UNSAFE_NAME.sub("_", PurePath(name.replace("\\", "/")).name).strip(" .") or "attachment"
+    suffix = PurePath(base).suffix.lower()
+    if suffix not in EXTRACTORS or suffix in IMAGE_SUFFIXES or _attachment_depth >= MAX_ATTACHMENT_DEPTH:
+        return None
+    _attachment_depth += 1
+    try:
+        with tempfile.TemporaryDirectory(prefix="lore-attachment-") as folder:
+            path = Path(folder) / base
+            path.write_bytes(data)
+            try:
+                text = extract_text(path)
+            except NeedsOCR:
+                raise
+            except ExtractionError as exc:
+                return f"# Attachment: {name}\n\n(not read: {str(exc).removeprefix(f'{base}: ')})"
+            except MemoryError:  # the message's own text is kept; the attachment alone is left out
+                return f"# Attachment: {name}\n\n(not read: it needs more memory than the extractor may use)"
+            except BaseException as exc:  # a native library's panic (pyo3's PanicException)
+                if isinstance(exc, KeyboardInterrupt | SystemExit):
+                    raise
+                return f"# Attachment: {name}\n\n(not read: the parser gave up on it)"
+    finally:
+        _attachment_depth -= 1
+    text = _HEADING_LINE.sub(r"#\1 ", text.replace(PAGE_BREAK, "\n\n")).strip()
+    return f"# Attachment: {name}\n\n{text}" if text else None
 
 
 # Pictures inside documents, for the vision model (`docdb.vlm`): the larger ones (icons and rules are

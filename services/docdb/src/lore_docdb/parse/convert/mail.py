@@ -22,7 +22,8 @@ MAX_NESTED = 8  # messages inside messages (a digest's, a forwarded one's): deep
 
 def eml_markdown(path: Path) -> str:
     """The headers people search by, the body (plain text, else the HTML part), attachment names,
-    and each message inside it (a digest's, a forwarded one) the same way after it. A file saved as
+    each attached file of a type docdb reads (its text under `# Attachment: name`), and each message
+    inside it (a digest's, a forwarded one) the same way after it. A file saved as
     UTF-16 or UTF-32 is read as such."""
     data = path.read_bytes()
     wide = data[:2] in (b"\xff\xfe", b"\xfe\xff") or utf16_without_bom(data) is not None
@@ -50,6 +51,8 @@ def mht_markdown(path: Path) -> str:
 
 
 def _message_markdown(message: Any, depth: int) -> str:
+    from lore_docdb.parse.extract import MAX_ATTACHMENTS, attachment_markdown  # it imports this module
+
     lines = [f"{name}: {message[name]}" for name in HEADERS if message[name]]
     body = message.get_body(preferencelist=("plain", "html"))
     text = ""
@@ -57,16 +60,20 @@ def _message_markdown(message: Any, depth: int) -> str:
         content = _part_text(body)
         text = html_markdown(content) if body.get_content_type() == "text/html" else content
     names, inner = [], []
+    attached: list[str | None] = []
     for part in message.iter_attachments():
         if part.get_content_type() == "message/rfc822" and depth < MAX_NESTED:
             for nested in _enclosed(part):
                 inner.append(_message_markdown(nested, depth + 1))
         elif part.get_filename():
             names.append(part.get_filename())
+            data = part.get_payload(decode=True)
+            if isinstance(data, bytes) and len(attached) < MAX_ATTACHMENTS:
+                attached.append(attachment_markdown(part.get_filename(), data))
     parts = ["\n".join(lines), text.strip()]
     if names:
         parts.append("Attachments: " + ", ".join(names))
-    return "\n\n".join(p for p in [*parts, *inner] if p)
+    return "\n\n".join(p for p in [*parts, *(a for a in attached if a), *inner] if p)
 
 
 def _enclosed(part: Any) -> list[Any]:

@@ -1,7 +1,7 @@
 """Outlook's `.msg` files: the message's properties ([MS-OXMSG]) read from the OLE2 compound file
 with the reader the Word 97 headers use, written the way an `.eml` is read: Subject, From, To, Cc,
 Date, the plain body (else the HTML one, else the compressed RTF one, [MS-OXRTFCP]), attachment
-names, and a message attached to it after it.
+names, each attached file of a type docdb reads, and a message attached to it after it.
 
 Written here rather than with a library: extract-msg, the maintained reader on PyPI, is GPL-3.0,
 which this Apache-2.0 project does not take; the properties a search needs are a few streams."""
@@ -25,6 +25,7 @@ _DISPLAY_TO, _DISPLAY_CC, _HEADERS = "0e04", "0e03", "007d"
 _BODY, _HTML, _RTF = "1000", "1013", "1009"
 _RECIPIENT_NAME, _RECIPIENT_ADDRESS, _RECIPIENT_SMTP = "3001", "3003", "39fe"
 _ATTACH_LONG_NAME, _ATTACH_NAME, _DISPLAY_NAME = "3707", "3704", "3001"
+_ATTACH_DATA = "3701"  # an attached file's bytes (a binary property)
 _SUBMIT_TIME, _DELIVERY_TIME = 0x0039, 0x0E06  # FILETIMEs among the fixed-size properties
 
 
@@ -126,6 +127,8 @@ def _body(store: Compound, base: str) -> str:
 
 
 def _message(store: Compound, base: str, depth: int, top: bool = False) -> str:
+    from lore_docdb.parse.extract import MAX_ATTACHMENTS, attachment_markdown  # it imports this module
+
     sender = _who(
         _string(store, base, _SENDER_NAME),
         _string(store, base, _SENDER_SMTP) or _string(store, base, _SENDER_ADDRESS),
@@ -143,6 +146,7 @@ def _message(store: Compound, base: str, depth: int, top: bool = False) -> str:
     parts = ["\n".join(f"{name}: {value.strip()}" for name, value in fields if value.strip())]
     parts.append(_body(store, base))
     names, inner = [], []
+    attached: list[str] = []
     for child in store.children(base.rstrip("/")):
         if not child.startswith("__attach_version1.0_"):
             continue
@@ -158,9 +162,12 @@ def _message(store: Compound, base: str, depth: int, top: bool = False) -> str:
         )
         if name:
             names.append(name)
+            data = store.stream_at(f"{at}__substg1.0_{_ATTACH_DATA}{_BINARY}")
+            if data is not None and len(attached) < MAX_ATTACHMENTS:
+                attached.append(attachment_markdown(name, data) or "")
     if names:
         parts.append("Attachments: " + ", ".join(names))
-    return "\n\n".join(p for p in [*parts, *inner] if p.strip())
+    return "\n\n".join(p for p in [*parts, *attached, *inner] if p.strip())
 
 
 # [MS-OXRTFCP] 2.1.3.1.1: the dictionary's first bytes, which compressed RTF may refer back to
