@@ -698,3 +698,21 @@ def test_a_table_of_contents_loses_its_dot_leaders_and_an_ellipsis_stays(tmp_pat
     path = tmp_path / "contents.txt"
     path.write_text("Contents\n\nPreface . . . . . . . . . . xi\nAuthors..........xii\n\nWait... the end.")
     assert extract_text(path) == "Contents\n\nPreface … xi\nAuthors … xii\n\nWait... the end."
+
+
+def test_latex_numbered_lists_keep_their_numbers_and_bullets_stay_bullets(tmp_path: Path) -> None:
+    path = tmp_path / "steps.tex"
+    path.write_text(
+        "\\documentclass{article}\\begin{document}\\section{Steps}\n"
+        "\\begin{enumerate}\n\\item Open the valve.\n\\item Light the lamp.\n"
+        "\\begin{enumerate}\\item Trim the wick.\\item Wipe the glass.\\end{enumerate}\n"
+        "\\item Log the hour.\n\\end{enumerate}\n"
+        "\\begin{itemize}\\item A bullet.\\item[$\\star$] Its own label.\\end{itemize}\n"
+        "\\end{document}\n"
+    )
+    text = extract_text(path)
+    assert in_order(
+        text, "1. Open the valve.", "2. Light the lamp.", "1. Trim the wick.", "2. Wipe the glass.",
+        "3. Log the hour.", "- A bullet.",
+    )  # fmt: skip
+    assert "Its own label." in text and "LoreItemNumber" not in text

@@ -19,6 +19,12 @@ _LONGTABLE = re.compile(r"\\begin\{longtable\}(.*?)\\end\{longtable\}", re.DOTAL
 _BREAK_SPACE = re.compile(r"\\\\\*?\s*\[[^\]\n]*\]")  # `\\[2mm]`: a line break and the space after it
 _TABLE_PART = re.compile(r"\\(endfirsthead|endhead|endfoot|endlastfoot)\b")
 _EMPTY_ROW = re.compile(r"^\|(?:\s*\|)+\s*$")
+# A list environment's start or end, or an item: an `enumerate`'s items are numbered here, as LaTeX
+# typesets them (docling-rs reads every list as bullets, and "step 3" was lost).
+_LIST_TOKEN = re.compile(r"\\(begin|end)\{(enumerate|itemize|description)\}|\\item\b(?!\s*\[)")
+_NUMBER_MARK = "LoreItemNumber"  # a word docling-rs keeps as it is, put before a numbered item's text
+_NUMBERED_ITEM = re.compile(rf"^(\s*)[-*+] {_NUMBER_MARK}(\d+){_NUMBER_MARK} ?", re.MULTILINE)
+_STRAY_MARK = re.compile(rf"{_NUMBER_MARK}\d+{_NUMBER_MARK} ?")
 
 
 def _group_end(text: str, at: int) -> int:
@@ -86,7 +92,28 @@ def _longtable_once(found: re.Match[str]) -> str:
     return "\\begin{longtable}" + "".join(kept) + "\\end{longtable}"
 
 
+def _numbered_items(source: str) -> str:
+    """Each `\\item` of an `enumerate` (not one with its own `[label]`) marked with its number,
+    counted per list, nested lists apart."""
+    counters: list[int | None] = []  # per open list: the next number, None for an unnumbered one
+
+    def mark(found: re.Match[str]) -> str:
+        if found.group(1) == "begin":
+            counters.append(1 if found.group(2) == "enumerate" else None)
+        elif found.group(1) == "end":
+            if counters:
+                counters.pop()
+        elif counters and counters[-1] is not None:
+            number = counters[-1]
+            counters[-1] = number + 1
+            return f"\\item {_NUMBER_MARK}{number}{_NUMBER_MARK}"
+        return found.group(0)
+
+    return _LIST_TOKEN.sub(mark, source)
+
+
 def tidy_latex(source: str) -> str:
+    source = _numbered_items(source)
     source = _replaced(source, _HREF, 2, 1)
     source = _replaced(source, _RULE, 2, None)
     source = _replaced(source, _MINIPAGE, 1, None).replace("\\end{minipage}", "")
@@ -102,6 +129,7 @@ def latex_markdown(path: Path) -> str:
     source = decode(path.read_bytes())
     stream = DocumentStream(name=path.stem + ".tex", stream=BytesIO(tidy_latex(source).encode()))
     markdown = docling_markdown(path, stream=stream)
+    markdown = _STRAY_MARK.sub("", _NUMBERED_ITEM.sub(r"\1\2. ", markdown))
     lines = markdown.split("\n")
     kept = [
         line
