@@ -147,3 +147,24 @@ def test_a_file_skipped_as_unsupported_is_read_once_its_type_is() -> None:
     diff = diff_files(dict.fromkeys(names, "s"), records, "v")
     assert diff.changed == ["deck.ppsx"]
     assert diff.unchanged == ["memo.docx", "model.step", "scan.pdf"]
+
+
+def test_a_97_file_under_its_newer_format_s_name_reads_as_the_97_file(tmp_path: Path) -> None:
+    """Some programs export Word, PowerPoint or Excel 97 files as `.docx`, `.pptx` or `.xlsx`; they
+    were refused as "not a zip archive" (Apache POI's `hello_world.docm` is one)."""
+    for sample, name in [
+        ("sample.doc", "letter.docx"),
+        ("sample.doc", "letter.docm"),
+        ("sample.ppt", "deck.pptx"),
+        ("sample.ppt", "deck.ppsx"),
+        ("sample.xls", "ducks.xlsx"),
+        ("sample.xls", "ducks.xlsb"),
+    ]:
+        path = tmp_path / name
+        path.write_bytes((DATA / sample).read_bytes())
+        assert sniff(path, 1 << 20) is None, name
+        assert extract_text(path) == extract_text(DATA / sample), name
+    # an encrypted package (also an OLE2 file) is still refused as such
+    assert sniff(DATA / "encrypted.xlsx", 1 << 20) == (
+        "is password-protected (encrypted); save it without a password to parse it"
+    )

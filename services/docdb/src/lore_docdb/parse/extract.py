@@ -38,6 +38,7 @@ from lore_docdb.parse.convert.sheets import (
     sheets_markdown,
     spreadsheetml_markdown,
 )
+from lore_docdb.parse.convert.word97 import OLE_MAGIC
 
 MARKUP_HEAD = 2048  # the characters a text file's markup kind is told by
 
@@ -356,11 +357,20 @@ def file_type(name: str | PurePath) -> str:
     return SAME_AS.get(suffix, suffix)
 
 
+# A Word, PowerPoint or Excel 97 file (OLE2) saved under its newer format's name, as some programs
+# export them: read as the 97 format it is.
+LEGACY_OF = {".docx": ".doc", ".pptx": ".ppt", ".xlsx": ".xls", ".xlsm": ".xls", ".xlsb": ".xls"}
+
+
 @contextmanager
 def read_as(path: Path) -> Iterator[Path]:
     """The file under a name with its format's own suffix (a link in a scratch folder), for converters
     that tell a format by its suffix; the file itself when it has that suffix already."""
     kind = file_type(path)
+    if kind in LEGACY_OF:
+        with path.open("rb") as handle:
+            if handle.read(len(OLE_MAGIC)) == OLE_MAGIC:
+                kind = LEGACY_OF[kind]
     if kind == path.suffix.lower():
         yield path
         return

@@ -21,6 +21,7 @@ from lore_docdb.parse.convert.common import ENCRYPTED, utf16_without_bom
 from lore_docdb.parse.convert.pdf import NeedsOCR
 from lore_docdb.parse.extract import (
     EXTRACTORS,
+    LEGACY_OF,
     SAME_AS,
     ExtractionError,
     extract_text,
@@ -66,6 +67,8 @@ def sniff(path: Path, max_bytes: int) -> str | None:
     if suffix in ZIP_TYPES and not head.startswith(b"PK\x03\x04"):
         if head.startswith(OLE_MAGIC) and _encrypted_package(path):
             return ENCRYPTED
+        if head.startswith(OLE_MAGIC) and suffix in LEGACY_OF:
+            return None  # a Word, PowerPoint or Excel 97 file under its newer format's name: read as one
         return f"is not a {named} document (not a zip archive)"
     if suffix in OLE_TYPES and not head.startswith((OLE_MAGIC, b"PK\x03\x04")) and not _office_xml(head):
         if head.startswith(PRE_OFFICE_97):
