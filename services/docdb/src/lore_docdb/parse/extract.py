@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePath
 from typing import Any
 
-from lore_docdb.parse.convert.common import PAGE_BREAK, decode, drop_leaders, md_table
+from lore_docdb.parse.convert.common import ENCRYPTED, PAGE_BREAK, decode, drop_leaders, md_table, refused
 from lore_docdb.parse.convert.common import ExtractionError as ExtractionError  # named here by callers
 from lore_docdb.parse.convert.docformats import (
     docbook_markdown,
@@ -396,6 +396,14 @@ def needs_office(path: Path) -> bool:
     suffix = file_type(path)
     if suffix in OFFICE_SUFFIXES:
         return True
+    if suffix == ".zip":  # an archive holding Office files
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as archive:
+                return any(file_type(name) in OFFICE_SUFFIXES for name in archive.namelist()[:MAX_MEMBERS])
+        except (zipfile.BadZipFile, OSError):
+            return False
     if suffix not in TEXT_SUFFIXES:
         return False
     try:
@@ -473,29 +481,32 @@ def extract_text(path: Path) -> str:
             ) from exc
 
 
-# E-mail attachments read as files of their own (`attachment_markdown`): at most this many per message,
-# and an attachment inside an attachment's message once, no deeper.
+# Files inside a file, read as files of their own (`enclosed_markdown`): an e-mail's attachments (at
+# most MAX_ATTACHMENTS per message) and a zip archive's members (`zip_markdown`); a file inside a file
+# inside a file once, no deeper.
 MAX_ATTACHMENTS = 16
-MAX_ATTACHMENT_DEPTH = 2
-_attachment_depth = 0
+MAX_ENCLOSED_DEPTH = 2
+_enclosed_depth = 0
 _UNSAFE_NAME = re.compile(r"[^\w.\- ]+")
 _HEADING_LINE = re.compile(r"^(#{1,5}) ", re.MULTILINE)
 
 
-def attachment_markdown(name: str, data: bytes) -> str | None:
-    """An e-mail attachment's text under a heading naming it, read by its type's converter as an
-    uploaded file would be (a copy in a scratch folder under its name made safe), its headings one
-    level deeper; None for a type docdb does not read, a picture (logos and signatures, whose OCR
-    is noise) or past the depth limit; a line saying why for one it could not read. A scan inside
-    raises `NeedsOCR`, so the message is read again where OCR is loaded."""
-    global _attachment_depth
-    base = _UNSAFE_NAME.sub("_", PurePath(name.replace("\\", "/")).name).strip(" .") or "attachment"
+def enclosed_markdown(label: str, name: str, data: bytes) -> str | None:
+    """A file found inside another (`label`: Attachment, File) with its text under a heading naming
+    it, read by its type's converter as an uploaded file would be (a copy in a scratch folder under
+    its name made safe), its headings one level deeper; None for a type docdb does not read, a
+    picture (logos and signatures, whose OCR is noise) or past the depth limit; a line saying why
+    for one it could not read. A scan inside raises `NeedsOCR`, so the outer file is read again
+    where OCR is loaded."""
+    global _enclosed_depth
+    base = _UNSAFE_NAME.sub("_", PurePath(name.replace("\\", "/")).name).strip(" .") or "file"
     suffix = PurePath(base).suffix.lower()
-    if suffix not in EXTRACTORS or suffix in IMAGE_SUFFIXES or _attachment_depth >= MAX_ATTACHMENT_DEPTH:
+    if suffix not in EXTRACTORS or suffix in IMAGE_SUFFIXES or _enclosed_depth >= MAX_ENCLOSED_DEPTH:
         return None
-    _attachment_depth += 1
+    heading = f"# {label}: {name}"
+    _enclosed_depth += 1
     try:
-        with tempfile.TemporaryDirectory(prefix="lore-attachment-") as folder:
+        with tempfile.TemporaryDirectory(prefix="lore-enclosed-") as folder:
             path = Path(folder) / base
             path.write_bytes(data)
             try:
@@ -503,17 +514,71 @@ def attachment_markdown(name: str, data: bytes) -> str | None:
             except NeedsOCR:
                 raise
             except ExtractionError as exc:
-                return f"# Attachment: {name}\n\n(not read: {str(exc).removeprefix(f'{base}: ')})"
-            except MemoryError:  # the message's own text is kept; the attachment alone is left out
-                return f"# Attachment: {name}\n\n(not read: it needs more memory than the extractor may use)"
+                return f"{heading}\n\n(not read: {str(exc).removeprefix(f'{base}: ')})"
+            except MemoryError:  # the outer file's own text is kept; this one alone is left out
+                return f"{heading}\n\n(not read: it needs more memory than the extractor may use)"
             except BaseException as exc:  # a native library's panic (pyo3's PanicException)
                 if isinstance(exc, KeyboardInterrupt | SystemExit):
                     raise
-                return f"# Attachment: {name}\n\n(not read: the parser gave up on it)"
+                return f"{heading}\n\n(not read: the parser gave up on it)"
     finally:
-        _attachment_depth -= 1
+        _enclosed_depth -= 1
     text = _HEADING_LINE.sub(r"#\1 ", text.replace(PAGE_BREAK, "\n\n")).strip()
-    return f"# Attachment: {name}\n\n{text}" if text else None
+    return f"{heading}\n\n{text}" if text else None
+
+
+# A zip archive's members: at most this many read, none larger than MAX_MEMBER_BYTES once inflated
+# nor inflated over MAX_INFLATION times its stored size (a bomb), and MAX_ARCHIVE_BYTES in all.
+MAX_MEMBERS = 200
+MAX_MEMBER_BYTES = 64 * 1024 * 1024
+MAX_ARCHIVE_BYTES = 512 * 1024 * 1024
+MAX_INFLATION = 200
+
+
+def zip_markdown(path: Path) -> str:
+    """Each member of a type docdb reads, in the archive's order, under `# File: its/path`: a folder
+    of documents sent as one file. Folders, hidden files and macOS's `__MACOSX` copies are passed
+    over; a member too large, inflated like a bomb or encrypted says why under its heading."""
+    import zipfile
+
+    parts: list[str] = []
+    read = inflated = 0
+    encrypted = members = 0
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            name = info.filename
+            if (
+                info.is_dir()
+                or name.startswith("__MACOSX/")
+                or any(part.startswith(".") for part in name.split("/"))
+            ):
+                continue
+            members += 1
+            if read >= MAX_MEMBERS:
+                parts.append(f"(the archive's other files are not read: at most {MAX_MEMBERS} are)")
+                break
+            why = None
+            if info.flag_bits & 1:
+                encrypted += 1
+                why = "it is password-protected"
+            elif info.file_size > MAX_MEMBER_BYTES or inflated + info.file_size > MAX_ARCHIVE_BYTES:
+                why = f"it is {info.file_size / 2**20:.0f} MiB once inflated, over the archive's limits"
+            elif info.file_size > MAX_INFLATION * max(info.compress_size, 1) and info.file_size > 2**20:
+                why = "it inflates like a zip bomb"
+            if why is not None:
+                parts.append(f"# File: {name}\n\n(not read: {why})")
+                continue
+            inflated += info.file_size
+            text = enclosed_markdown("File", name, archive.read(info))
+            if text is not None:
+                read += 1
+                parts.append(text)
+    if members and encrypted == members:
+        raise refused(path, ENCRYPTED)
+    return "\n\n".join(parts)
+
+
+EXTRACTORS[".zip"] = zip_markdown  # a folder of documents sent as one file: each member read as a file
 
 
 # Pictures inside documents, for the vision model (`docdb.vlm`): the larger ones (icons and rules are

@@ -51,7 +51,7 @@ def mht_markdown(path: Path) -> str:
 
 
 def _message_markdown(message: Any, depth: int) -> str:
-    from lore_docdb.parse.extract import MAX_ATTACHMENTS, attachment_markdown  # it imports this module
+    from lore_docdb.parse.extract import MAX_ATTACHMENTS, enclosed_markdown  # it imports this module
 
     lines = [f"{name}: {message[name]}" for name in HEADERS if message[name]]
     body = message.get_body(preferencelist=("plain", "html"))
@@ -69,7 +69,7 @@ def _message_markdown(message: Any, depth: int) -> str:
             names.append(part.get_filename())
             data = part.get_payload(decode=True)
             if isinstance(data, bytes) and len(attached) < MAX_ATTACHMENTS:
-                attached.append(attachment_markdown(part.get_filename(), data))
+                attached.append(enclosed_markdown("Attachment", part.get_filename(), data))
     parts = ["\n".join(lines), text.strip()]
     if names:
         parts.append("Attachments: " + ", ".join(names))

@@ -127,7 +127,7 @@ def _body(store: Compound, base: str) -> str:
 
 
 def _message(store: Compound, base: str, depth: int, top: bool = False) -> str:
-    from lore_docdb.parse.extract import MAX_ATTACHMENTS, attachment_markdown  # it imports this module
+    from lore_docdb.parse.extract import MAX_ATTACHMENTS, enclosed_markdown  # it imports this module
 
     sender = _who(
         _string(store, base, _SENDER_NAME),
@@ -164,7 +164,7 @@ def _message(store: Compound, base: str, depth: int, top: bool = False) -> str:
             names.append(name)
             data = store.stream_at(f"{at}__substg1.0_{_ATTACH_DATA}{_BINARY}")
             if data is not None and len(attached) < MAX_ATTACHMENTS:
-                attached.append(attachment_markdown(name, data) or "")
+                attached.append(enclosed_markdown("Attachment", name, data) or "")
     if names:
         parts.append("Attachments: " + ", ".join(names))
     return "\n\n".join(p for p in [*parts, *attached, *inner] if p.strip())
