@@ -162,6 +162,17 @@ def test_heading_titles() -> None:
     assert heading_title("###### 安装 说明") == "安装 说明"
 
 
+def test_a_heading_s_emphasis_is_dropped_and_other_marks_are_kept() -> None:
+    assert heading_title("## _Intro_ and *more*") == "Intro and more"
+    assert heading_title("## ***Note:*** read `config.yaml` first") == "Note: read config.yaml first"
+    assert heading_title("## **_Both_** marks") == "Both marks"
+    # marks inside a word or without a pair are the title's own
+    assert heading_title("# File: word_sample.docx") == "File: word_sample.docx"
+    assert heading_title("## Стрелец A*") == "Стрелец A*"
+    assert heading_title("### call my_function(a, b)") == "call my_function(a, b)"
+    assert heading_title("## 2 * 3 = 6") == "2 * 3 = 6"
+
+
 def test_a_contents_heading_holds_its_list_only() -> None:
     """A booklet's contents page set in its largest type: the sections after it are not under it."""
     booklet = (

@@ -34,7 +34,10 @@ _TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|(\s*:?-+:?\s*\|)+\s*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _UNIT_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\n+")
-_EMPHASIS = re.compile(r"[*_`]+")
+# Emphasis and code marks around words (`**Install**`, `_Intro_`, `` `config.yaml` ``), taken out of a
+# title; a mark inside a word or without its pair is text: `word_sample.docx`, `my_function`, the star
+# `Sgr A*` kept theirs (every `*`, `_` and backtick was dropped: `wordsample.docx`).
+_EMPHASIS = re.compile(r"(?<![\w*_`])(\*{1,3}|_{1,3}|`+)(?=\S)(.+?)(?<=\S)\1(?![\w*_`])")
 # A table of contents holds its own list only: the next heading, whatever its level, ends it (a
 # contents page set in the largest type made a 76-page booklet's every section "Contents > …").
 _CONTENTS = re.compile(
@@ -80,7 +83,8 @@ def heading_title(line: str) -> str | None:
     match = _HEADING.match(line)
     if match is None:
         return None
-    title = " ".join(_EMPHASIS.sub("", match.group(2)).split())
+    title = _EMPHASIS.sub(r"\2", _EMPHASIS.sub(r"\2", match.group(2)))  # twice: `**_both_**`
+    title = " ".join(title.split())
     return title[:HEADING_CHARS] or None
 
 
