@@ -390,7 +390,7 @@ def test_markdown_setext_headings_become_heading_lines_and_html_tables_pipe_tabl
         "```\ncode\n---\n<table>\n```\n\n<div>never closed\n\n## Next\n"
     )
     assert extract_text(tmp_path / "notes.md") == (
-        "---\ntitle: Ducks\n---\n# Field Notes\n\n## Seen at the pond\n\n"
+        "# Field Notes\n\n## Seen at the pond\n\n"  # the front matter's title: the page has its own
         "| Duck | Count |\n|---|---|\n| Teal | 4 |\n\n```\ncode\n---\n<table>\n```\n\n"
         "never closed\n\n## Next"  # an unclosed block ends at its blank line
     )

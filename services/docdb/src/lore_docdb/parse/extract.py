@@ -274,6 +274,9 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".txt": _text,
     ".md": markdown_file,
     ".markdown": markdown_file,
+    ".mdx": markdown_file,  # Markdown with JSX (Docusaurus, Nextra): its imports and components' tags dropped
+    ".qmd": markdown_file,  # Quarto and R Markdown: Markdown with a front matter and code chunks
+    ".rmd": markdown_file,
     ".text": _text,
     ".log": _text,
     ".yaml": _text,  # configuration and API descriptions (OpenAPI): readable as they are written

@@ -562,20 +562,26 @@ _DATA_URI = re.compile(r"(data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[\w.+-]+)*;base64,)
 def markdown_text(markdown: str) -> str:
     """Markdown as the converters write it: setext headings (a line underlined with `===` or `---`)
     as `#` lines, and HTML blocks (a `<table>`, `<div>`... standing on their own lines, as READMEs
-    write tables with spans) through the HTML converter, so their rows are one line each. Code
-    fences and a YAML front matter are left as they are; the rest is kept verbatim, but for the
+    write tables with spans) through the HTML converter, so their rows are one line each; a front
+    matter as its title and description (`_front_matter`); a call-out (`:::note`, as Docusaurus and
+    VuePress write one) as its bold label over its text. Code fences are left as they are; the rest
+    is kept verbatim, but for the
     base64 payload of pictures written into the text (`![](data:image/png;base64,iVBOR...)`, as note
     editors paste them), which filled chunks with kilobytes of letters that are no words."""
     lines = _DATA_URI.sub(r"\1…", markdown).splitlines()
-    out: list[str] = []
-    i, fence = 0, ""
-    if lines and lines[0].strip() == "---":  # front matter: up to its closing line, untouched
-        end = next((j for j in range(1, len(lines)) if lines[j].strip() in ("---", "...")), 0)
-        out, i = lines[: end + 1], end + 1
+    out, i = _front_matter(lines)
+    fence = ""
     floor = len(out)  # no heading reaches back into the front matter
     while i < len(lines):
         line = lines[i]
         opened = _FENCE.match(line)
+        if not fence and not opened and (admonition := _ADMONITION.match(line)):
+            kind = admonition.group(1)
+            title = (admonition.group(2) or admonition.group(3) or "").strip()
+            if kind:  # `:::note Keep it dry` opens a call-out; a bare `:::` closes one
+                out.append(f"**{kind.capitalize()}{': ' + title if title else ''}**")
+            i += 1
+            continue
         if fence:
             fence = (
                 ""
@@ -661,5 +667,89 @@ def _html_block_end(lines: list[str], start: int, name: str) -> int:
     return first_blank if first_blank is not None else len(lines)
 
 
+# A front matter's keys kept as the page's text: its title (a heading) and what it says of the page;
+# the others (layout, slug, sidebar_position, draft, weight...) configure the site that shows it.
+_FRONT_TEXT = ("subtitle", "description", "summary", "abstract", "excerpt")
+_H1 = re.compile(r"^#\s+\S|^\S.*\n=+[ \t]*$", re.MULTILINE)  # `# Title`, or one underlined with `===`
+# A call-out's fence (Docusaurus, VuePress, MyST's colon fence): `:::note`, `:::warning[Careful]`,
+# `:::tip Title`, and the bare `:::` that closes it.
+_ADMONITION = re.compile(r"^\s{0,3}:::+\s*(?:\{?([A-Za-z][\w-]*)\}?)?\s*(?:\[([^\]]*)\]|(.*))$")
+
+
+def _front_matter(lines: list[str]) -> tuple[list[str], int]:
+    """A YAML (`---`) or TOML (`+++`) front matter, as Jekyll, Hugo, Docusaurus and Obsidian write
+    one, as the page's text: its `title` as a `#` heading (unless the page has a title of its own)
+    and its description or summary as a paragraph; one that does not parse is kept as it is. The
+    lines to start with and the index of the first line after it."""
+    opener = lines[0].strip() if lines else ""
+    if opener not in ("---", "+++"):
+        return [], 0
+    closers = ("---", "...") if opener == "---" else ("+++",)
+    end = next((j for j in range(1, len(lines)) if lines[j].strip() in closers), 0)
+    if not end:
+        return [], 0  # no closing line: a rule opening the page, not a front matter
+    raw = "\n".join(lines[1:end])
+    try:
+        if opener == "---":
+            import yaml
+
+            data = yaml.safe_load(raw)
+        else:
+            import tomllib
+
+            data = tomllib.loads(raw)
+    except Exception:
+        return lines[: end + 1], end + 1
+    if not isinstance(data, dict):
+        return lines[: end + 1], end + 1
+    out: list[str] = []
+    title = data.get("title")
+    if isinstance(title, str | int | float) and str(title).strip() and not _H1.search("\n".join(lines[end:])):
+        out += [f"# {' '.join(str(title).split())}", ""]
+    for key in _FRONT_TEXT:
+        value = data.get(key)
+        if isinstance(value, str) and value.strip():
+            out += [" ".join(value.split()), ""]
+    after = end + 1
+    while after < len(lines) and not lines[after].strip():
+        after += 1  # the page starts at its first line, after one blank line from what is kept
+    return out, after
+
+
 def markdown_file(path: Path) -> str:
-    return markdown_text(decode(path.read_bytes()))
+    text = decode(path.read_bytes())
+    return markdown_text(_without_jsx(text) if path.suffix.lower() == ".mdx" else text)
+
+
+# MDX (Markdown with JSX, as Docusaurus, Nextra and Storybook write docs): its ES module lines and its
+# components' tags (capitalised: `<Tabs>`, `<TabItem value="linux">`, `</Tabs>`, `<Admonition />`),
+# on lines of their own, are code, not text; what a component holds is the page's text.
+_ESM = re.compile(r"^(?:import\s.+?from\s|import\s+['\"]|export\s+(?:const|default|function|let|var)\b)")
+_JSX_TAG = re.compile(r"^\s*(?:<[A-Z][\w.]*(?:\s[^<>]*)?/?>|</[A-Z][\w.]*\s*>)\s*$")
+
+
+def _without_jsx(text: str) -> str:
+    """The MDX page without its module lines and component tags; a line inside a component loses
+    the indent the tags gave it (four spaces would make it a code block)."""
+    out: list[str] = []
+    fence, depth = "", 0
+    for line in text.splitlines():
+        opened = _FENCE.match(line)
+        if fence or opened:
+            if fence and opened and opened.group(1)[0] == fence[0]:
+                fence = ""
+            elif not fence and opened:
+                fence = opened.group(1)
+            out.append(line)
+            continue
+        if _ESM.match(line) and depth == 0:
+            continue
+        if _JSX_TAG.match(line):
+            tag = line.strip()
+            if tag.startswith("</"):
+                depth = max(depth - 1, 0)
+            elif not tag.endswith("/>"):
+                depth += 1
+            continue
+        out.append(line.strip() if depth else line)
+    return "\n".join(out)

@@ -1,0 +1,98 @@
+"""Documentation sites' Markdown reads as the pages they show: a front matter (Jekyll, Hugo, Docusaurus,
+Obsidian) gives the page's title and description instead of its settings, MDX pages lose their imports
+and components' tags, call-outs (`:::note`) keep their label, and Quarto and R Markdown files are read.
+Before, `sidebar_position: 2` and `import Tabs from '@theme/Tabs'` were passages, a component's
+indented text was a code block, and `.mdx`, `.qmd`, `.rmd` were skipped as unsupported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lore_docdb.parse.extract import extract_text
+
+DOCUSAURUS = """---
+title: Installing the lamp
+description: How to fit the lamp in its lantern room.
+sidebar_position: 2
+tags: [install, lamp]
+---
+
+import Tabs from '@theme/Tabs';
+import TabItem from '@theme/TabItem';
+
+The lamp ships in two crates.
+
+## Steps
+
+<Tabs>
+  <TabItem value="linux" label="Linux">
+    Run the installer as the keeper.
+
+    ```bash
+    sudo ./install-lamp
+    ```
+  </TabItem>
+  <TabItem value="mac" label="macOS">
+    Open the disk image.
+  </TabItem>
+</Tabs>
+
+:::warning[Hot glass]
+Let the lens cool before you touch it.
+:::
+
+export const meta = {reviewed: true};
+"""
+
+
+def read(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return extract_text(path)
+
+
+def test_an_mdx_page_reads_as_the_page_it_shows(tmp_path: Path) -> None:
+    text = read(tmp_path, "install.mdx", DOCUSAURUS)
+    assert text.startswith("# Installing the lamp\n\nHow to fit the lamp in its lantern room.")
+    for gone in (
+        "sidebar_position",
+        "tags:",
+        "import Tabs",
+        "<Tabs>",
+        "<TabItem",
+        "</TabItem>",
+        "export const",
+    ):
+        assert gone not in text, gone
+    assert "\nRun the installer as the keeper." in text and "\nOpen the disk image." in text
+    assert "```bash\nsudo ./install-lamp\n```" in text  # the code block is still one
+    assert "**Warning: Hot glass**\nLet the lens cool before you touch it." in text
+    assert ":::" not in text
+
+
+def test_a_front_matter_gives_title_and_description_and_no_settings(tmp_path: Path) -> None:
+    # the page's own title: none from the front matter beside it
+    text = read(tmp_path, "a.md", "---\ntitle: Lamps\nlayout: post\n---\n\n# Lamps and lenses\n\nBody.\n")
+    assert text.split("\n\n") == ["# Lamps and lenses", "Body."]
+    # Hugo's TOML front matter
+    text = read(
+        tmp_path,
+        "b.md",
+        '+++\ntitle = "Tides"\nsummary = "When the sea comes in."\ndraft = false\n+++\n\nBody.\n',
+    )
+    assert text.split("\n\n") == ["# Tides", "When the sea comes in.", "Body."]
+    # one that does not parse is kept as written; a rule that opens a page is no front matter
+    broken = "---\ntitle: [unclosed\n---\n\nBody.\n"
+    assert read(tmp_path, "c.md", broken).startswith("---\ntitle: [unclosed\n---")
+    assert read(tmp_path, "d.md", "---\n\nA page after a rule.\n").endswith("A page after a rule.")
+
+
+def test_quarto_and_r_markdown_read_as_markdown(tmp_path: Path) -> None:
+    source = (
+        "---\ntitle: Tide report\nformat: html\n---\n\n## Heights\n\n"
+        "```{r}\nsummary(tides)\n```\n\nThe spring tide rose 4.2 m.\n"
+    )
+    for name in ("report.qmd", "report.Rmd"):
+        text = read(tmp_path, name, source)
+        assert text.startswith("# Tide report\n\n") and "format: html" not in text
+        assert "## Heights" in text and "summary(tides)" in text and "The spring tide rose 4.2 m." in text
