@@ -7,7 +7,8 @@ right, pages separated by a form feed. A page whose
 drawing has straight rules in both directions goes through pdfplumber's table finder, fed with the
 rules pdfium reads (pdfminer never parses the page), and each table it finds becomes a Markdown table
 where it stands on the page. A page with no text layer but a picture on it (a scan) is rendered at
-200 dpi and read by OCR (`ocr.py`)."""
+200 dpi and read by OCR (`ocr.py`), and so is a page whose text layer is mostly characters no text
+holds (a font without a Unicode map, a scan's broken OCR layer), once the Macintosh order is read right."""
 
 from __future__ import annotations
 
@@ -22,13 +23,15 @@ from lore_docdb.parse.convert.common import ENCRYPTED, PAGE_BREAK, md_table, ref
 
 
 class NeedsOCR(Exception):
-    """A page is a scan and this process may not load the OCR engine (the extraction child that has
-    not loaded it asks the service for one that has)."""
+    """A page is a scan (or its text layer unreadable) and this process may not load the OCR engine
+    (the extraction child that has not loaded it asks the service for one that has)."""
 
 
 OCR_DPI = 200  # 150 loses the spaces between words of a bilevel 150 dpi scan
 MIN_TEXT_CHARS = 8  # a page with fewer characters in its text layer than this, and a picture, is a scan
 ocr_allowed = True  # whether a scanned page may load the OCR engine in this process
+UNREADABLE_SHARE = 0.5  # of a page's visible characters no text holds, above which OCR reads the page
+MIN_UNREADABLE_CHARS = 20  # and at least this many: a page of a few icons or odd bullets keeps its text
 MAX_OBJECTS = 20_000  # a page drawn with more (a map, a chart) is not searched for tables
 MIN_TABLE_TEXTS = 3  # a ruled box holding fewer different texts (a banner, a title beside a logo) is no table
 PARAGRAPH_WORDS = 40  # a cell of this many words is a paragraph; a "table" mostly of them is a page's boxes
@@ -315,6 +318,24 @@ def _has_picture(page: object) -> bool:
     import pypdfium2.raw as pdfium_c
 
     return any(True for _ in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=2))  # type: ignore[attr-defined]
+
+
+# Characters a text layer holds where it cannot say which letter a glyph is: U+FFFD, the private use
+# area (a symbol font's codes, a font's own glyph names) and C0 and C1 control codes but tab and line ends
+_UNREADABLE = re.compile(r"[\ufffd\ue000-\uf8ff\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# Blanks, which no reader sees: white space (but the controls above that Python counts as such), the
+# NUL `_unshifted` puts for a space it drops and pdfium's mark of a hyphen at a line's end
+_BLANK = re.compile(r"[^\S\x0b\x0c\x1c-\x1f\x85]|[\x00\ufffe]")
+
+
+def _unreadable(raw: str) -> bool:
+    """Whether a page's text layer is mostly characters that say nothing of the glyphs drawn (a font
+    without a Unicode map and a symbolic encoding, a scan's mojibake OCR layer): such a page is read
+    by OCR as a scan is. A few odd bullets or icons among words are not enough."""
+    unreadable = len(_UNREADABLE.findall(raw))
+    if unreadable < MIN_UNREADABLE_CHARS:
+        return False
+    return unreadable > UNREADABLE_SHARE * (len(raw) - len(_BLANK.findall(raw)))
 
 
 def _ocr_page(page: object) -> str:
@@ -1787,11 +1808,18 @@ def pdf_pages(path: Path) -> list[str]:
         for index, page in enumerate(document):
             textpage = page.get_textpage()
             try:
-                if textpage.count_chars() < MIN_TEXT_CHARS and _has_picture(page):
-                    pages.append(_page_lines(_ocr_page(page)))
+                scanned = textpage.count_chars() < MIN_TEXT_CHARS and _has_picture(page)
+                raw = (
+                    ""
+                    if scanned
+                    else _unshifted(textpage, _ligatures_in_order(textpage, textpage.get_text_range()))
+                )
+                read = _ocr_page(page) if scanned or _unreadable(raw) else ""
+                # a page with an unreadable text layer that OCR finds nothing on keeps what the layer has
+                if scanned or read.strip():
+                    pages.append(_page_lines(read))
                     styles.append([])
                 else:
-                    raw = _unshifted(textpage, _ligatures_in_order(textpage, textpage.get_text_range()))
                     styles.append(_styles(textpage, raw))
                     pages.append([])
                     raws[index] = _drawn_text(textpage, raw)
