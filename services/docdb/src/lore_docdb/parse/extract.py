@@ -86,7 +86,7 @@ def _text(path: Path) -> str:
     if kind == "patent":  # docling-rs reads APS text by its content: title, abstract, sections, claims
         return docling_markdown(path)
     if kind == "email":
-        return eml_markdown(path)
+        return _eml(path)
     return text
 
 
@@ -131,6 +131,14 @@ def _xml_dialect(head: bytes) -> Callable[[Path], str] | None:
     if _DOCBOOK_HEAD.search(head):
         return docbook_markdown
     return None
+
+
+def _eml(path: Path) -> str:
+    return eml_markdown(path, enclosed_markdown)  # with its attachments' text
+
+
+def _msg(path: Path) -> str:
+    return msg_markdown(path, enclosed_markdown)
 
 
 def _word97(path: Path) -> str:
@@ -299,8 +307,8 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".latex": latex_markdown,
     ".vtt": _vtt,  # WebVTT subtitles and transcripts: the cues' text in order
     ".epub": epub_markdown,
-    ".eml": eml_markdown,
-    ".msg": msg_markdown,  # Outlook's messages (an OLE2 file): read as an .eml is
+    ".eml": _eml,
+    ".msg": _msg,  # Outlook's messages (an OLE2 file): read as an .eml is
     ".mht": mht_markdown,  # a web page saved as one file (MIME): its HTML part
     ".mhtml": mht_markdown,
     ".rtf": rtf_text,
@@ -487,7 +495,6 @@ def extract_text(path: Path) -> str:
 # Files inside a file, read as files of their own (`enclosed_markdown`): an e-mail's attachments (at
 # most MAX_ATTACHMENTS per message) and a zip archive's members (`zip_markdown`); a file inside a file
 # inside a file once, no deeper.
-MAX_ATTACHMENTS = 16
 MAX_ENCLOSED_DEPTH = 2
 _enclosed_depth = 0
 _UNSAFE_NAME = re.compile(r"[^\w.\- ]+")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -156,6 +156,13 @@ _BARE_PIPE = re.compile(r"(?<!\\)\|")
 
 class ExtractionError(ValueError):
     """The file could not be turned into text."""
+
+
+# The reader of a file found inside another (an e-mail's attachment): `extract.enclosed_markdown`, handed
+# to the converters that meet one, which cannot import `extract` (it imports them). It takes a label
+# (`Attachment`), the file's name and its bytes, and gives its text under a heading, or None.
+Enclosed = Callable[[str, str, bytes], str | None]
+MAX_ATTACHMENTS = 16  # attachments read per message; the names of the others are still listed
 
 
 ENCRYPTED = "is password-protected (encrypted); save it without a password to parse it"

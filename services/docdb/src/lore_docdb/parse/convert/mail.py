@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lore_docdb.parse.convert.common import decode, md_table, utf16_without_bom
+from lore_docdb.parse.convert.common import MAX_ATTACHMENTS, Enclosed, decode, md_table, utf16_without_bom
 from lore_docdb.parse.convert.markup import html_markdown
 
 HEADERS = ("Subject", "From", "To", "Cc", "Date")
@@ -20,7 +20,7 @@ _LATIN = {"us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "windows-1252"
 MAX_NESTED = 8  # messages inside messages (a digest's, a forwarded one's): deeper ones are left out
 
 
-def eml_markdown(path: Path) -> str:
+def eml_markdown(path: Path, enclosed: Enclosed | None = None) -> str:
     """The headers people search by, the body (plain text, else the HTML part), attachment names,
     each attached file of a type docdb reads (its text under `# Attachment: name`), and each message
     inside it (a digest's, a forwarded one) the same way after it. A file saved as
@@ -32,7 +32,7 @@ def eml_markdown(path: Path) -> str:
         if wide
         else email.message_from_bytes(data, policy=email.policy.default)
     )
-    return _message_markdown(message, 0)
+    return _message_markdown(message, 0, enclosed)
 
 
 def web_archive_markdown(data: bytes) -> str:
@@ -50,9 +50,7 @@ def mht_markdown(path: Path) -> str:
     return web_archive_markdown(path.read_bytes())
 
 
-def _message_markdown(message: Any, depth: int) -> str:
-    from lore_docdb.parse.extract import MAX_ATTACHMENTS, enclosed_markdown  # it imports this module
-
+def _message_markdown(message: Any, depth: int, enclosed: Enclosed | None) -> str:
     lines = [f"{name}: {message[name]}" for name in HEADERS if message[name]]
     body = message.get_body(preferencelist=("plain", "html"))
     text = ""
@@ -64,12 +62,12 @@ def _message_markdown(message: Any, depth: int) -> str:
     for part in message.iter_attachments():
         if part.get_content_type() == "message/rfc822" and depth < MAX_NESTED:
             for nested in _enclosed(part):
-                inner.append(_message_markdown(nested, depth + 1))
+                inner.append(_message_markdown(nested, depth + 1, enclosed))
         elif part.get_filename():
             names.append(part.get_filename())
             data = part.get_payload(decode=True)
-            if isinstance(data, bytes) and len(attached) < MAX_ATTACHMENTS:
-                attached.append(enclosed_markdown("Attachment", part.get_filename(), data))
+            if enclosed is not None and isinstance(data, bytes) and len(attached) < MAX_ATTACHMENTS:
+                attached.append(enclosed("Attachment", part.get_filename(), data))
     parts = ["\n".join(lines), text.strip()]
     if names:
         parts.append("Attachments: " + ", ".join(names))

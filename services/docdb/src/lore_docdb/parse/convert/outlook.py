@@ -14,7 +14,7 @@ import re
 import struct
 from pathlib import Path
 
-from lore_docdb.parse.convert.common import ExtractionError, decode
+from lore_docdb.parse.convert.common import MAX_ATTACHMENTS, Enclosed, ExtractionError, decode
 from lore_docdb.parse.convert.word97 import OLE_MAGIC, Compound
 
 MAX_NESTED = 8  # messages attached to messages: deeper ones are left out
@@ -29,7 +29,7 @@ _ATTACH_DATA = "3701"  # an attached file's bytes (a binary property)
 _SUBMIT_TIME, _DELIVERY_TIME = 0x0039, 0x0E06  # FILETIMEs among the fixed-size properties
 
 
-def msg_markdown(path: Path) -> str:
+def msg_markdown(path: Path, enclosed: Enclosed | None = None) -> str:
     data = path.read_bytes()
     if not data.startswith(OLE_MAGIC):
         raise ExtractionError(f"{path.name}: not an Outlook message (not an OLE2 file)")
@@ -39,7 +39,7 @@ def msg_markdown(path: Path) -> str:
         raise ExtractionError(f"{path.name}: not a readable Outlook message ({exc})") from exc
     if not any(p.startswith("__substg1.0_") for p in store.children("")):
         raise ExtractionError(f"{path.name}: an OLE2 file but not an Outlook message (no properties)")
-    return _message(store, "", 0, top=True)
+    return _message(store, "", 0, enclosed, top=True)
 
 
 def _string(store: Compound, base: str, code: str) -> str:
@@ -126,9 +126,7 @@ def _body(store: Compound, base: str) -> str:
     return ""
 
 
-def _message(store: Compound, base: str, depth: int, top: bool = False) -> str:
-    from lore_docdb.parse.extract import MAX_ATTACHMENTS, enclosed_markdown  # it imports this module
-
+def _message(store: Compound, base: str, depth: int, enclosed: Enclosed | None, top: bool = False) -> str:
     sender = _who(
         _string(store, base, _SENDER_NAME),
         _string(store, base, _SENDER_SMTP) or _string(store, base, _SENDER_ADDRESS),
@@ -153,7 +151,7 @@ def _message(store: Compound, base: str, depth: int, top: bool = False) -> str:
         at = f"{base}{child}/"
         if f"{at}{_EMBEDDED}" in store.paths:
             if depth < MAX_NESTED:
-                inner.append(_message(store, f"{at}{_EMBEDDED}/", depth + 1))
+                inner.append(_message(store, f"{at}{_EMBEDDED}/", depth + 1, enclosed))
             continue
         name = (
             _string(store, at, _ATTACH_LONG_NAME)
@@ -163,8 +161,8 @@ def _message(store: Compound, base: str, depth: int, top: bool = False) -> str:
         if name:
             names.append(name)
             data = store.stream_at(f"{at}__substg1.0_{_ATTACH_DATA}{_BINARY}")
-            if data is not None and len(attached) < MAX_ATTACHMENTS:
-                attached.append(enclosed_markdown("Attachment", name, data) or "")
+            if enclosed is not None and data is not None and len(attached) < MAX_ATTACHMENTS:
+                attached.append(enclosed("Attachment", name, data) or "")
     if names:
         parts.append("Attachments: " + ", ".join(names))
     return "\n\n".join(p for p in [*parts, *attached, *inner] if p.strip())
