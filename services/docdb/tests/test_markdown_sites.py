@@ -74,6 +74,9 @@ def test_a_front_matter_gives_title_and_description_and_no_settings(tmp_path: Pa
     # the page's own title: none from the front matter beside it
     text = read(tmp_path, "a.md", "---\ntitle: Lamps\nlayout: post\n---\n\n# Lamps and lenses\n\nBody.\n")
     assert text.split("\n\n") == ["# Lamps and lenses", "Body."]
+    # its description under the page's own title, not above it
+    text = read(tmp_path, "e.md", "---\ndescription: All about wicks.\n---\n\n# Wicks\n\nBody.\n")
+    assert text.split("\n\n") == ["# Wicks", "All about wicks.", "Body."]
     # Hugo's TOML front matter
     text = read(
         tmp_path,
@@ -96,3 +99,83 @@ def test_quarto_and_r_markdown_read_as_markdown(tmp_path: Path) -> None:
         text = read(tmp_path, name, source)
         assert text.startswith("# Tide report\n\n") and "format: html" not in text
         assert "## Heights" in text and "summary(tides)" in text and "The spring tide rose 4.2 m." in text
+
+
+SITE_MARKS = """# Setup {#setup}
+
+<!-- prettier-ignore -->
+Read this first. <!-- a note to editors -->
+
+<!--
+an editor's comment
+over three lines
+-->
+
+<details>
+<summary>Other package managers</summary>
+
+- npm
+- yarn
+
+```bash
+yarn create lamp
+```
+
+</details>
+
+> [!WARNING]
+> Hot glass.
+
+## Reference {/* #reference */}
+"""
+
+MDX_MARKS = """export const metadata = {
+  sidebarTitle: 'Get Started',
+}
+
+{/* prettier-ignore */}
+```mdx-code-block
+<APITable>
+```
+
+| Name | Type |
+|---|---|
+| `wick` | `string` |
+
+```mdx-code-block
+</APITable>
+```
+
+<TSDoc
+  code="type Lamp = { wick: string }"
+  groupKeys="ComponentProps<'div'>"
+/>
+
+<Callout>Trim the wick weekly.</Callout>
+
+<Steps>
+  1. Open the lantern.
+     - Check the seal.
+  2. Light the lamp.
+</Steps>
+"""
+
+
+def test_site_marks_are_read_as_a_reader_sees_them(tmp_path: Path) -> None:
+    text = read(tmp_path, "setup.md", SITE_MARKS)
+    assert text.startswith("# Setup\n") and "## Reference" in text and "{" not in text
+    assert "<!--" not in text and "editor" not in text and "Read this first." in text
+    # a collapsible section's Markdown stays Markdown: its list items and code block apart
+    assert "**Other package managers**" in text and "- npm\n- yarn" in text
+    assert "```bash\nyarn create lamp\n```" in text and "<details" not in text
+    assert "> **Warning**\n> Hot glass." in text
+
+
+def test_mdx_blocks_tags_and_components_leave_their_text(tmp_path: Path) -> None:
+    text = read(tmp_path, "start.mdx", MDX_MARKS)
+    assert "sidebarTitle" not in text and "prettier" not in text and "mdx-code-block" not in text
+    assert "| `wick` | `string` |" in text and "```" not in text  # the table is not code
+    assert "<" not in text and "groupKeys" not in text
+    assert "Trim the wick weekly." in text
+    # the steps lose the component's indent only: the sub-item stays under its step
+    assert "1. Open the lantern.\n   - Check the seal.\n2. Light the lamp." in text

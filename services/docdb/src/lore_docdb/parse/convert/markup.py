@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import textwrap
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -571,15 +572,23 @@ def markdown_text(markdown: str) -> str:
     lines = _DATA_URI.sub(r"\1…", markdown).splitlines()
     out, i = _front_matter(lines)
     fence = ""
+    comment = False  # inside an HTML comment that runs over several lines
     floor = len(out)  # no heading reaches back into the front matter
     while i < len(lines):
         line = lines[i]
         opened = _FENCE.match(line)
+        if not fence and not opened:
+            kept, comment = _without_comments(line, comment)
+            if kept is None:
+                i += 1
+                continue
+            line = _site_marks(kept)
         if not fence and not opened and (admonition := _ADMONITION.match(line)):
             kind = admonition.group(1)
             title = (admonition.group(2) or admonition.group(3) or "").strip()
             if kind:  # `:::note Keep it dry` opens a call-out; a bare `:::` closes one
-                out.append(f"**{kind.capitalize()}{': ' + title if title else ''}**")
+                label = kind.replace("-", " ").replace("_", " ").capitalize()
+                out.append(f"**{label}{': ' + title if title else ''}**")
             i += 1
             continue
         if fence:
@@ -667,6 +676,47 @@ def _html_block_end(lines: list[str], start: int, name: str) -> int:
     return first_blank if first_blank is not None else len(lines)
 
 
+_COMMENT = re.compile(r"<!--.*?-->")
+# A heading's anchor, as Docusaurus, Pandoc, kramdown and MkDocs write one (`## Setup {#setup}`, MDX's
+# `{/* #setup */}`, Nextra's `[#setup]`): the site's, not the title's.
+_ANCHOR = re.compile(r"^(#{1,6}\s.*?)\s*(?:\{#[^\s{}]+\}|\{/\*.*?\*/\}|\[#[\w-]+\])\s*$")
+# Collapsible sections (`<details><summary>More</summary>` … `</details>`, as READMEs and docs write
+# them): the summary as a bold line, the tags dropped, what they hold read as Markdown (the HTML
+# converter read it as HTML and ran its lists and code blocks into one line).
+_DETAILS = re.compile(r"</?details\b[^>]*>", re.IGNORECASE)
+_SUMMARY = re.compile(r"<summary\b[^>]*>(.*?)</summary>", re.IGNORECASE)
+# GitHub's alerts (`> [!NOTE]`): the label as a reader sees it.
+_ALERT = re.compile(r"^(\s*>\s*)\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*$", re.IGNORECASE)
+
+
+def _without_comments(line: str, inside: bool) -> tuple[str | None, bool]:
+    """The line without its HTML comments (`<!-- prettier-ignore -->`), and whether one is still
+    open at its end; None for a line that held nothing else."""
+    had = inside or "<!--" in line
+    if inside:
+        end = line.find("-->")
+        if end < 0:
+            return None, True
+        line, inside = line[end + 3 :], False
+    line = _COMMENT.sub("", line)
+    start = line.find("<!--")
+    if start >= 0:
+        line, inside = line[:start], True
+    return (None if had and not line.strip() else line), inside
+
+
+def _site_marks(line: str) -> str:
+    """A line without the marks a documentation site reads for itself: a heading's anchor, the
+    `<details>` and `<summary>` tags (the summary's text kept in bold), a GitHub alert's brackets."""
+    if anchored := _ANCHOR.match(line):
+        return anchored.group(1)
+    if alert := _ALERT.match(line):
+        return f"{alert.group(1)}**{alert.group(2).capitalize()}**"
+    if "<details" in line.lower() or "<summary" in line.lower() or "</details" in line.lower():
+        line = _DETAILS.sub("", _SUMMARY.sub(lambda m: f"**{m.group(1).strip()}**", line))
+    return line
+
+
 # A front matter's keys kept as the page's text: its title (a heading) and what it says of the page;
 # the others (layout, slug, sidebar_position, draft, weight...) configure the site that shows it.
 _FRONT_TEXT = ("subtitle", "description", "summary", "abstract", "excerpt")
@@ -713,6 +763,13 @@ def _front_matter(lines: list[str]) -> tuple[list[str], int]:
     after = end + 1
     while after < len(lines) and not lines[after].strip():
         after += 1  # the page starts at its first line, after one blank line from what is kept
+    if (
+        out and after < len(lines) and lines[after].startswith("# ")
+    ):  # its own title, its description under it
+        title_at, after = after, after + 1
+        while after < len(lines) and not lines[after].strip():
+            after += 1
+        return [lines[title_at], "", *out], after
     return out, after
 
 
@@ -721,35 +778,97 @@ def markdown_file(path: Path) -> str:
     return markdown_text(_without_jsx(text) if path.suffix.lower() == ".mdx" else text)
 
 
-# MDX (Markdown with JSX, as Docusaurus, Nextra and Storybook write docs): its ES module lines and its
-# components' tags (capitalised: `<Tabs>`, `<TabItem value="linux">`, `</Tabs>`, `<Admonition />`),
-# on lines of their own, are code, not text; what a component holds is the page's text.
-_ESM = re.compile(r"^(?:import\s.+?from\s|import\s+['\"]|export\s+(?:const|default|function|let|var)\b)")
-_JSX_TAG = re.compile(r"^\s*(?:<[A-Z][\w.]*(?:\s[^<>]*)?/?>|</[A-Z][\w.]*\s*>)\s*$")
+# MDX (Markdown with JSX, as Docusaurus, Nextra and Storybook write docs): its ES module blocks
+# (`import`/`export`, to the next blank line, as MDX reads them) and its components' tags (capitalised:
+# `<Tabs>`, `<TabItem value="linux">`, `</Tabs>`, `<Admonition />`, over one line or several), on
+# lines of their own, are code, not text; what a component holds is the page's text, and so is an
+# ```` ```mdx-code-block ```` fence's body, which Docusaurus renders as MDX.
+_ESM = re.compile(
+    r"^(?:import\s.+?from\s|import\s+['\"]|import\s*\{|export\s+(?:const|default|function|let|var)\b|export\s*\{)"
+)
+_JSX_OPEN = re.compile(r"^\s*<([A-Z][\w.]*)(?=[\s/>]|$)")
+_JSX_CLOSE = re.compile(r"^\s*</[A-Z][\w.]*\s*>\s*$")
+_JSX_WRAPPED = re.compile(r"^(\s*)<([A-Z][\w.]*)(?:\s[^<>]*)?>(.*)</\2>\s*$")  # `<Callout>Tip</Callout>`
+_MDX_COMMENT = re.compile(r"\{/\*.*?\*/\}")
+_MDX_BLOCK_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*mdx-code-block\s*$")
+
+
+def _tag_end(lines: list[str], start: int) -> int | None:
+    """The index of the line that ends the JSX tag opened on `start` (its `>` outside quotes and
+    braces), or None when it does not end within a few lines (then it is text)."""
+    quote, braces = "", 0
+    for j in range(start, min(start + 40, len(lines))):
+        for char in lines[j][lines[j].index("<") + 1 :] if j == start else lines[j]:
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "\"'`":
+                quote = char
+            elif char == "{":
+                braces += 1
+            elif char == "}":
+                braces = max(braces - 1, 0)
+            elif char == ">" and not braces:
+                return j
+    return None
 
 
 def _without_jsx(text: str) -> str:
-    """The MDX page without its module lines and component tags; a line inside a component loses
-    the indent the tags gave it (four spaces would make it a code block)."""
+    """The MDX page without its module blocks, comments and component tags; the lines a component
+    holds lose only the indent they share (a nested list stays nested)."""
+    lines = text.splitlines()
     out: list[str] = []
-    fence, depth = "", 0
-    for line in text.splitlines():
+    held: list[str] = []  # the lines inside the outermost open component
+    fence, depth, i = "", 0, 0
+    block = ""  # the marks of an open ```` ```mdx-code-block ```` fence, whose body is MDX
+
+    def put(line: str) -> None:
+        (held if depth else out).append(line)
+
+    while i < len(lines):
+        line = lines[i]
+        i += 1
         opened = _FENCE.match(line)
+        if not fence and (mdx := _MDX_BLOCK_FENCE.match(line)):
+            block = mdx.group(1)  # the fence itself goes; its body is read as the page's MDX
+            continue
+        if not fence and block and opened and line.strip() == block:
+            block = ""  # and its closing fence
+            continue
         if fence or opened:
-            if fence and opened and opened.group(1)[0] == fence[0]:
+            if (
+                fence
+                and opened
+                and opened.group(1)[0] == fence[0]
+                and not line.strip()[len(opened.group(1)) :]
+            ):
                 fence = ""
             elif not fence and opened:
                 fence = opened.group(1)
-            out.append(line)
+            put(line)
+            continue
+        line = _MDX_COMMENT.sub("", line)
+        if not line.strip():
+            put("")  # a comment's line, or a blank one
             continue
         if _ESM.match(line) and depth == 0:
+            while i < len(lines) and lines[i].strip():
+                i += 1  # an import or export block runs to the next blank line
             continue
-        if _JSX_TAG.match(line):
-            tag = line.strip()
-            if tag.startswith("</"):
-                depth = max(depth - 1, 0)
-            elif not tag.endswith("/>"):
+        if wrapped := _JSX_WRAPPED.match(line):
+            put(wrapped.group(1) + wrapped.group(3))
+            continue
+        if _JSX_CLOSE.match(line):
+            depth = max(depth - 1, 0)
+            if depth == 0:
+                out.extend(textwrap.dedent("\n".join(held)).split("\n") if held else [])
+                held = []
+            continue
+        if _JSX_OPEN.match(line) and (end := _tag_end(lines, i - 1)) is not None:
+            tag = " ".join(part.strip() for part in lines[i - 1 : end + 1])
+            i = end + 1
+            if not tag.rstrip().endswith("/>"):
                 depth += 1
             continue
-        out.append(line.strip() if depth else line)
+        put(line)
+    out.extend(textwrap.dedent("\n".join(held)).split("\n") if held else [])
     return "\n".join(out)
