@@ -590,6 +590,7 @@ OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(100)
 CORRUPT = {
     ".pdf": b"%PDF-1.7\n1 0 obj << /Type /Catalog",
     **dict.fromkeys((".docx", ".pptx", ".odt", ".odp", ".ods", ".xlsx", ".epub"), ZIP),
+    **dict.fromkeys((".pages", ".key", ".numbers"), ZIP),
     **dict.fromkeys((".xls", ".doc", ".ppt"), OLE),
     ".xml": b"<?xml version='1.0'?><article><front><article-meta><title-group>",
     ".json": b'{"a": [1, 2',
@@ -671,7 +672,7 @@ async def test_every_sample_parses_and_corrupt_ones_are_skipped_with_reasons(
         task = await wait_task(client, task_id)
         assert task["status"] == "completed", task
         reasons = {s["file"]: s["reason"] for s in task["metadata"]["skipped_files"]}
-        encrypted = {"encrypted.xlsx", "encrypted.pdf"}
+        encrypted = {"encrypted.xlsx", "encrypted.pdf", "encrypted.pages"}
         assert set(reasons) == {f"broken{suffix}" for suffix in CORRUPT | BINARY} | encrypted
         assert all(reasons[name].startswith("is password-protected") for name in encrypted)
         # each says what is wrong, without repeating the name the entry already gives

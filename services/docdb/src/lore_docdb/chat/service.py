@@ -386,7 +386,7 @@ class ChatAnswer(CitedAnswer[Passages, Citation, ChatResponse]):
         )
 
 
-SLIDE_SUFFIXES = (".pptx", ".ppt", ".odp")  # a presentation's pages are its slides
+SLIDE_SUFFIXES = (".pptx", ".ppt", ".odp", ".key")  # a presentation's pages are its slides
 
 
 def place(hit: Hit) -> str:

@@ -25,6 +25,7 @@ from lore_docdb.parse.convert.docformats import (
     rst_markdown,
     typst_markdown,
 )
+from lore_docdb.parse.convert.iwork import keynote_markdown, numbers_markdown, pages_markdown
 from lore_docdb.parse.convert.latex import latex_markdown
 from lore_docdb.parse.convert.mail import eml_markdown, mht_markdown, rtf_text
 from lore_docdb.parse.convert.markup import epub_markdown, html_file, html_markdown, markdown_file
@@ -319,6 +320,9 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".xlsb": sheets_markdown,  # Excel's binary workbook: calamine reads it as it reads an .xlsx
     ".xls": _excel97,
     ".ods": sheets_markdown,
+    ".pages": pages_markdown,  # Apple iWork: the body, headings, lists and tables in place
+    ".key": keynote_markdown,  # each slide a page: its title, text boxes, tables and notes
+    ".numbers": numbers_markdown,  # each sheet's tables under their names
     ".ipynb": notebook_markdown,  # Jupyter: Markdown cells, code cells as code, outputs' text
     ".rst": rst_markdown,  # reStructuredText through docutils; Sphinx's roles read as text
     ".rest": rst_markdown,
@@ -434,13 +438,15 @@ def preload_converters(office: bool, ocr: bool = False) -> None:
     """Load the converters' native libraries now (the extraction child does, before its memory cap);
     docling-rs only when `office`, the OCR engine (onnxruntime, 0.7 CPU-s and about 110 MB) only when
     `ocr`. Without it, a scanned PDF page raises `NeedsOCR` instead of loading the engine."""
+    import cramjam
     import lxml.html
     import pypdfium2
     import python_calamine
+    from google.protobuf import empty_pb2
 
     from lore_docdb.parse.convert import pdf
 
-    del lxml, pypdfium2, python_calamine
+    del cramjam, empty_pb2, lxml, pypdfium2, python_calamine
     if office:
         from lore_docdb.parse.convert.office import _converter
 

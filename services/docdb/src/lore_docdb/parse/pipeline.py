@@ -65,7 +65,7 @@ PAGED_SUFFIXES = frozenset({".pdf", ".tif", ".tiff"})  # converters that split p
 # Paged where the converter found the pages (a form feed in the text): a presentation's slides, a
 # Word or OpenDocument text's pages as its writer last laid them out; without, a chunk has no page,
 # not page 1 (a one-slide deck, a file whose breaks did not add up).
-PAGED_WHEN_FOUND = frozenset({".pptx", ".ppt", ".odp", ".docx", ".odt"})
+PAGED_WHEN_FOUND = frozenset({".pptx", ".ppt", ".odp", ".key", ".docx", ".odt"})
 
 
 class Cancelled(Exception):

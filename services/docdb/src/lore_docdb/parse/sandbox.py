@@ -32,7 +32,8 @@ from lore_docdb.parse.extract import (
 )
 
 MIB = 1024 * 1024
-ZIP_TYPES = (".docx", ".xlsx", ".xlsm", ".xlsb", ".pptx", ".odt", ".odp", ".ods", ".epub", ".zip")
+ZIP_TYPES: tuple[str, ...] = (".docx", ".xlsx", ".xlsm", ".xlsb", ".pptx", ".odt", ".odp", ".ods", ".epub")
+ZIP_TYPES += (".zip", ".pages", ".key", ".numbers")  # and Apple iWork's packages
 OLE_TYPES = (".doc", ".ppt", ".xls", ".msg")  # legacy Office and Outlook: an OLE2 compound file
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 IMAGE_MAGIC = {

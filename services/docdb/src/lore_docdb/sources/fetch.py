@@ -56,6 +56,12 @@ KEPT_TYPES = {
     "application/vnd.oasis.opendocument.text": ".odt",
     "application/vnd.oasis.opendocument.presentation": ".odp",
     "application/vnd.oasis.opendocument.spreadsheet": ".ods",
+    "application/vnd.apple.pages": ".pages",
+    "application/vnd.apple.keynote": ".key",
+    "application/vnd.apple.numbers": ".numbers",
+    "application/x-iwork-pages-sffpages": ".pages",
+    "application/x-iwork-keynote-sffkey": ".key",
+    "application/x-iwork-numbers-sffnumbers": ".numbers",
 }
 # What servers send for a download whose type they do not know: kept when the link's name has a
 # suffix that docdb parses (`report.docx` served as `application/octet-stream`).

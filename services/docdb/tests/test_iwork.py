@@ -1,0 +1,153 @@
+"""Apple iWork documents are read: a Pages document's body with its table in place, a Keynote's slides
+with their titles, a Numbers workbook's sheets and tables; iWork '09 packages too; a password-protected
+or damaged one is skipped with its reason. Before, `.pages`, `.key` and `.numbers` were refused as
+unsupported types."""
+
+from __future__ import annotations
+
+import datetime
+import io
+import warnings
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lore_common.testing.flows import KB, parse, upload, wait_task
+from lore_docdb.chat.retrieval import Hit
+from lore_docdb.chat.service import place
+from lore_docdb.parse.extract import ExtractionError, extract_text
+from lore_docdb.parse.sandbox import sniff
+
+DATA = Path(__file__).parent / "data"
+TABLE = [
+    "| Column one | Column two | Column three |",
+    "|---|---|---|",
+    "| Cell one | Cell two | Cell three |",
+    "| Cell four | Cell five | Cell six |",
+    "| Cell seven | Cell eight | Cell nine |",
+]
+
+
+def blocks(text: str) -> list[str]:
+    return [b for b in text.split("\n\n") if b.strip()]
+
+
+def test_pages_gives_its_body_in_order_with_the_table_where_it_is_anchored() -> None:
+    text = extract_text(DATA / "sample.pages")
+    found = blocks(text)
+    assert found[:3] == ["Sample pages document", "Some plain text to parse.", "\n".join(TABLE)]
+    assert found[3].startswith("Both Pages 1.x and Keynote 2.x, which form the basis of Apple’s iWork")
+    assert found[-2].startswith("Extensible Markup Language (XML) is a ubiquitous")
+    assert found[-1] == "A text box with text."  # a floating text box, after the body
+    assert found[-3].startswith("A second page") and "\ufffc" not in text  # no attachment marks
+
+
+def test_a_pages_09_package_reads_as_the_same_document() -> None:
+    """The same document saved by Pages '09 (an XML index) and by Pages 5 (IWA): one text; the
+    template's placeholder pages (`Lorem ipsum`) and its empty headers are not in it."""
+    legacy = extract_text(DATA / "sample-09.pages")
+    assert legacy == extract_text(DATA / "sample.pages")
+    assert "Lorem" not in legacy and "Plloaso" not in legacy
+
+
+def test_keynote_slide_title_is_a_heading_and_the_masters_text_is_not_read() -> None:
+    text = extract_text(DATA / "sample.key")
+    assert text == "# Example Presentation\n\nThis is a subtitle."  # master slides hold `Title Text`…
+
+
+def test_a_keynote_passage_is_cited_with_its_slide() -> None:
+    assert place(Hit("c", 1.0, "t", "decks", "plan.key", ("Plan",), 3, 3)) == "plan.key, slide 3, Plan"
+
+
+def numbers_file(path: Path) -> Path:
+    """A Numbers workbook written by numbers-parser: two sheets, a merged cell, a date with and
+    without its time, truth values, a pipe in a cell, and a table longer than one tile (256 rows)."""
+    from numbers_parser import Document
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        doc = Document()
+        sheet = doc.sheets[0]
+        sheet.name = "Tides"
+        table = sheet.tables[0]
+        table.name = "Harbour"
+        rows: list[list[Any]] = [
+            ["Port", "High water", "Height m", "Spring"],
+            ["Brest", datetime.datetime(2026, 3, 4, 6, 15), 7.25, True],
+            ["Cherbourg", datetime.datetime(2026, 3, 4), 6.1, False],
+            ["Merged over two", None, None, None],
+        ]
+        for r, row in enumerate(rows):
+            for c, value in enumerate(row):
+                if value is not None:
+                    table.write(r, c, value)
+        table.merge_cells("A4:B4")
+        doc.add_sheet("Crew", "Roster")
+        roster = doc.sheets["Crew"].tables[0]
+        roster.write(0, 0, "Name")
+        roster.write(0, 1, "Role")
+        for r in range(1, 301):
+            roster.write(r, 0, f"Sailor {r}")
+            roster.write(r, 1, "Pilot | navigator" if r == 300 else "Deckhand")
+        doc.save(path)
+    return path
+
+
+def test_numbers_gives_each_sheet_and_table_under_its_name_with_the_values_shown(tmp_path: Path) -> None:
+    text = extract_text(numbers_file(tmp_path / "harbour.numbers"))
+    assert text.startswith(
+        "# Tides\n\n## Harbour\n\n"
+        "| Port | High water | Height m | Spring |\n|---|---|---|---|\n"
+        "| Brest | 2026-03-04 06:15:00 | 7.25 | TRUE |\n"
+        "| Cherbourg | 2026-03-04 | 6.1 | FALSE |\n"
+        "| Merged over two | Merged over two |"  # a merged cell's value in each cell it covers
+    )
+    crew = text[text.index("# Crew") :]
+    assert crew.startswith("# Crew\n\n## Roster\n\n| Name | Role |\n|---|---|\n| Sailor 1 | Deckhand |")
+    assert "| Sailor 256 | Deckhand |\n| Sailor 257 | Deckhand |" in crew  # across two tiles, in order
+    assert crew.rstrip().endswith("| Sailor 300 | Pilot \\| navigator |")
+
+
+def test_a_password_protected_or_damaged_package_is_refused_with_its_reason(tmp_path: Path) -> None:
+    with pytest.raises(ExtractionError, match=r"encrypted\.pages: is password-protected"):
+        extract_text(DATA / "encrypted.pages")
+    damaged = io.BytesIO()
+    with zipfile.ZipFile(damaged, "w") as package:
+        package.writestr("Index/Document.iwa", b"\x00\x10\x00\x00" + b"\xff" * 16)
+    path = tmp_path / "broken.numbers"
+    path.write_bytes(damaged.getvalue())
+    assert sniff(path, 1 << 20) is None
+    with pytest.raises(ExtractionError, match=r"broken\.numbers: its part Index/Document\.iwa is damaged"):
+        extract_text(path)
+    pem = tmp_path / "server.key"  # `.key` is also what a TLS private key is called
+    pem.write_text("-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n")
+    assert sniff(pem, 1 << 20) == "is not a .key document (not a zip archive)"
+
+
+async def test_iwork_files_parse_into_a_kb_and_their_table_rows_come_back_whole(
+    docdb_factory: Any, tmp_path: Path
+) -> None:
+    files = {
+        "notes.pages": (DATA / "sample.pages").read_bytes(),
+        "deck.key": (DATA / "sample.key").read_bytes(),
+        "harbour.numbers": numbers_file(tmp_path / "harbour.numbers").read_bytes(),
+        "locked.pages": (DATA / "encrypted.pages").read_bytes(),
+    }
+    async with docdb_factory() as client:
+        await upload(client, "apple", files)
+        await client.post(KB, json={"name": "apple"})
+        [task_id] = await parse(client, "apple", ["apple"], mode=1)
+        task = await wait_task(client, task_id)
+        assert task["status"] == "completed", task
+        [skipped] = task["metadata"]["skipped_files"]
+        assert skipped["file"] == "locked.pages" and "password-protected" in skipped["reason"]
+        for query, file, wanted in (
+            ("Cell four Cell five Cell six", "notes.pages", "| Cell four | Cell five | Cell six |"),
+            ("When is high water at Brest?", "harbour.numbers", "| Brest | 2026-03-04 06:15:00 | 7.25 |"),
+            ("Example Presentation subtitle", "deck.key", "This is a subtitle."),
+        ):
+            reply = await client.post("/api/v1/docdb/retrieve", json={"kb_id": "apple", "query": query})
+            [top, *_] = reply.json()["data"]
+            assert top["kb_name"] == file and wanted in top["content"], (query, top)
