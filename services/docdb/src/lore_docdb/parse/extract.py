@@ -33,6 +33,7 @@ from lore_docdb.parse.convert.ocr import IMAGE_SUFFIXES, image_text
 from lore_docdb.parse.convert.office import docling_markdown, is_wordml, wordml_markdown
 from lore_docdb.parse.convert.outlook import msg_markdown
 from lore_docdb.parse.convert.pdf import NeedsOCR, pdf_text
+from lore_docdb.parse.convert.prosemirror import document_of, prosemirror_markdown
 from lore_docdb.parse.convert.sheets import (
     csv_markdown,
     is_spreadsheetml,
@@ -251,11 +252,14 @@ def _json_values(text: str) -> list[object]:
 
 def _json(path: Path) -> str:
     """Each value as `path.to.key: value` lines; the records of JSON Lines apart, each its own block
-    (`[3].id: ...`)."""
+    (`[3].id: ...`); a rich-text document (ProseMirror's tree: a Box Note, an editor's or Atlassian's
+    export) as the Markdown of its headings, lists and tables."""
     try:
         values = _json_values(decode(path.read_bytes()))
     except json.JSONDecodeError as exc:
         raise ExtractionError(f"{path.name}: not valid JSON ({exc})") from exc
+    if len(values) == 1 and (document := document_of(values[0])) is not None:
+        return prosemirror_markdown(document)
     if len(values) > 1:
         return "\n\n".join(_json_lines(value, f"[{n}]") for n, value in enumerate(values))
     return _json_lines(values[0] if values else None, "")
@@ -333,6 +337,7 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".dbk": docbook_markdown,
     ".docbook": docbook_markdown,
     ".json": _json,
+    ".boxnote": _json,  # Box Notes: a ProseMirror document
     ".geojson": _json,
     ".jsonl": _json,
     ".ndjson": _json,
