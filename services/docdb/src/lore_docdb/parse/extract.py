@@ -23,13 +23,15 @@ from lore_docdb.parse.convert.docformats import (
     opml_markdown,
     org_markdown,
     rst_markdown,
+    srt_markdown,
+    svg_markdown,
     typst_markdown,
 )
 from lore_docdb.parse.convert.iwork import keynote_markdown, numbers_markdown, pages_markdown
 from lore_docdb.parse.convert.latex import latex_markdown
-from lore_docdb.parse.convert.mail import eml_markdown, mht_markdown, rtf_text
+from lore_docdb.parse.convert.mail import eml_markdown, mbox_markdown, mht_markdown, rtf_text
 from lore_docdb.parse.convert.markup import epub_markdown, html_file, html_markdown, markdown_file
-from lore_docdb.parse.convert.ocr import IMAGE_SUFFIXES, image_text
+from lore_docdb.parse.convert.ocr import IMAGE_SUFFIXES, image_text, open_image
 from lore_docdb.parse.convert.office import docling_markdown, is_wordml, wordml_markdown
 from lore_docdb.parse.convert.outlook import msg_markdown
 from lore_docdb.parse.convert.pdf import NeedsOCR, pdf_text
@@ -137,6 +139,10 @@ def _xml_dialect(head: bytes) -> Callable[[Path], str] | None:
 
 def _eml(path: Path) -> str:
     return eml_markdown(path, enclosed_markdown)  # with its attachments' text
+
+
+def _mbox(path: Path) -> str:
+    return mbox_markdown(path, enclosed_markdown)
 
 
 def _msg(path: Path) -> str:
@@ -311,9 +317,12 @@ EXTRACTORS: dict[str, Callable[[Path], str]] = {
     ".tex": latex_markdown,  # LaTeX: sections, lists, tables; the macros themselves dropped
     ".latex": latex_markdown,
     ".vtt": _vtt,  # WebVTT subtitles and transcripts: the cues' text in order
+    ".srt": srt_markdown,  # SubRip subtitles: the same
+    ".svg": svg_markdown,  # drawings: their title and text elements
     ".epub": epub_markdown,
     ".eml": _eml,
     ".msg": _msg,  # Outlook's messages (an OLE2 file): read as an .eml is
+    ".mbox": _mbox,  # a mailbox: each message under its subject
     ".mht": mht_markdown,  # a web page saved as one file (MIME): its HTML part
     ".mhtml": mht_markdown,
     ".rtf": rtf_text,
@@ -424,6 +433,14 @@ def needs_office(path: Path) -> bool:
                 return any(file_type(name) in OFFICE_SUFFIXES for name in archive.namelist()[:MAX_MEMBERS])
         except (zipfile.BadZipFile, OSError):
             return False
+    if suffix in (".tar", ".tgz", ".gz", ".tbz2", ".txz"):
+        import tarfile
+
+        try:
+            names = _tar_names(path) if tarfile.is_tarfile(path) else [path.stem]
+        except (tarfile.TarError, OSError, EOFError):
+            return False
+        return any(file_type(name) in OFFICE_SUFFIXES for name in names)
     if suffix not in TEXT_SUFFIXES:
         return False
     try:
@@ -458,8 +475,11 @@ def preload_converters(office: bool, ocr: bool = False) -> None:
         _converter()
     pdf.ocr_allowed = ocr
     if ocr:
+        import pillow_heif
+
         from lore_docdb.parse.convert.ocr import engine
 
+        del pillow_heif
         engine()
 
 
@@ -602,6 +622,62 @@ def zip_markdown(path: Path) -> str:
 EXTRACTORS[".zip"] = zip_markdown  # a folder of documents sent as one file: each member read as a file
 
 
+def _tar_names(path: Path) -> list[str]:
+    """The names of a tarball's files (gzip, bzip2 or xz compressed, or not), in order."""
+    import tarfile
+
+    with tarfile.open(path, "r|*") as archive:
+        return [m.name for _, m in zip(range(MAX_MEMBERS * 4), archive, strict=False) if m.isfile()]
+
+
+def tar_markdown(path: Path) -> str:
+    """A tarball (`.tar`, `.tar.gz`, `.tgz`, also bzip2 and xz) read as a zip archive is: each regular
+    file under `# File: its/path`, with the same limits (links, devices and folders passed over; a
+    member is read from the stream, never written where its name points); a `.gz` that holds one
+    file, not a tarball (`notes.txt.gz`), is that file."""
+    import gzip
+    import tarfile
+
+    if not tarfile.is_tarfile(path):
+        if path.suffix.lower() != ".gz":
+            raise refused(path, "is not a tar archive")
+        with gzip.open(path) as handle:
+            data = handle.read(MAX_MEMBER_BYTES + 1)
+        if len(data) > MAX_MEMBER_BYTES:
+            raise refused(path, f"it inflates past {MAX_MEMBER_BYTES // 2**20} MiB")
+        text = enclosed_markdown("File", path.stem, data)
+        if text is None:
+            raise refused(path, f"the file it holds, {path.stem}, is of a type docdb does not read")
+        return text
+    parts: list[str] = []
+    read = inflated = 0
+    with tarfile.open(path, "r|*") as archive:
+        for member in archive:
+            name = member.name.removeprefix("./")
+            if not member.isfile() or any(part.startswith(".") for part in name.split("/")):
+                continue
+            if read >= MAX_MEMBERS:
+                parts.append(f"(the archive's other files are not read: at most {MAX_MEMBERS} are)")
+                break
+            if member.size > MAX_MEMBER_BYTES or inflated + member.size > MAX_ARCHIVE_BYTES:
+                why = f"it is {member.size / 2**20:.0f} MiB, over the archive's limits"
+                parts.append(f"# File: {name}\n\n(not read: {why})")
+                continue
+            source = archive.extractfile(member)
+            if source is None:
+                continue
+            inflated += member.size
+            text = enclosed_markdown("File", name, source.read())
+            if text is not None:
+                read += 1
+                parts.append(text)
+    return "\n\n".join(parts)
+
+
+for _suffix in (".tar", ".tgz", ".gz", ".tbz2", ".txz"):
+    EXTRACTORS[_suffix] = tar_markdown
+
+
 # Pictures inside documents, for the vision model (`docdb.vlm`): the larger ones (icons and rules are
 # small), at most PICTURES_PER_FILE per file, in document order.
 PICTURE_SUFFIXES = (".pdf", ".docx", *IMAGE_SUFFIXES)
@@ -625,9 +701,7 @@ def _as_sendable(data: bytes) -> tuple[str, bytes] | None:
     if mime is not None:
         return mime, data
     try:
-        from PIL import Image
-
-        with Image.open(io.BytesIO(data)) as image:
+        with open_image(io.BytesIO(data)) as image:
             out = io.BytesIO()
             image.convert("RGB").save(out, "PNG")
     except Exception:

@@ -44,9 +44,18 @@ IMAGE_MAGIC = {
     ".tiff": (b"II*\x00", b"MM\x00*"),
     ".bmp": (b"BM",),
     ".webp": (b"RIFF",),
+    ".gif": (b"GIF87a", b"GIF89a"),
 }
+# Tarballs and gzip files: their compression's magic (a plain tar says `ustar` at byte 257)
+ARCHIVE_MAGIC = {".tgz": b"\x1f\x8b", ".gz": b"\x1f\x8b", ".tbz2": b"BZh", ".txz": b"\xfd7zXZ\x00"}
+# HEIF photos: an ISO media file whose first box (`ftyp`, after its 4-byte size) names a HEIF brand
+HEIF_SUFFIXES = (".heic", ".heif")
+HEIF_BRANDS = (b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"hevm", b"hevs", b"mif1", b"msf1")
 TEXT_TYPES = {
-    s for s in EXTRACTORS if SAME_AS.get(s, s) not in (".pdf", *ZIP_TYPES, *OLE_TYPES, *IMAGE_MAGIC)
+    s
+    for s in EXTRACTORS
+    if SAME_AS.get(s, s)
+    not in (".pdf", ".tar", *ZIP_TYPES, *OLE_TYPES, *IMAGE_MAGIC, *HEIF_SUFFIXES, *ARCHIVE_MAGIC)
 }
 # The first bytes of Excel 2, 3 and 4 worksheets and of Word 2 documents (before OLE2 containers).
 PRE_OFFICE_97 = (b"\x09\x00", b"\x09\x02", b"\x09\x04", b"\xdb\xa5", b"\x31\xbe")
@@ -78,6 +87,12 @@ def sniff(path: Path, max_bytes: int) -> str | None:
         return f"is not an Office {named} file (neither an OLE2 file nor a zip archive)"
     if suffix in IMAGE_MAGIC and not head.startswith(IMAGE_MAGIC[suffix]):
         return f"is not a {named} image (its first bytes say otherwise)"
+    if suffix in ARCHIVE_MAGIC and not head.startswith(ARCHIVE_MAGIC[suffix]):
+        return f"is not a {named} archive (its first bytes say otherwise)"
+    if suffix == ".tar" and head[257:262] != b"ustar" and not head.startswith((b"\x1f\x8b", b"BZh")):
+        return "is not a tar archive (no `ustar` header)"
+    if suffix in HEIF_SUFFIXES and not (head[4:8] == b"ftyp" and head[8:12] in HEIF_BRANDS):
+        return f"is not a {named} photo (its first bytes say otherwise)"
     if suffix in TEXT_TYPES and b"\x00" in head.rstrip(b"\x00") and not _wide_text(head):
         return f"looks binary (NUL bytes), not {named} text"
     return None

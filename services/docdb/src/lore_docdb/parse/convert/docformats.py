@@ -844,3 +844,67 @@ def typst_markdown(path: Path) -> str:
         paragraph.append(stripped)
     flush()
     return _joined_blocks(out)
+
+
+# ------------------------------------------------------------------ SubRip subtitles
+
+_SRT_TIMING = re.compile(r"^\s*\d{1,2}:\d{2}:\d{2}[,.]\d{1,3}\s*-->\s*\d{1,2}:\d{2}:\d{2}[,.]\d{1,3}")
+_SRT_TAGS = re.compile(r"</?[a-zA-Z][^>]*>|\{\\[^}]*\}")  # <i>, <font color=…>, {\an8}
+
+
+def srt_markdown(path: Path) -> str:
+    """SubRip subtitles (`.srt`): each cue's text a paragraph, in order, as WebVTT's are; the cue
+    numbers, timings and styling tags left out."""
+    cues: list[str] = []
+    lines: list[str] = []
+    timed = False  # inside a cue: after its timing line
+    for line in [*decode(path.read_bytes()).lstrip("\ufeff").splitlines(), ""]:
+        if _SRT_TIMING.match(line):
+            if lines and lines[-1].strip().isdigit():
+                lines.pop()  # the next cue's number, written without a blank line before it
+            if lines:
+                cues.append(" ".join(lines))
+            lines, timed = [], True
+        elif timed and line.strip():
+            lines.append(" ".join(_SRT_TAGS.sub("", line).split()))
+        elif not line.strip():
+            if lines:
+                cues.append(" ".join(lines))
+            lines, timed = [], False
+    cues = [c for c in (" ".join(c.split()) for c in cues) if c]
+    if not cues:
+        raise ExtractionError(f"{path.name}: no subtitle cues in it (a number, a timing line, its text)")
+    return "\n\n".join(cues)
+
+
+# ------------------------------------------------------------------ SVG drawings
+
+_SVG_HIDDEN = frozenset({"style", "script", "defs", "metadata", "symbol", "clipPath", "mask", "pattern"})
+
+
+def svg_markdown(path: Path) -> str:
+    """An SVG drawing (a diagram, a chart, a slide exported as SVG): its title and description, then each text
+    element's words in the order they are drawn, a `<text>` of several `<tspan>` lines one paragraph;
+    styles, scripts and definitions left out, nothing fetched."""
+    root = _xml_root(path, "SVG")
+    title = next((_inline(t) for t in root if _name(t) == "title"), "")
+    description = next((_inline(t) for t in root if _name(t) == "desc"), "")
+    blocks = [f"# {title}"] if title else []
+    blocks += [description] if description else []
+    for element in root.iter():
+        if _name(element) != "text" or any(_name(a) in _SVG_HIDDEN for a in element.iterancestors()):
+            continue
+        parts: list[str] = []
+        for node in element.iter():
+            if _name(node) in ("title", "desc"):
+                continue
+            if node is not element and _name(node) == "tspan" and {"x", "y", "dy"} & set(node.keys()):
+                parts.append(" ")  # a tspan placed apart is a line of its own
+            if _name(node):  # not a comment nor an entity left unresolved
+                parts.append(node.text or "")
+            if node is not element and node.tail:
+                parts.append(node.tail)
+        words = " ".join("".join(parts).split())
+        if words:
+            blocks.append(words)
+    return "\n\n".join(blocks)

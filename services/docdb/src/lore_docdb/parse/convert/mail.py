@@ -10,7 +10,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lore_docdb.parse.convert.common import MAX_ATTACHMENTS, Enclosed, decode, md_table, utf16_without_bom
+from lore_docdb.parse.convert.common import (
+    MAX_ATTACHMENTS,
+    Enclosed,
+    ExtractionError,
+    decode,
+    md_table,
+    utf16_without_bom,
+)
 from lore_docdb.parse.convert.markup import html_markdown
 
 HEADERS = ("Subject", "From", "To", "Cc", "Date")
@@ -33,6 +40,36 @@ def eml_markdown(path: Path, enclosed: Enclosed | None = None) -> str:
         else email.message_from_bytes(data, policy=email.policy.default)
     )
     return _message_markdown(message, 0, enclosed)
+
+
+MAX_MAILBOX_MESSAGES = 20_000  # messages read from one mailbox; the count of the others is said
+_QUOTED_FROM = re.compile(rb"(?m)^>(>*From )")
+_HEADING = re.compile(r"(?m)^(#{1,5}) ")
+
+
+def mbox_markdown(path: Path, enclosed: Enclosed | None = None) -> str:
+    """A mailbox (`.mbox`: Thunderbird's, Apple Mail's and Google Takeout's exports): each message in
+    the file's order under `# Message: its subject`, read as an `.eml` is (headers, body,
+    attachments)."""
+    import mailbox
+
+    box = mailbox.mbox(path, create=False)
+    parts = []
+    try:
+        for count, key in enumerate(box.iterkeys()):
+            if count >= MAX_MAILBOX_MESSAGES:
+                parts.append(f"(the mailbox's other {len(box) - count} messages are not read)")
+                break
+            data = _QUOTED_FROM.sub(rb"\1", box.get_bytes(key))  # `>From ` a line's own `From `
+            message = email.message_from_bytes(data, policy=email.policy.default)
+            subject = " ".join(str(message["Subject"] or "").split()) or "(no subject)"
+            text = _HEADING.sub(r"#\1 ", _message_markdown(message, 0, enclosed))  # under the message's
+            parts.append(f"# Message: {subject}\n\n{text}")
+    finally:
+        box.close()
+    if not parts:
+        raise ExtractionError(f"{path.name}: no messages in it (each starts with a `From ` line)")
+    return "\n\n".join(parts)
 
 
 def web_archive_markdown(data: bytes) -> str:

@@ -7,6 +7,7 @@ TIFF are pages separated by form feeds, like a PDF's."""
 
 from __future__ import annotations
 
+import io
 import re
 import statistics
 from dataclasses import dataclass
@@ -16,7 +17,8 @@ from typing import Any
 
 from lore_docdb.parse.convert.common import PAGE_BREAK
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp", ".gif", ".heic", ".heif")
+PAGED_IMAGES = (".tif", ".tiff")  # each frame a page; a GIF's other frames are an animation's
 MAX_SIDE = 2400  # pixels: a larger picture is scaled down first (a 300 dpi A4 scan is 2480 x 3508)
 DETECT_SIDE = 1600  # the detector's input, longer side: small enough to be fast, large enough for 9 pt
 UNCLIP_RATIO = 1.3  # tighter boxes: neighbouring lines are not merged into one
@@ -313,12 +315,21 @@ def _spaced(box: _Box, cells: Any, gray: Any) -> str:
 def image_text(path: Path) -> str:
     """An image file's text; each frame of a multi-page TIFF a page of its own (a blank first frame
     too: its form feed is kept, or every page after it would be counted one short)."""
-    from PIL import Image, ImageSequence
+    from PIL import ImageSequence
 
     pages = []
-    with Image.open(path) as image:
+    with open_image(path) as image:
         for index, frame in enumerate(ImageSequence.Iterator(image)):
-            if index == MAX_FRAMES:
+            if index == MAX_FRAMES or (index and path.suffix.lower() not in PAGED_IMAGES):
                 break
             pages.append(ocr_image(frame))
     return f"\n{PAGE_BREAK}\n".join(pages).strip(" \n")
+
+
+def open_image(source: Path | io.BytesIO) -> Any:
+    """Pillow's image of a file, HEIC and HEIF photos (an iPhone's) included through pillow-heif."""
+    import pillow_heif
+    from PIL import Image
+
+    pillow_heif.register_heif_opener()
+    return Image.open(source)
