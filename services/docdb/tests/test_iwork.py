@@ -52,6 +52,33 @@ def test_a_pages_09_package_reads_as_the_same_document() -> None:
     assert "Lorem" not in legacy and "Plloaso" not in legacy
 
 
+def test_pages_headings_lists_and_tables_come_from_their_styles() -> None:
+    """A Pages document made from a template: `Title` and `Heading` paragraphs are headings though
+    every paragraph carries the list style `None` (named in the document's language), bulleted ones
+    list items, and a text box the template repeats on each page is read once."""
+    text = extract_text(DATA / "proposal.pages")
+    headings = [line for line in text.split("\n") if line.startswith("#")]
+    assert headings[:4] == ["# Project Proposal", "## EXECUTIVE SUMMARY", "### Goals", "### Solution"]
+    assert "## BUDGET" in headings
+    assert "\n- Wisi at id praesent bibendum libero faucibus porta egestas" in text
+    assert "| Item 1 | 55 | 100 | 5500 |\n| Item 2 | 13 | 90 | 1170 |" in text
+    assert text.count("company name") == 1 and "\x05" not in text
+
+
+def test_a_numbers_09_workbook_gives_sheets_tables_formula_results_and_menu_choices() -> None:
+    text = extract_text(DATA / "sample-09.numbers")
+    assert text.startswith("# Checking\n\n## Account Categories\n\n| Category | Amount |")
+    assert "| Home | -872.4 |" in text  # a formula's last result
+    # a date kept as seconds since 2001, a pop-up menu's choice, a running balance
+    assert "| Debit Card | 2009-10-16 | Fill up SUV for camping trip | Gas | -75 | 3702.6 |" in text
+    assert "\n# Second sheet\n" in text
+
+
+def test_a_pages_09_document_keeps_its_footnotes_after_the_body() -> None:
+    text = extract_text(DATA / "footnotes-09.pages")
+    assert text.index("Footnote: Do a lot of people really use iWork") > text.index("IBM Content Analytics")
+
+
 def test_keynote_slide_title_is_a_heading_and_the_masters_text_is_not_read() -> None:
     text = extract_text(DATA / "sample.key")
     assert text == "# Example Presentation\n\nThis is a subtitle."  # master slides hold `Title Text`…

@@ -36,6 +36,8 @@ from lore_docdb.parse.convert.common import ENCRYPTED, PAGE_BREAK, md_table, ref
 MAX_INDEX_BYTES = 256 * 2**20  # an .iwa member or an '09 index inflated: a bomb stops here
 MAX_OBJECTS = 2_000_000
 MAX_DEPTH = 8  # how deep a drawable's text is looked for (groups of groups)
+MAX_COLUMNS = 1_000  # a table's columns read
+MAX_CELLS = 5_000_000  # a table's cells read (its first rows): a sheet that claims more stops there
 
 # Message types (the numbers iWork writes before each object).
 _KEYNOTE_SHOW = 2  # KN.ShowArchive
@@ -58,15 +60,26 @@ _PAGES_DOCUMENT = 10000  # TP.DocumentArchive
 _PAGES_HEADER_FOOTER = 10143
 # Objects a search for a drawable's text never enters: the show, slides, styles and documents lead to
 # every other slide, the masters' placeholder text or the whole stylesheet.
-_CLOSED = {_KEYNOTE_SHOW, _KEYNOTE_SLIDE_NODE, _KEYNOTE_SLIDE, _PARAGRAPH_STYLE, _LIST_STYLE, 401}
+_CLOSED = {1, _KEYNOTE_SHOW, _KEYNOTE_SLIDE_NODE, _KEYNOTE_SLIDE, 205, 401, _PAGES_DOCUMENT}
+
+
+def _closed(kind: int | None) -> bool:
+    """The document, the show, slides, styles (2021 to 2030, 3016) and charts (5000 to 5999): a path
+    through one of them leads to every other table or text of the file, or to the stylesheet's."""
+    return kind is not None and (
+        kind in _CLOSED or 2021 <= kind <= 2030 or kind == 3016 or 5000 <= kind < 6000
+    )
+
+
 # A storage's kind (field 1): body, header, footnote, text box, note, table cell, unclassified, contents
 _HEADER, _FOOTNOTE, _TEXT_BOX, _CELL, _CONTENTS = 1, 2, 3, 5, 7
 
 _ATTACHMENT = "\ufffc"  # where a picture, a table or a text box is anchored in a text
-_PARAGRAPH_ENDS = re.compile("[\n\u2029\x0c\x0e]")  # paragraph, page, section and column breaks
+# paragraph, page, section and column breaks, and the other control characters iWork marks places with
+_PARAGRAPH_ENDS = re.compile("[\n\u2029\x00-\x08\x0c-\x1f]")
 _LINE_BREAKS = re.compile("[\u2028\x0b\t]+")
 _HEADING_STYLE = re.compile(r"^(?:(title)|(heading|überschrift|titre|título|titolo|kop)\s*(\d)?)\b", re.I)
-_NUMBERED_LIST = re.compile(r"number|numéro|harvard|legal|letter|roman|\d", re.I)
+_NO_LABEL, _NUMBER_LABEL = 0, 3  # a list style's label types: none, picture (1), bullet (2), number
 _EPOCH = datetime.datetime(2001, 1, 1)  # iWork's dates are seconds since this moment
 
 
@@ -118,6 +131,15 @@ def _text(value: int | bytes | None) -> str:
 def _float(value: int | bytes | None) -> float | None:
     """A protobuf `float` (fixed 32 bits, read by the schemaless reader as an int)."""
     return struct.unpack("<f", struct.pack("<I", value))[0] if isinstance(value, int) else None
+
+
+def _packed(data: bytes) -> list[int]:
+    """A packed repeated varint field."""
+    values, at = [], 0
+    while at < len(data):
+        value, at = _varint(data, at)
+        values.append(value)
+    return values
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
@@ -243,6 +265,26 @@ class _Converter:
         self._styles[identifier] = _Style(name, size)
         return self._styles[identifier]
 
+    def plain_text(self, identifier: int) -> str:
+        """A drawable's text on one line (a slide's title), marked as read."""
+        blocks = self.drawable_blocks(identifier)
+        lines = [re.sub(r"^(?:#+|\s*(?:-|\d+\.))\s+", "", line) for b in blocks for line in b.splitlines()]
+        return " ".join(" ".join(lines).split())
+
+    def label(self, identifier: int | None, level: int, depth: int = 0) -> int:
+        """What a list style sets before a paragraph at `level`: nothing (the style `None`, in any
+        language), a picture, a bullet or a number; a style that does not say takes its parent's."""
+        if identifier is None or depth > MAX_DEPTH:
+            return _NO_LABEL
+        found = self.package.fields(identifier)
+        labels: list[int] = []
+        for value in found.get(11, []):
+            labels += _packed(value) if isinstance(value, bytes) else [value]
+        if labels:
+            return labels[min(level, len(labels) - 1)]
+        header = fields(b) if isinstance(b := _first(found, 1), bytes) else {}
+        return self.label(self.package.follow(_first(header, 3)), level, depth + 1)
+
     def _runs(self, storage: Fields, number: int) -> list[tuple[int, int | None]]:
         """An attribute table of a storage: (character index, the object it refers to), in order."""
         table = fields(t) if isinstance(t := _first(storage, number), bytes) else {}
@@ -281,20 +323,20 @@ class _Converter:
         lists = self._runs(storage, 7)
         anchors = dict(self._runs(storage, 9))
         levels = self._levels(storage)
-        paragraphs: list[tuple[str, _Style, str, int, list[str]]] = []
+        paragraphs: list[tuple[str, _Style, int, int, list[str]]] = []
         start = 0
         for piece in _PARAGRAPH_ENDS.split(text):
             inner: list[str] = []
             for offset, char in enumerate(piece):
                 if char == _ATTACHMENT and (target := anchors.get(start + offset)) is not None:
                     inner += self.drawable_blocks(target, depth + 1)
-            list_style = self.style(_at(lists, start))
+            level = _level_at(levels, start)
             paragraphs.append(
                 (
                     _LINE_BREAKS.sub(" ", piece.replace(_ATTACHMENT, "")).strip(),
                     self.style(_at(styles, start)),
-                    list_style.name,
-                    _level_at(levels, start),
+                    self.label(_at(lists, start), level),
+                    level,
                     inner,
                 )
             )
@@ -302,16 +344,15 @@ class _Converter:
         body = _body_size([(p[0], p[1]) for p in paragraphs])
         blocks: list[str] = []
         numbers: dict[int, int] = {}
-        for line, style, list_name, level, inner in paragraphs:
+        for line, style, label, level, inner in paragraphs:
             if line:
-                heading = _heading_level(line, style, body) if not list_name else None
-                listed = bool(list_name) and list_name.lower() not in ("none", "aucun", "ohne", "ninguno")
+                heading = _heading_level(line, style, body) if label == _NO_LABEL else None
                 if heading:
                     blocks.append(f"{'#' * heading} {line}")
-                elif listed:
+                elif label != _NO_LABEL:
                     numbers = {k: v for k, v in numbers.items() if k <= level}
                     numbers[level] = numbers.get(level, 0) + 1
-                    mark = f"{numbers[level]}." if _NUMBERED_LIST.search(list_name) else "-"
+                    mark = f"{numbers[level]}." if label == _NUMBER_LABEL else "-"
                     blocks.append(f"{'  ' * level}{mark} {line}")
                 else:
                     numbers = {}
@@ -326,17 +367,17 @@ class _Converter:
             return []
         kind = self.package.kind(identifier)
         found = self.package.objects[identifier]
-        if kind in _CLOSED or "MasterSlide" in found.member or "TemplateSlide" in found.member:
+        if _closed(kind) or "MasterSlide" in found.member or "TemplateSlide" in found.member:
             return []
         if kind == _STORAGE:
             return self.storage_blocks(identifier, depth)
+        if kind == _TABLE_MODEL:
+            return self.table_blocks(identifier)
         self.seen.add(identifier)
         if kind == _TABLE_INFO:
             model = self.package.follow(_first(self.package.fields(identifier), 2))
             return self.table_blocks(model) if model is not None else []
-        if kind == _TABLE_MODEL:
-            return self.table_blocks(identifier)
-        if kind in (_DATA_LIST, _TILE, _PAGES_DOCUMENT, _PAGES_HEADER_FOOTER):
+        if kind in (_DATA_LIST, _TILE, _PAGES_HEADER_FOOTER):
             return []
         blocks: list[str] = []
         for target in self._references(found.payload, 0):
@@ -361,15 +402,16 @@ class _Converter:
 
     def table_blocks(self, model: int) -> list[str]:
         """A table as a pipe table under its name (when it shows one)."""
-        if model in self.seen and self.package.kind(model) != _TABLE_MODEL:
+        if model in self.seen:
             return []
         self.seen.add(model)
         rows = self.table_rows(model)
         table = md_table(rows)
         if not table:
             return []
-        name = _text(_first(self.package.fields(model), 8)).strip()
-        return [f"**{name}**", table] if name and not _default_name(name) else [table]
+        found = self.package.fields(model)
+        name = _text(_first(found, 8)).strip()
+        return [f"**{name}**", table] if name and _first(found, 22) == 1 else [table]
 
     def table_rows(self, model: int) -> list[list[str]]:
         found = self.package.fields(model)
@@ -383,7 +425,8 @@ class _Converter:
         tiles = fields(t) if isinstance(t := _first(store, 3), bytes) else {}
         tile_size = _first(tiles, 2)
         tile_rows = tile_size if isinstance(tile_size, int) and tile_size else 256
-        rows = [[""] * min(count_columns, 1000) for _ in range(min(count_rows, 100_000))]
+        width = min(count_columns, MAX_COLUMNS)
+        rows = [[""] * width for _ in range(min(count_rows, MAX_CELLS // max(width, 1)))]
         for entry in tiles.get(1, []):
             if not isinstance(entry, bytes):
                 continue
@@ -456,12 +499,13 @@ def _cell(buffer: bytes, at: int, strings: dict[int, str], rich: dict[int, str])
     """One cell's value as the table shows it, near enough: text, a number, a date, a truth value or
     a duration (currency and percentage formats are not applied: the number is the value)."""
     try:
-        version, kind = buffer[at], buffer[at + 1]
+        version = buffer[at]
+        kind = buffer[at + 2] if version <= 3 else buffer[at + 1]  # Numbers 2013 wrote the type later
         if version >= 5:
             (flags,) = struct.unpack_from("<I", buffer, at + 8)
             sizes = [(0x1, 16), (0x2, 8), (0x4, 8), (0x8, 4), (0x10, 4)]
         else:  # the storage before Numbers 10: flags earlier, the values in another order
-            (flags,) = struct.unpack_from("<I", buffer, at + 4)
+            flags = struct.unpack_from("<I", buffer, at + 4)[0] & 0xFFFF
             sizes = [(0x2, 4), (0x80, 4), (0x4, 4), (0x8, 4), (0x10, 4), (0x20, 8), (0x40, 8), (0x200, 4)]
         values: dict[int, bytes] = {}
         offset = at + 12
@@ -553,11 +597,6 @@ def _plain(value: Decimal) -> str:
     except (InvalidOperation, OverflowError):
         return str(value)
     return text[:-2] if text.endswith(".0") else text
-
-
-def _default_name(name: str) -> bool:
-    """`Table 1`, `Tableau 2`: a name iWork gave, which the table does not show by default."""
-    return bool(re.fullmatch(r"\w+ \d+", name))
 
 
 def _at(runs: list[tuple[int, int | None]], index: int) -> int | None:
@@ -679,14 +718,20 @@ def pages_markdown(path: Path) -> str:
         body = package.follow(_first(package.fields(document), 4))
         if body is not None:
             blocks += converter.storage_blocks(body)
-    # what the body does not anchor: floating text boxes and shapes, footnotes, in the file's order
+    # what the body does not anchor: floating text boxes and shapes, footnotes, in the file's order;
+    # a box repeated on each page (a letterhead's name) once
+    floating: list[str] = []
     for storage in package.of_kind(_STORAGE):
         kind = _first(package.fields(storage), 1)
         if storage not in converter.seen and kind not in (_HEADER, _CELL, _CONTENTS):
-            blocks += converter.storage_blocks(storage)
+            floating += converter.storage_blocks(storage)
     for table in package.of_kind(_TABLE_MODEL):
-        if table not in converter.seen:
-            blocks += converter.table_blocks(table)
+        floating += converter.table_blocks(table)
+    shown = set(blocks)
+    for block in floating:
+        if block not in shown:
+            shown.add(block)
+            blocks.append(block)
     return _joined(blocks)
 
 
@@ -711,9 +756,7 @@ def keynote_markdown(path: Path) -> str:
     for slide in slides:
         found = package.fields(slide)
         title = package.follow(_first(found, 5))
-        heading = " ".join(
-            " ".join(b.lstrip("#").split()) for b in (converter.drawable_blocks(title) if title else [])
-        )
+        heading = converter.plain_text(title) if title is not None else ""
         blocks = [f"# {heading}"] if heading else []
         body = package.follow(_first(found, 6))
         for target in ([body] if body else []) + [package.follow(v) for v in found.get(42, [])]:
@@ -747,7 +790,8 @@ def numbers_markdown(path: Path) -> str:
                 target = package.follow(drawable)
                 if target is not None and package.kind(target) == _TABLE_INFO:
                     model = package.follow(_first(package.fields(target), 2))
-                    if model is not None:
+                    if model is not None and model not in converter.seen:
+                        converter.seen.add(model)
                         name = _text(_first(package.fields(model), 8)).strip()
                         table = md_table(converter.table_rows(model))
                         if table:
@@ -764,7 +808,11 @@ def numbers_markdown(path: Path) -> str:
 _SF = "{http://developer.apple.com/namespaces/sf}"
 _SFA = "{http://developer.apple.com/namespaces/sfa}"
 _KEY = "{http://developer.apple.com/namespaces/keynote2}"
-_LEGACY_FURNITURE = {"section-prototypes", "headers", "footers", "stylesheet", "master-slides"}
+_LS = "{http://developer.apple.com/namespaces/ls}"
+_LEGACY_FURNITURE = {
+    *("section-prototypes", "headers", "footers", "header-storage", "footer-storage", "stylesheet"),
+    *("printingss", "anon-styles", "master-slides", "tabular-prototypes", "theme-list"),
+}
 
 
 def _legacy(path: Path, archive: zipfile.ZipFile) -> str:
@@ -793,16 +841,25 @@ def _legacy(path: Path, archive: zipfile.ZipFile) -> str:
 
     by_id = {e.get(f"{_SFA}ID"): e for e in root.iter() if e.get(f"{_SFA}ID")}
 
-    def paragraphs(node: etree._Element) -> list[str]:
+    def furniture(node: etree._Element) -> bool:
+        return any(etree_name(a) in _LEGACY_FURNITURE for a in node.iterancestors())
+
+    def paragraphs(node: etree._Element, skip: tuple[str, ...] = ()) -> list[str]:
+        """The paragraphs and tables under `node` in document order; a paragraph of a text nested
+        in it (a footnote, a cell), and of the parts named in `skip`, left to their own turn."""
         blocks = []
         for p in node.iter(f"{_SF}p", f"{_SF}tabular-model"):
-            if any(etree_name(a) in ("tabular-model", "attachments") for a in p.iterancestors()):
+            above = list(p.iterancestors())
+            above = above[: above.index(node)] if node in above else above
+            if any(etree_name(a) in ("tabular-model", "attachments", "footnotes", *skip) for a in above):
                 continue  # a cell's paragraph (its table writes it), an attachment (written where anchored)
+            if any(a.tag == f"{_SF}text-storage" for a in above):
+                continue  # a text inside this one (a footnote, a text box): read in its own turn
             if p.tag == f"{_SF}tabular-model":
-                blocks.append(_legacy_table(p))
+                blocks.append(_legacy_table(p, by_id))
                 continue
             anchored = [
-                _legacy_table(model)
+                _legacy_table(model, by_id)
                 for ref in p.iter(f"{_SF}attachment-ref")
                 if (target := by_id.get(ref.get(f"{_SFA}IDREF") or "")) is not None
                 for model in target.iter(f"{_SF}tabular-model")
@@ -817,49 +874,149 @@ def _legacy(path: Path, archive: zipfile.ZipFile) -> str:
             blocks += anchored
         return blocks
 
-    slides = list(root.iter(f"{_KEY}slide"))
-    if slides:
-        return PAGE_BREAK.join(_joined(paragraphs(slide)) for slide in slides)
-    # the document's own texts: not a template's section prototypes (their placeholder text), nor its
-    # headers and footers; the body first, then its text boxes, as for a Pages of 2013 or later
-    storages = [
-        s
-        for s in root.iter(f"{_SF}text-storage")
-        if not any(etree.QName(a).localname in _LEGACY_FURNITURE for a in s.iterancestors())
-        and not any(t is not s and t.tag == s.tag for t in s.iterancestors())
+    def storages(node: etree._Element) -> list[etree._Element]:
+        """The texts under `node` (not a template's nor a header's), outermost first."""
+        return [
+            t
+            for t in node.iter(f"{_SF}text-storage")
+            if not furniture(t) and t.get(f"{_SF}kind") not in ("header", "footer")
+        ]
+
+    def text_of(node: etree._Element) -> list[str]:
+        """Every text under `node`, each alone (a text box's paragraphs are not the body's)."""
+        return [b for storage in storages(node) for b in paragraphs(storage)]
+
+    slides = [s for s in root.iter(f"{_KEY}slide") if not furniture(s)]
+    if slides:  # Keynote: each slide its title, its other texts and tables, its notes
+        pages = []
+        for slide in slides:
+            title = " ".join(
+                " ".join(_legacy_text(p).split())
+                for t in slide.iter(f"{_KEY}title-placeholder")
+                for p in t.iter(f"{_SF}p")
+            ).strip()
+            blocks = [f"# {title}"] if title else []
+            for storage in storages(slide):
+                if not any(etree_name(a) in ("title-placeholder", "notes") for a in storage.iterancestors()):
+                    blocks += paragraphs(storage)
+            blocks += [
+                _legacy_table(m, by_id)
+                for m in slide.iter(f"{_SF}tabular-model")
+                if not any(a.tag == f"{_SF}text-storage" for a in m.iterancestors())
+            ]
+            notes = [b for n in slide.iter(f"{_KEY}notes") for b in text_of(n)]
+            pages.append(_joined(blocks + (["Notes:", *notes] if notes else [])))
+        return PAGE_BREAK.join(pages)
+    workspaces = list(root.iter(f"{_LS}workspace"))
+    if workspaces:  # Numbers: each sheet under its name, its tables and text boxes in order
+        parts = []
+        for sheet in workspaces:
+            blocks = [f"# {sheet.get(f'{_LS}workspace-name') or 'Sheet'}"]
+            for item in sheet.iter(f"{_SF}tabular-model", f"{_SF}text-storage"):
+                if furniture(item) or item.get(f"{_SF}kind") in ("header", "footer"):
+                    continue
+                if any(a.tag in (f"{_SF}tabular-model", f"{_SF}text-storage") for a in item.iterancestors()):
+                    continue
+                if item.tag == f"{_SF}tabular-model":
+                    name = item.get(f"{_SF}name") or ""
+                    table = _legacy_table(item, by_id)
+                    blocks += ([f"## {name}"] if name and table else []) + [table]
+                else:
+                    blocks += paragraphs(item)
+            if any(b.strip() for b in blocks[1:]):
+                parts.append(_joined(blocks))
+        return "\n\n".join(parts)
+    # Pages: the body, then its text boxes and footnotes, then tables set on the page, as for a Pages
+    # of 2013 or later; a template's section prototypes and the headers and footers left out
+    found = storages(root)
+    body = [
+        s for s in found if s.get(f"{_SF}kind") == "body" and not any(a in found for a in s.iterancestors())
     ]
-    ordered = [s for s in storages if s.get(f"{_SF}kind") == "body"]
-    ordered += [s for s in storages if s.get(f"{_SF}kind") in ("textbox", "footnote")]
-    return _joined([b for storage in ordered or [root] for b in paragraphs(storage)])
+    blocks = [b for storage in body for b in paragraphs(storage)]
+    for storage in found:
+        if storage.get(f"{_SF}kind") in ("textbox", "footnote", "note"):
+            blocks += paragraphs(storage)
+    blocks += [
+        _legacy_table(m, by_id)
+        for m in root.iter(f"{_SF}tabular-model")
+        if not furniture(m) and not any(a.tag == f"{_SF}text-storage" for a in m.iterancestors())
+    ]
+    return _joined(blocks if body else [b for b in paragraphs(root)])
 
 
-def _legacy_table(model: Any) -> str:
-    """An iWork '09 table: its grid's size, then its cells row by row (text, number, date, truth
-    value; an empty or covered cell holds nothing)."""
+def _legacy_table(model: Any, by_id: dict[str, Any]) -> str:
+    """An iWork '09 table: its grid's size, then its cells, each one column on from the last (a
+    row's end wrapping to the next), or moved by its `ct` (under 128: that many columns on; else to
+    the next row, 256 - ct columns back); text, numbers, dates and truth values, a covered or empty
+    cell holding nothing."""
     grid = model.find(f"{_SF}grid")
     source = grid.find(f"{_SF}datasource") if grid is not None else None
     try:
         width = int(grid.get(f"{_SF}numcols")) if grid is not None else 0
+        height = int(grid.get(f"{_SF}numrows")) if grid is not None else 0
     except (TypeError, ValueError):
-        width = 0
-    if source is None or width <= 0:
+        width = height = 0
+    if source is None or width <= 0 or height <= 0:
         return ""
-    cells = []
+    height = min(height, MAX_CELLS // width)
+    rows = [[""] * width for _ in range(height)]
+    row, column = 0, -1
     for cell in source:
         kind = etree_name(cell)
-        if kind == "t":
-            shown = cell.find(f"{_SF}ct")
-            text = shown.get(f"{_SFA}s") if shown is not None else None
-            cells.append(text if text is not None else " ".join(_legacy_text(cell).split()))
-        elif kind == "n":
-            cells.append(cell.get(f"{_SF}v") or "")
-        elif kind == "d":
-            cells.append((cell.get(f"{_SF}cell-date") or "").replace("T00:00:00", "").replace("T", " "))
-        elif kind == "b":
-            cells.append("TRUE" if cell.get(f"{_SF}v") in ("1", "true") else "FALSE")
+        if not kind:
+            continue
+        move = cell.get(f"{_SF}ct")
+        if move is not None and move.isdigit():
+            step = int(move)
+            if step < 0x80:
+                column += step if column >= 0 else step + 1
+            else:
+                row, column = row + 1, column - (0x100 - step)
         else:
-            cells.append("")
-    return md_table([cells[i : i + width] for i in range(0, len(cells), width)])
+            column += 1
+            if column >= width:
+                row, column = row + 1, 0
+        if not (0 <= row < height and 0 <= column < width):
+            break
+        rows[row][column] = _legacy_value(cell, by_id)
+    return md_table(rows)
+
+
+def _legacy_value(cell: Any, by_id: dict[str, Any]) -> str:
+    """A '09 cell's value: text (`t`), number (`n`), date (`d`), truth value (`b`), a formula's
+    last result (`f`, its `r`), a pop-up menu's choice (`pm`, the cell it names)."""
+    kind = etree_name(cell)
+    if kind == "t":
+        shown = cell.find(f"{_SF}ct")
+        text = shown.get(f"{_SFA}s") if shown is not None else None
+        return text if text is not None else " ".join(_legacy_text(cell).split())
+    if kind in ("n", "rn"):
+        value = cell.get(f"{_SF}v") or ""
+        try:
+            return f"{float(value):.15g}"
+        except ValueError:
+            return value
+    if kind in ("d", "rd"):
+        date = cell.get(f"{_SF}cell-date") or ""
+        if date.replace(".", "", 1).lstrip("-").isdigit():  # seconds since 2001, as the IWA files keep them
+            try:
+                moment = _EPOCH + datetime.timedelta(seconds=float(date))
+            except OverflowError:
+                return date
+            return moment.date().isoformat() if moment.time() == datetime.time() else moment.isoformat(" ")
+        return date.replace("T00:00:00", "").replace("T", " ")
+    if kind in ("b", "rb"):
+        return "TRUE" if cell.get(f"{_SF}v") in ("1", "true") else "FALSE"
+    if kind == "f":
+        result = cell.find(f"{_SF}r")
+        return _legacy_value(result[0], by_id) if result is not None and len(result) else ""
+    if kind in ("rs", "rt"):
+        return _legacy_value(cell.find(f"{_SF}t") if cell.find(f"{_SF}t") is not None else cell, {})
+    if kind == "pm":
+        chosen = cell.find(f"{_SF}proxied-cell-ref")
+        target = by_id.get(chosen.get(f"{_SFA}IDREF") or "") if chosen is not None else None
+        return _legacy_value(target, by_id) if target is not None and etree_name(target) != "pm" else ""
+    return ""
 
 
 def etree_name(node: Any) -> str:
