@@ -47,7 +47,6 @@ _KEYNOTE_NOTE = 15
 _NUMBERS_DOCUMENT = 1  # TN.DocumentArchive
 _NUMBERS_SHEET = 2  # TN.SheetArchive
 _STORAGE = 2001  # TSWP.StorageArchive: a text
-_DRAWABLE_ATTACHMENT = 2003
 _PARAGRAPH_STYLE = 2022
 _LIST_STYLE = 2023
 _TABLE_INFO = 6000
@@ -71,8 +70,9 @@ def _closed(kind: int | None) -> bool:
     )
 
 
-# A storage's kind (field 1): body, header, footnote, text box, note, table cell, unclassified, contents
-_HEADER, _FOOTNOTE, _TEXT_BOX, _CELL, _CONTENTS = 1, 2, 3, 5, 7
+# A storage's kind (field 1) of those not read after the body: a header or footer, a table's cell, a
+# table of contents (the others: body 0, footnote 2, text box 3, note 4, unclassified 6)
+_HEADER, _CELL, _CONTENTS = 1, 5, 7
 
 _ATTACHMENT = "\ufffc"  # where a picture, a table or a text box is anchored in a text
 # paragraph, page, section and column breaks, and the other control characters iWork marks places with
@@ -842,16 +842,16 @@ def _legacy(path: Path, archive: zipfile.ZipFile) -> str:
     by_id = {e.get(f"{_SFA}ID"): e for e in root.iter() if e.get(f"{_SFA}ID")}
 
     def furniture(node: etree._Element) -> bool:
-        return any(etree_name(a) in _LEGACY_FURNITURE for a in node.iterancestors())
+        return any(_local_name(a) in _LEGACY_FURNITURE for a in node.iterancestors())
 
-    def paragraphs(node: etree._Element, skip: tuple[str, ...] = ()) -> list[str]:
+    def paragraphs(node: etree._Element) -> list[str]:
         """The paragraphs and tables under `node` in document order; a paragraph of a text nested
-        in it (a footnote, a cell), and of the parts named in `skip`, left to their own turn."""
+        in it (a footnote, a cell) left to its own turn."""
         blocks = []
         for p in node.iter(f"{_SF}p", f"{_SF}tabular-model"):
             above = list(p.iterancestors())
             above = above[: above.index(node)] if node in above else above
-            if any(etree_name(a) in ("tabular-model", "attachments", "footnotes", *skip) for a in above):
+            if any(_local_name(a) in ("tabular-model", "attachments", "footnotes") for a in above):
                 continue  # a cell's paragraph (its table writes it), an attachment (written where anchored)
             if any(a.tag == f"{_SF}text-storage" for a in above):
                 continue  # a text inside this one (a footnote, a text box): read in its own turn
@@ -897,7 +897,7 @@ def _legacy(path: Path, archive: zipfile.ZipFile) -> str:
             ).strip()
             blocks = [f"# {title}"] if title else []
             for storage in storages(slide):
-                if not any(etree_name(a) in ("title-placeholder", "notes") for a in storage.iterancestors()):
+                if not any(_local_name(a) in ("title-placeholder", "notes") for a in storage.iterancestors()):
                     blocks += paragraphs(storage)
             blocks += [
                 _legacy_table(m, by_id)
@@ -962,7 +962,7 @@ def _legacy_table(model: Any, by_id: dict[str, Any]) -> str:
     rows = [[""] * width for _ in range(height)]
     row, column = 0, -1
     for cell in source:
-        kind = etree_name(cell)
+        kind = _local_name(cell)
         if not kind:
             continue
         move = cell.get(f"{_SF}ct")
@@ -985,7 +985,7 @@ def _legacy_table(model: Any, by_id: dict[str, Any]) -> str:
 def _legacy_value(cell: Any, by_id: dict[str, Any]) -> str:
     """A '09 cell's value: text (`t`), number (`n`), date (`d`), truth value (`b`), a formula's
     last result (`f`, its `r`), a pop-up menu's choice (`pm`, the cell it names)."""
-    kind = etree_name(cell)
+    kind = _local_name(cell)
     if kind == "t":
         shown = cell.find(f"{_SF}ct")
         text = shown.get(f"{_SFA}s") if shown is not None else None
@@ -1015,11 +1015,12 @@ def _legacy_value(cell: Any, by_id: dict[str, Any]) -> str:
     if kind == "pm":
         chosen = cell.find(f"{_SF}proxied-cell-ref")
         target = by_id.get(chosen.get(f"{_SFA}IDREF") or "") if chosen is not None else None
-        return _legacy_value(target, by_id) if target is not None and etree_name(target) != "pm" else ""
+        return _legacy_value(target, by_id) if target is not None and _local_name(target) != "pm" else ""
     return ""
 
 
-def etree_name(node: Any) -> str:
+def _local_name(node: Any) -> str:
+    """An element's name without its namespace; '' for a comment or an entity."""
     tag = node.tag if isinstance(node.tag, str) else ""
     return tag.rsplit("}", 1)[-1]
 
