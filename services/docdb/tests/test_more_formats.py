@@ -50,6 +50,9 @@ def test_an_svg_gives_its_title_and_labels_in_drawing_order_and_nothing_hidden(t
         "Checkout",
         "Payment service",  # two lines of one label, not `Paymentservice`
     ]
+    icon = tmp_path / "logo.svg"
+    icon.write_text('<svg xmlns="http://www.w3.org/2000/svg"><title>logo</title><path d="M0 0h9v9z"/></svg>')
+    assert extract_text(icon) == ""  # skipped as `no text`, not a passage saying `logo`
 
 
 MBOX = b"""From ana@example.com Mon Mar  2 09:00:00 2026

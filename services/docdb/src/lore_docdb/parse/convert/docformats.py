@@ -885,12 +885,12 @@ _SVG_HIDDEN = frozenset({"style", "script", "defs", "metadata", "symbol", "clipP
 def svg_markdown(path: Path) -> str:
     """An SVG drawing (a diagram, a chart, a slide exported as SVG): its title and description, then each text
     element's words in the order they are drawn, a `<text>` of several `<tspan>` lines one paragraph;
-    styles, scripts and definitions left out, nothing fetched."""
+    styles, scripts and definitions left out, nothing fetched. An icon or a logo, which has no text
+    element, gives no text (its file is skipped as such), not a passage of its title alone."""
     root = _xml_root(path, "SVG")
     title = next((_inline(t) for t in root if _name(t) == "title"), "")
     description = next((_inline(t) for t in root if _name(t) == "desc"), "")
-    blocks = [f"# {title}"] if title else []
-    blocks += [description] if description else []
+    blocks: list[str] = []
     for element in root.iter():
         if _name(element) != "text" or any(_name(a) in _SVG_HIDDEN for a in element.iterancestors()):
             continue
@@ -907,4 +907,6 @@ def svg_markdown(path: Path) -> str:
         words = " ".join("".join(parts).split())
         if words:
             blocks.append(words)
-    return "\n\n".join(blocks)
+    if not blocks:  # an icon or a logo (a title at most, its letters drawn as paths): no text to find
+        return ""
+    return "\n\n".join([*([f"# {title}"] if title else []), *([description] if description else []), *blocks])
