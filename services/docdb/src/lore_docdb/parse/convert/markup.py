@@ -9,8 +9,9 @@ import textwrap
 import zipfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
-from lore_docdb.parse.convert.common import decode, md_table
+from lore_docdb.parse.convert.common import ExtractionError, decode, md_table
 
 _SPACES = re.compile(r"\s+")
 _HEADING = re.compile(r"h[1-6]")
@@ -81,7 +82,7 @@ def _text(element: Any, breaks: bool = False, strip: bool = True, pictures: bool
             parts.append(_BREAK if breaks and tag == "br" else " ")
         parts.append(number + (node.text or "") if tag else "")
         if tag == "img" and pictures:
-            parts.append(node.get("alt") or "")  # a picture in a cell or a line: its alt text says what
+            parts.append(shown_alt(node.get("alt")))  # a picture in a cell or a line: its alt text says what
         items = 0
         for child in node:
             if tag == "ol" and _tag(child) == "li":
@@ -427,10 +428,25 @@ def _drop_furniture(root: Any) -> None:
 _DISPLAYSTYLE = re.compile(r"^\{\\displaystyle\s*(.*)\}$", re.DOTALL)
 
 
+# alt text that says nothing of the picture: a word for "picture" itself, or the file's name
+_PLACEHOLDER_ALT = re.compile(
+    r"(?i)^\W*(?:image|img|picture|pic|photo|figure|fig|graphic|illustration|icon|logo|picto|cover|spacer"
+    r"|blank|bild|imagen|immagine|foto|\d+|[\w.-]+\.(?:png|jpe?g|gif|svg|webp|bmp|tiff?))\W*$"
+)
+
+
+def shown_alt(alt: str | None) -> str:
+    """A picture's alt text where it says something (`image`, `picto` and `cover1.jpg` say nothing)."""
+    return "" if not alt or _PLACEHOLDER_ALT.match(alt.strip()) else alt
+
+
 def _tex(text: str) -> str:
     text = " ".join(text.split())
     found = _DISPLAYSTYLE.match(text)
     return found.group(1).strip() if found else text
+
+
+_TEX_LIKE = re.compile(r"[\\^_{}=+<>]|\d")
 
 
 def _math_as_tex(root: Any) -> None:
@@ -441,7 +457,10 @@ def _math_as_tex(root: Any) -> None:
         annotation = next(
             (e for e in math.iter() if _tag(e) == "annotation" and "tex" in (e.get("encoding") or "")), None
         )
-        tex = _tex(annotation.text_content() if annotation is not None else math.get("alttext") or "")
+        alttext = math.get("alttext") or ""
+        if annotation is None and not _TEX_LIKE.search(alttext) and math.text_content().strip():
+            continue  # an alt text in words (or a placeholder: `Alternative text not available`)
+        tex = _tex(annotation.text_content() if annotation is not None else alttext)
         if not tex:
             continue
         box = math.getparent()
@@ -484,6 +503,8 @@ def html_markdown(html: str | bytes) -> str:
     _noscript_pictures(root)
     for dropped in root.xpath(_DROPPED):
         dropped.drop_tree()
+    for annotation in root.xpath("//rt|//rp"):  # ruby's readings: the base text is what is searched
+        annotation.drop_tree()
     # an inline XBRL filing's (SEC 10-K...) hidden header: contexts, units and facts' ids, not text
     for header in [e for e in root.iter() if isinstance(e.tag, str) and e.tag.lower() == "ix:header"]:
         header.drop_tree()
@@ -501,8 +522,17 @@ def html_file(path: Path) -> str:
 MAX_EPUB_PART = 64 * 1024 * 1024  # one XHTML document inside an EPUB, uncompressed
 
 
+_EPUB_TEXT_TYPES = {"application/xhtml+xml", "text/html", "image/svg+xml", "application/x-dtbook+xml"}
+MAX_FALLBACKS = 8  # a manifest's fallback chain followed this far (a loop stops there)
+
+
 def epub_markdown(path: Path) -> str:
-    """The spine's documents in order (container.xml -> the OPF package -> its spine)."""
+    """The spine's documents in reading order (container.xml -> the OPF package -> its spine), the
+    items marked `linear="no"` (notes, a glossary a reader opens aside) after the others. A spine item
+    that is not a text (a picture page, a foreign JSON or XML document) is read through its manifest
+    fallback, else passed over; the navigation document (the reader's table of contents, with hidden
+    page and landmark lists) is left out where the book has other text; an `epub:switch` reads its
+    default; a part missing from the zip is passed over, said at the end."""
     from lxml import etree
 
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, recover=True)
@@ -513,17 +543,56 @@ def epub_markdown(path: Path) -> str:
         return archive.read(name)
 
     with zipfile.ZipFile(path) as archive:
+        names = set(archive.namelist())
+        if "META-INF/container.xml" not in names:
+            raise ExtractionError(f"{path.name}: not an EPUB (it has no META-INF/container.xml)")
         container = etree.fromstring(read(archive, "META-INF/container.xml"), parser)
-        package_path = str(container.xpath("//*[local-name()='rootfile']/@full-path")[0])
+        rootfiles = (
+            container.xpath("//*[local-name()='rootfile']/@full-path") if container is not None else []
+        )
+        package_path = unquote(str(rootfiles[0])) if rootfiles else ""
+        if package_path not in names:
+            raise ExtractionError(f"{path.name}: not an EPUB (its container names no package file it holds)")
         package = etree.fromstring(read(archive, package_path), parser)
         base = posixpath.dirname(package_path)
-        hrefs = {item.get("id"): item.get("href") for item in package.xpath("//*[local-name()='item']")}
-        parts = [_epub_metadata(package)]
-        for ref in package.xpath("//*[local-name()='itemref']/@idref"):
-            href = hrefs.get(ref)
-            if href:
-                parts.append(html_markdown(read(archive, posixpath.normpath(posixpath.join(base, href)))))
+        items = {
+            item.get("id"): item
+            for item in package.xpath("//*[local-name()='manifest']/*[local-name()='item']")
+        }
+        spine = package.xpath("//*[local-name()='spine']/*[local-name()='itemref']")
+        ordered = [r for r in spine if r.get("linear") != "no"] + [
+            r for r in spine if r.get("linear") == "no"
+        ]
+        texts: list[tuple[bool, str]] = []  # (is the navigation document, its text)
+        missing: list[str] = []
+        for ref in ordered:
+            item = items.get(ref.get("idref"))
+            for _ in range(MAX_FALLBACKS):  # a picture page or a foreign document: its fallback
+                if item is None or (item.get("media-type") or "").lower() in _EPUB_TEXT_TYPES:
+                    break
+                item = items.get(item.get("fallback"))
+            if item is None or not item.get("href"):
+                continue
+            name = posixpath.normpath(posixpath.join(base, unquote(item.get("href").split("#")[0])))
+            if name not in names:
+                missing.append(name)
+                continue
+            navigation = "nav" in (item.get("properties") or "").split()
+            texts.append((navigation, html_markdown(_epub_switched(read(archive, name)))))
+    body = [text for navigation, text in texts if not navigation and text.strip()]
+    parts = [_epub_metadata(package), *(body or [text for _, text in texts])]
+    if missing:
+        parts.append(f"(not in the book's file, so not read: {', '.join(missing[:10])})")
     return "\n\n".join(p for p in parts if p)
+
+
+_EPUB_SWITCH = re.compile(rb"<epub:case\b.*?</epub:case>|</?epub:(?:switch|default)\b[^>]*>", re.DOTALL)
+
+
+def _epub_switched(data: bytes) -> bytes:
+    """An XHTML document with each `epub:switch` read as its `epub:default`: a reader that does not
+    know a case's markup (MathML, ChemML) shows the default, and showing both wrote everything twice."""
+    return _EPUB_SWITCH.sub(b"", data) if b"epub:switch" in data else data
 
 
 _EPUB_FIELDS = (("title", "Title"), ("creator", "Authors"), ("publisher", "Publisher"), ("date", "Date"))
@@ -544,8 +613,8 @@ def _epub_metadata(package: Any) -> str:
             lines.append(f"{label}: {', '.join(values)}")
     descriptions = package.xpath("//*[local-name()='metadata']/*[local-name()='description']")
     about = " ".join(str(d.xpath("string()")) for d in descriptions).strip()
-    if "<" in about:  # a blurb written as escaped HTML
-        about = html_markdown(about)
+    # a blurb written as escaped HTML, or as text with the package's own line breaks and indents
+    about = html_markdown(about) if "<" in about else " ".join(about.split())
     return "\n".join(lines) + (f"\n\n{about}" if about else "")
 
 
