@@ -73,9 +73,17 @@ _RTL_LETTER = "[\u05d0-\u05ea\u0620-\u064a\u066e-\u06d3\u06fa-\u06ff\ufb1d-\ufdf
 _SCRIPTS_MEET = re.compile(rf"(?<={_RTL_LETTER})(?=[A-Za-z])|(?<=[A-Za-z])(?={_RTL_LETTER})")
 
 
+_ALEFS = "\u0622\u0623\u0625\u0627\u0671"  # alef and its forms with hamza, madda, wasla
+_LAM, _HEH = "\u0644", "\u0647"
+
+
 def _ligatures_in_order(textpage: Any, raw: str) -> str:
-    """Right-to-left text whose ligatures (Arabic lam-alef) come out of pdfium reversed: the letters
-    of one glyph, which share its box, are put back in their logical order."""
+    """Right-to-left text whose ligatures come out of pdfium reversed, which some PDFs' maps write:
+    the letters of one glyph, which share its box, put back in their logical order. Only a group
+    that cannot be in order is turned: a lam-alef read alef first (`ال` sharing one glyph; alef never
+    joins the letter after it, so the article's two letters never do), and `Allah`'s ligature read
+    from its heh. Other ligatures (lam-khah in `الخطوط`) and a lam-alef already in order (`لا`)
+    are left as pdfium reads them: turning every shared box broke the PDFs whose maps are right."""
     import ctypes
 
     import pypdfium2.raw as pdfium_c
@@ -95,8 +103,9 @@ def _ligatures_in_order(textpage: Any, raw: str) -> str:
         end = index + 1
         while end < len(chars) and boxes[index] is not None and boxes[end] == boxes[index]:
             end += 1
-        if end - index > 1:
-            chars[index:end] = reversed(chars[index:end])
+        group = chars[index:end]
+        if len(group) > 1 and group[-1] == _LAM and (group[0] in _ALEFS or group[0] == _HEH):
+            chars[index:end] = reversed(group)
         index = end
     return "".join(chars)
 
