@@ -63,7 +63,52 @@ def _page_lines(raw: str) -> list[str]:
     text = _CONTROL.sub("", text)
     if _RTL.search(text):
         text = _SCRIPTS_MEET.sub(" ", text)
-    return [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    if _CJK_CHAR.search(text):
+        lines = [_letter_spacing_undone(line) for line in lines]
+    return _marks_joined(lines) if _MARKS_ONLY.search(text) else lines
+
+
+# Chinese and Japanese characters, kana and their full-width punctuation (not Hangul: Korean sets
+# spaces between its words)
+_CJK_CHAR = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef\u2026]")
+LETTER_SPACED = 0.8  # of a line's words, single characters: the line is set letter by letter
+
+
+def _letter_spacing_undone(line: str) -> str:
+    """A Chinese or Japanese line set with a space after every character (`关 于 红 军`, as a title or
+    a spaced-out contents page is) without those spaces; a line of words (`数据 分析`) as it is."""
+    words = line.split(" ")
+    singles = sum(1 for w in words if len(w) == 1)
+    if len(words) < 4 or singles < LETTER_SPACED * len(words) or not _CJK_CHAR.search(line):
+        return line
+    out = words[0]
+    for before, word in pairwise(words):  # a space stays beside a Latin letter, a digit, a `#`
+        joined = len(before) == len(word) == 1 and before > "\x7f" and word > "\x7f"
+        out += ("" if joined and (_CJK_CHAR.match(before) or _CJK_CHAR.match(word)) else " ") + word
+    return out
+
+
+# A line of Thai or Lao marks alone: pdfium puts a vowel or tone mark set above its letter on a line
+# of its own (`ต` / `ั้` / `งฉาก` for `ตั้งฉาก`); these scripts set no space between words, so the
+# letter before and the text after are one word with the marks.
+_MARKS_ONLY = re.compile(r"(?m)^[\u0e31\u0e34-\u0e3a\u0e47-\u0e4e\u0eb1\u0eb4-\u0ebc\u0ec8-\u0ecd]+\r?$")
+
+
+def _marks_joined(lines: list[str]) -> list[str]:
+    """Each line of marks alone put back with the letter it sits on (the previous line's last) and
+    the rest of its word (the next line), as one line."""
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if out and out[-1] and _MARKS_ONLY.fullmatch(line) and index + 1 < len(lines):
+            out[-1] += line + lines[index + 1]
+            index += 2
+            continue
+        out.append(line)
+        index += 1
+    return out
 
 
 _RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")  # Hebrew and Arabic letters
