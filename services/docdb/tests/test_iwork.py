@@ -148,6 +148,15 @@ def test_a_password_protected_or_damaged_package_is_refused_with_its_reason(tmp_
     assert sniff(path, 1 << 20) is None
     with pytest.raises(ExtractionError, match=r"broken\.numbers: its part Index/Document\.iwa is damaged"):
         extract_text(path)
+    bomb = io.BytesIO()  # a Snappy block that says it inflates to 3 GiB: refused before it is
+    with zipfile.ZipFile(bomb, "w") as package:
+        block = b"\x80\x80\x80\x80\x0c\x00a"  # the varint 3 << 30, then one literal byte
+        package.writestr("Index/Document.iwa", b"\x00" + len(block).to_bytes(3, "little") + block)
+    path.write_bytes(bomb.getvalue())
+    with pytest.raises(
+        ExtractionError, match=r"broken\.numbers: its part Index/Document\.iwa inflates past 256 MiB"
+    ):
+        extract_text(path)
     pem = tmp_path / "server.key"  # `.key` is also what a TLS private key is called
     pem.write_text("-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n")
     assert sniff(pem, 1 << 20) == "is not a .key document (not a zip archive)"

@@ -155,6 +155,10 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
             return value, at
 
 
+class _TooLarge(ValueError):
+    """A part that would inflate past MAX_INDEX_BYTES."""
+
+
 def iwa_objects(data: bytes, member: str) -> Iterator[tuple[int, _Object]]:
     """The objects of one `.iwa` file: chunks of a 4-byte header (0, then the length on 3 bytes,
     little-endian) and raw Snappy, which inflated are a stream of (varint length, `ArchiveInfo`: the
@@ -167,9 +171,11 @@ def iwa_objects(data: bytes, member: str) -> Iterator[tuple[int, _Object]]:
         if data[at] != 0:
             raise ValueError(f"{member} is not an iWork archive (chunk type {data[at]})")
         length = int.from_bytes(data[at + 1 : at + 4], "little")
-        stream += bytes(cramjam.snappy.decompress_raw(data[at + 4 : at + 4 + length]))
-        if len(stream) > MAX_INDEX_BYTES:
-            raise ValueError(f"{member} inflates past {MAX_INDEX_BYTES // 2**20} MiB")
+        chunk = data[at + 4 : at + 4 + length]
+        # Snappy's block starts with the length it inflates to: checked before cramjam allocates it
+        if len(stream) + _varint(chunk, 0)[0] > MAX_INDEX_BYTES:
+            raise _TooLarge(f"its part {member} inflates past {MAX_INDEX_BYTES // 2**20} MiB (a bomb?)")
+        stream += bytes(cramjam.snappy.decompress_raw(chunk))
         at += 4 + length
     view = bytes(stream)
     at = 0
@@ -210,6 +216,8 @@ class _Package:
                     self.objects[identifier] = found
                     if len(self.objects) > MAX_OBJECTS:
                         raise refused(path, f"it holds more than {MAX_OBJECTS} objects")
+            except _TooLarge as exc:
+                raise refused(path, str(exc)) from None
             except (ValueError, IndexError, cramjam.DecompressionError) as exc:
                 raise refused(path, f"its part {info.filename} is damaged ({exc})") from None
 
