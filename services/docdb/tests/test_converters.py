@@ -616,6 +616,18 @@ def test_a_corrupt_file_raises_a_reason_naming_it(tmp_path: Path, suffix: str) -
         extract_text(path)
 
 
+def test_a_damaged_pdf_says_so_in_words(tmp_path: Path) -> None:
+    """pdfium's refusal, `could not be read as .pdf: PdfiumError: Failed to load document (PDFium:
+    Data format error)`, is said as what it means to the one who sent the file."""
+    path = tmp_path / "broken.pdf"
+    path.write_bytes(CORRUPT[".pdf"])
+    with pytest.raises(ExtractionError) as refused:
+        extract_text(path)
+    assert (
+        str(refused.value) == "broken.pdf: is damaged: its PDF structure cannot be read (data format error)"
+    )
+
+
 def test_a_file_of_the_wrong_kind_is_refused_before_parsing(tmp_path: Path) -> None:
     for suffix in (".pptx", ".epub", ".doc", ".xls", ".png", ".jpg", ".tiff"):
         path = tmp_path / f"fake{suffix}"

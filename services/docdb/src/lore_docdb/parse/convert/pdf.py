@@ -1852,7 +1852,8 @@ def pdf_pages(path: Path) -> list[str]:
     except pdfium.PdfiumError as exc:
         if "password" in str(exc).lower():  # pdfium says "Incorrect password error"
             raise refused(path, ENCRYPTED) from exc
-        raise
+        why = str(exc).rsplit("PDFium: ", 1)[-1].rstrip(").").lower() or "unreadable"
+        raise refused(path, f"is damaged: its PDF structure cannot be read ({why})") from exc
     try:
         pages: list[list[str]] = []
         styles: list[list[_Style]] = []
