@@ -65,7 +65,8 @@ def test_a_book_is_read_in_reading_order_without_its_pictures_bytes_or_hidden_na
             '<nav epub:type="page-list" hidden=""><h2>Pages</h2><ol><li><a href="#p1">1</a></li></ol></nav>'
         ),
         "ch 1.xhtml": page(
-            "<h1>The Lamp</h1><p>The keeper lit the <ruby>灯<rt>ひ</rt></ruby> at dusk."
+            "<h1>The Lamp</h1><p>The keeper lit the <ruby>灯<rt>ひ</rt></ruby> at dusk"
+            '<a epub:type="noteref" href="notes.xhtml#n1">1</a>.'
             ' <img src="a.png" alt="image"/><img src="b.png" alt="cover1.jpg"/>'
             '<img src="c.png" alt="a gull on the rail"/></p>'
         ),
@@ -107,7 +108,9 @@ def test_a_book_is_read_in_reading_order_without_its_pictures_bytes_or_hidden_na
         "Title: Harbour Tales\n\nTales of the harbour, told again."
     )  # the blurb on one line
     assert "JFIF" not in text and "raw json" not in text and "Pages" not in text and "Contents" not in text
-    assert "The keeper lit the 灯 at dusk." in text and "a gull on the rail" in text
+    assert (
+        "The keeper lit the 灯 at dusk 1 ." in text and "a gull on the rail" in text
+    )  # the note's mark apart
     assert "image" not in text and "cover1" not in text
     order = [
         text.index(s)

@@ -38,6 +38,7 @@ _INVISIBLE = re.compile(
     re.IGNORECASE,
 )
 _DROPPED = "//script|//style|//noscript|//template|//head"
+_EPUB_TYPE = "{http://www.idpf.org/2007/ops}type"
 # the charset a page declares: <meta charset="..."> or its http-equiv form, or an XML declaration's
 _CHARSET = re.compile(
     rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.-]+)"""
@@ -505,6 +506,12 @@ def html_markdown(html: str | bytes) -> str:
         dropped.drop_tree()
     for annotation in root.xpath("//rt|//rp"):  # ruby's readings: the base text is what is searched
         annotation.drop_tree()
+    # a note's reference (EPUB's `epub:type="noteref"`, ARIA's `doc-noteref`), which a reader sets
+    # raised by its style: apart from its word as a superscript is (`year<a>2</a>` is not `year2`)
+    for element in root.iter():
+        kind = element.get("epub:type") or element.get(_EPUB_TYPE) or ""
+        if "noteref" in kind.split() or element.get("role") == "doc-noteref":
+            element.tag = "sup"
     # an inline XBRL filing's (SEC 10-K...) hidden header: contexts, units and facts' ids, not text
     for header in [e for e in root.iter() if isinstance(e.tag, str) and e.tag.lower() == "ix:header"]:
         header.drop_tree()
