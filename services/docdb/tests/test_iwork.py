@@ -84,6 +84,17 @@ def test_keynote_slide_title_is_a_heading_and_the_masters_text_is_not_read() -> 
     assert text == "# Example Presentation\n\nThis is a subtitle."  # master slides hold `Title Text`…
 
 
+def test_keynote_slides_are_pages_with_their_titles_lists_tables_and_notes() -> None:
+    slides = extract_text(DATA / "slides.key").split("\f")
+    assert slides == [
+        "# A sample presentation\n\nFor the Apache Tika project",
+        "# Slide 1\n\n- Some random text for the sake of testability.\n\nA nice comment"
+        "\n\nNotes:\n\nA nice note",
+        "# Slide 3\n\n| Cell one | Cell two | Cell three |\n|---|---|---|\n"
+        "| Cell four | Cell 5 | Cell six |\n| 7 | Cell eight | 5/5/1985 |",
+    ]
+
+
 def test_a_keynote_passage_is_cited_with_its_slide() -> None:
     assert place(Hit("c", 1.0, "t", "decks", "plan.key", ("Plan",), 3, 3)) == "plan.key, slide 3, Plan"
 
@@ -168,6 +179,7 @@ async def test_iwork_files_parse_into_a_kb_and_their_table_rows_come_back_whole(
     files = {
         "notes.pages": (DATA / "sample.pages").read_bytes(),
         "deck.key": (DATA / "sample.key").read_bytes(),
+        "talk.key": (DATA / "slides.key").read_bytes(),
         "harbour.numbers": numbers_file(tmp_path / "harbour.numbers").read_bytes(),
         "locked.pages": (DATA / "encrypted.pages").read_bytes(),
     }
@@ -187,3 +199,9 @@ async def test_iwork_files_parse_into_a_kb_and_their_table_rows_come_back_whole(
             reply = await client.post("/api/v1/docdb/retrieve", json={"kb_id": "apple", "query": query})
             [top, *_] = reply.json()["data"]
             assert top["kb_name"] == file and wanted in top["content"], (query, top)
+        reply = await client.post(
+            "/api/v1/docdb/retrieve",
+            json={"kb_id": "apple", "query": "Cell eight 5/5/1985", "mode": "rerank"},
+        )
+        [top, *_] = reply.json()["data"]
+        assert (top["kb_name"], top["page"], top["page_end"]) == ("talk.key", 3, 3), top  # its slide
