@@ -14,8 +14,11 @@ comes out is the same Markdown the other converters write:
   tables in the order they are stacked, its presenter notes last; master slides' placeholder text never.
 - Numbers: each sheet under its name as a heading, each table on it under its own name as a pipe table.
 
-iWork '09 packages (an `index.xml` or `index.apxl`, often gzipped) are XML: their paragraphs are read in
-order, a Keynote's split by slide. Password-protected documents are refused as such.
+iWork '09 packages (an `index.xml` or `index.apxl`, often gzipped) are XML, read the same way: a
+Pages' body then its text boxes and footnotes, a Keynote's slides with their titles and notes, a
+Numbers' sheets with their tables; a template's placeholder pages and ghost text never. A package
+zipped as its folder, or whose index is an inner `Index.zip` (2013 to 2015), is read; a
+password-protected one is refused as such.
 """
 
 from __future__ import annotations
