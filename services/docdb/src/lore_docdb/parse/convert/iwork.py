@@ -715,11 +715,18 @@ def _joined(blocks: list[str]) -> str:
     return "\n\n".join(b for b in blocks if b.strip())
 
 
-def pages_markdown(path: Path) -> str:
+def _converter(path: Path) -> _Converter | str:
+    """The package's objects to read, or an iWork '09 package's text, read already."""
     with _open(path) as archive:
         if "Index/Document.iwa" not in archive.namelist():
             return _legacy(path, archive)
-        converter = _Converter(_Package(path, archive))
+        return _Converter(_Package(path, archive))
+
+
+def pages_markdown(path: Path) -> str:
+    converter = _converter(path)
+    if isinstance(converter, str):
+        return converter
     package = converter.package
     for furniture in package.of_kind(_PAGES_HEADER_FOOTER):  # repeated on every page
         for target in converter._references(package.objects[furniture].payload, 0):
@@ -747,10 +754,9 @@ def pages_markdown(path: Path) -> str:
 
 
 def keynote_markdown(path: Path) -> str:
-    with _open(path) as archive:
-        if not any(n.startswith("Index/Slide") for n in archive.namelist()):
-            return _legacy(path, archive)
-        converter = _Converter(_Package(path, archive))
+    converter = _converter(path)
+    if isinstance(converter, str):
+        return converter
     package = converter.package
     slides: list[int] = []
     for show in package.of_kind(_KEYNOTE_SHOW):
@@ -784,10 +790,9 @@ def keynote_markdown(path: Path) -> str:
 
 
 def numbers_markdown(path: Path) -> str:
-    with _open(path) as archive:
-        if "Index/Document.iwa" not in archive.namelist():
-            return _legacy(path, archive)
-        converter = _Converter(_Package(path, archive))
+    converter = _converter(path)
+    if isinstance(converter, str):
+        return converter
     package = converter.package
     parts = []
     for document in package.of_kind(_NUMBERS_DOCUMENT):
