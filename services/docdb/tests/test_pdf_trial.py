@@ -148,3 +148,17 @@ def test_the_rest_of_an_author_line_broken_at_a_footnote_mark_is_no_heading(tmp_
         "# Dense Retrieval of Harbour Records"
     ]
     assert ", Barlas Oguz" in out.splitlines()  # was "### , Barlas Oguz"
+
+
+def test_rules_drawn_across_running_text_make_no_table(tmp_path: Path) -> None:
+    """A figure's boxes drawn over the next column's text (pdf.js's TraceMonkey paper read `ol flow
+    graph` in a cell and `Figure 7. Contr` outside it): a "table" whose frame cuts words is none."""
+    ops = [*box(72, 600, 372, 690), "222 600 m 222 690 l S", "72 660 m 372 660 l S", "72 630 m 372 630 l S"]
+    for row, label in enumerate(("Pier", "North", "South")):
+        ops.append(text(80, 670 - 30 * row, 10, label))
+    column = ("the keeper logs every vessel", "that passes the northern cape", "one by one the lighthouses")
+    for row, words in enumerate(column):  # the next column's lines, under the figure's right boxes
+        ops.append(text(316, 672 - 30 * row, 10, words))
+    out = pdf_text(write(tmp_path / "figure.pdf", ops))
+    assert "|" not in out
+    assert all(line in out for line in column)  # each line whole, not `the keeper lo` | `gs every`

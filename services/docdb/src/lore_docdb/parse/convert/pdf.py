@@ -1690,7 +1690,36 @@ def _tables(page: Any, textpage: Any, raw: str) -> tuple[list[_Table], list[_Cha
         tables.append((box, markdown, [box]))
     if tables and not chars:
         chars = _chars(textpage, raw, view)
+    tables = [t for t in tables if _words_cut(chars, t[0], t[2]) < CUT_WORDS]
     return sorted(tables, key=lambda t: (t[0][1], t[0][0])), chars
+
+
+CUT_WORDS = 3  # words a table's box or its cells' edges cut in two: a figure's rules over a column of text
+LETTER_STEP = 9.0  # points between two letters' centres in one word at most (pdfium sets no space between
+# the `X` marks of two cells either)
+
+
+def _words_cut(chars: list[_Char], box: Box, cells: list[Box]) -> int:
+    """How many words the table's edges cut: two letters read one after the other with no space
+    between (one word), on one line, one in the table and one out of it, or in two of its cells. A
+    table's frame and rules run between words; rules drawn over running text (a figure's boxes and
+    arrows across a column, annotations' frames round a paragraph) run through them, and such a
+    "table" reads `ol flow graph` in one cell and `Figure 7. Contr` outside it."""
+
+    def place(x: float, y: float) -> int:
+        x0, top, x1, bottom = box
+        if not (x0 <= x < x1 and top <= y < bottom):
+            return -1
+        return next((k for k, (a, b, c, d) in enumerate(cells) if a <= x < c and b <= y < d), -2)
+
+    cut = 0
+    for (_a, x, y), (_b, x2, y2) in pairwise(chars):
+        if x != x or x2 != x2 or abs(y2 - y) > 1.5 or abs(x2 - x) > LETTER_STEP:
+            continue  # a space, the next line, or a letter too far on to be the same word's
+        first, second = place(x, y), place(x2, y2)
+        if first != second and -2 not in (first, second) and (first >= 0 or second >= 0):
+            cut += 1
+    return cut
 
 
 def _ruled_short(box: Box, rows: int, ruled: Box, ruled_rows: int, beside: int | None) -> bool:
