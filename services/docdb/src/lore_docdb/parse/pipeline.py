@@ -57,7 +57,7 @@ CAPTION_PROMPT = (
 STAGES = ("extract", "chunk", "embed", "index", "graph", "merge")
 # Bump when a converter's output changes (its library or its code), or the chunker's: a file parsed
 # under another version is parsed again by the next parse, changed or not.
-CONVERTER_VERSION = "10"
+CONVERTER_VERSION = "11"
 CHUNKER_VERSION = "structured-4"
 NODE_FIELDS = ("id", "name", "type", "description", "mentions")
 EDGE_FIELDS = ("source_id", "target_id", "description", "weight")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from lore_docdb.parse.convert.common import ENCRYPTED, PAGE_BREAK, md_table, refused
+from lore_docdb.parse.convert.pdf_order import read_in_order
 
 
 class NeedsOCR(Exception):
@@ -1872,6 +1873,10 @@ def _with_tables(chars: list[_Char], tables: list[_Table]) -> str:
     return "".join(out)
 
 
+def _page_text(textpage: Any) -> str:
+    return _unshifted(textpage, _ligatures_in_order(textpage, textpage.get_text_range()))
+
+
 def pdf_pages(path: Path) -> list[str]:
     """Each page's body text, in pdfium's order, tables in place, without the page furniture."""
     import pypdfium2 as pdfium
@@ -1893,12 +1898,12 @@ def pdf_pages(path: Path) -> list[str]:
             textpage = page.get_textpage()
             try:
                 scanned = textpage.count_chars() < MIN_TEXT_CHARS and _has_picture(page)
-                raw = (
-                    ""
-                    if scanned
-                    else _unshifted(textpage, _ligatures_in_order(textpage, textpage.get_text_range()))
-                )
+                raw = "" if scanned else _page_text(textpage)
                 read = _ocr_page(page) if scanned or _unreadable(raw) else ""
+                if not (scanned or read.strip()) and read_in_order(page, textpage):
+                    textpage.close()
+                    textpage = page.get_textpage()
+                    raw = _page_text(textpage)
                 # a page with an unreadable text layer that OCR finds nothing on keeps what the layer has
                 if scanned or read.strip():
                     pages.append(_page_lines(read))
