@@ -50,17 +50,20 @@ def _items(page: Any, textpage: Any) -> tuple[list[Any], list[_Item]]:
     bounds; a form's, the boxes of the characters it holds (a form's own bounds are its whole box)."""
     import pypdfium2.raw as pdfium_c
 
-    objects = [
-        pdfium_c.FPDFPage_GetObject(page.raw, i) for i in range(pdfium_c.FPDFPage_CountObjects(page.raw))
-    ]
+    get_object, get_type, get_bounds = (
+        pdfium_c.FPDFPage_GetObject,
+        pdfium_c.FPDFPageObj_GetType,
+        pdfium_c.FPDFPageObj_GetBounds,
+    )
+    objects = [get_object(page.raw, i) for i in range(pdfium_c.FPDFPage_CountObjects(page.raw))]
     extents: dict[int, list[float]] = {}
     covers: dict[int, list[tuple[float, float]]] = {}  # a form's characters, left to right
     forms: dict[int, int] = {}  # a text object inside a form: the form's place on the page
+    left, bottom, right, top = ctypes.c_float(), ctypes.c_float(), ctypes.c_float(), ctypes.c_float()
     for index, obj in enumerate(objects):
-        kind = pdfium_c.FPDFPageObj_GetType(obj)
+        kind = get_type(obj)
         if kind == pdfium_c.FPDF_PAGEOBJ_TEXT:
-            left, bottom, right, top = ctypes.c_float(), ctypes.c_float(), ctypes.c_float(), ctypes.c_float()
-            if pdfium_c.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
+            if get_bounds(obj, left, bottom, right, top):
                 extents[index] = [left.value, bottom.value, right.value, top.value]
         elif kind == pdfium_c.FPDF_PAGEOBJ_FORM:
             stack = [obj]
