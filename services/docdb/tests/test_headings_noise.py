@@ -256,3 +256,24 @@ def test_a_row_of_figures_in_bold_is_no_heading(tmp_path: Path) -> None:
         ],
     )
     assert headings(pdf_text(pdf)) == ["Growth of Population"]
+
+
+def test_a_formulas_variables_in_large_type_are_no_headings(tmp_path: Path) -> None:
+    # a displayed formula's variables set on lines of their own in larger bold type, and a form's word
+    # whose first letters are set apart in large type: no words in them, so no headings; the section
+    # title and the acronym in the same type are
+    page = [
+        text(72, 720, 16, "Results", "F2"),
+        *prose(700, 4),
+        text(200, 630, 16, "wD", "F2"),
+        *prose(610, 4),
+        text(200, 540, 16, "Xi", "F2"),
+        *prose(520, 4),
+        text(72, 450, 16, "Le", "F2"),
+        *prose(430, 4),
+        text(72, 270, 16, "NFC", "F2"),
+        *prose(250, 4),
+    ]
+    out = pdf_text(write(tmp_path / "formula.pdf", [page]))
+    assert headings(out) == ["Results", "NFC"]
+    assert "wD" in out and "Xi" in out and "Le" in out  # still there, as text

@@ -907,7 +907,7 @@ def _apart(styles: list[_Style], index: int) -> bool:
 
 def _is_title(run: list[str], mark: _Mark, whole: bool = False) -> bool:
     """Whether lines marked alike one after another are a title: few and short, no sentence ended,
-    words in them (not a formula's lone variable), not a list's item, and not the rest of a line
+    words in them (not a formula's variables, `_has_word`), not a list's item, and not the rest of a line
     that pdfium broke at a mark set higher (", Barlas Oguz" after an author's footnote star), and not
     opening with a word in lower case (a paragraph's line in bold, a label of a map or a chart), nor
     with a bracket left open (a formula's first letters in large type, "L(qi"), nor a quotation's
@@ -922,10 +922,22 @@ def _is_title(run: list[str], mark: _Mark, whole: bool = False) -> bool:
         and (not run[-1].endswith(_SENTENCE_END) or _label_title(run))
         and not any(line.endswith(_SENTENCE_END) and not line.endswith(":") for line in run[:-1])
         and sum(c.isalpha() for c in "".join(run)) >= 2
+        and _has_word(" ".join(run))
         and not _BULLET.match(run[0])
         and not run[0].startswith(_GOES_ON)
         and (whole or _reads_as_title(run, mark.larger))
     )
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def _has_word(text: str) -> bool:
+    """Whether a title has a word in it: three letters in a row, or letters in capitals only (`IP`)
+    or of a script without case; not a formula's variables in larger or italic type
+    (`wD`, `Xi`, `a b`) nor a word's first letters set apart from the rest (`Le`)."""
+    runs = _LETTERS.findall(text)
+    return any(len(run) >= 3 for run in runs) or all(run.upper() == run for run in runs)
 
 
 LABEL_TITLE_WORDS = 8  # a title that ends in a full stop ("1. DUTIES.") is this short at most
