@@ -1,4 +1,5 @@
-"""PDF text with pypdfium2: pdfium's reading order, headings (larger type, bold, or italic or another
+"""PDF text with pypdfium2: pdfium's reading order (a page laid out in frames written out of order read
+in bands, top to bottom: `pdf_order.py`), headings (larger type, bold, or italic or another
 font on a line of their own, and the titles the PDF's outline lists, at its levels) as `#` lines,
 paragraphs set apart where the page sets them apart (by space, a first line set in, a short last
 line, a list's marker, another type), running headers, footers and page numbers dropped, words
@@ -1890,7 +1891,8 @@ def _page_text(textpage: Any) -> str:
 
 
 def pdf_pages(path: Path) -> list[str]:
-    """Each page's body text, in pdfium's order, tables in place, without the page furniture."""
+    """Each page's body text, in reading order (pdfium's, or `pdf_order`'s bands), tables in place,
+    without the page furniture."""
     import pypdfium2 as pdfium
 
     try:
