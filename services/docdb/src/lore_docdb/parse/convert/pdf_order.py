@@ -229,9 +229,11 @@ def _bands(items: list[_Item]) -> list[list[_Item]]:
     if len(bands) > 1:
         rows, line = strips.items, strips.line
         if not gutters[0] and min(i.bottom for i in rows[0]) - max(i.top for i in rows[1]) >= line:
-            bands[0] = sorted(rows[0]) + [i for i in bands[0] if i not in rows[0]]
+            top = {i.place for i in rows[0]}
+            bands[0] = sorted(rows[0]) + [i for i in bands[0] if i.place not in top]
         if not gutters[-1] and min(i.bottom for i in rows[-2]) - max(i.top for i in rows[-1]) >= line:
-            bands[-1] = [i for i in bands[-1] if i not in rows[-1]] + sorted(rows[-1])
+            foot = {i.place for i in rows[-1]}
+            bands[-1] = [i for i in bands[-1] if i.place not in foot] + sorted(rows[-1])
     return bands
 
 
