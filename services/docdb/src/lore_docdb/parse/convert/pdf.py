@@ -34,7 +34,7 @@ MIN_TEXT_CHARS = 8  # a page with fewer characters in its text layer than this, 
 ocr_allowed = True  # whether a scanned page may load the OCR engine in this process
 UNREADABLE_SHARE = 0.5  # of a page's visible characters no text holds, above which OCR reads the page
 MIN_UNREADABLE_CHARS = 20  # and at least this many: a page of a few icons or odd bullets keeps its text
-MAX_OBJECTS = 20_000  # a page drawn with more (a map, a chart) is not searched for tables
+MAX_OBJECTS = 20_000  # a page drawn with more (a map, a chart) is not searched for tables nor reordered
 MIN_TABLE_TEXTS = 3  # a ruled box holding fewer different texts (a banner, a title beside a logo) is no table
 PARAGRAPH_WORDS = 40  # a cell of this many words is a paragraph; a "table" mostly of them is a page's boxes
 RULED_ROWS = 3  # times a ruled table's rows that aligned text in its place must have to stand instead
@@ -1894,6 +1894,7 @@ def pdf_pages(path: Path) -> list[str]:
     """Each page's body text, in reading order (pdfium's, or `pdf_order`'s bands), tables in place,
     without the page furniture."""
     import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
 
     try:
         document = pdfium.PdfDocument(str(path))
@@ -1914,7 +1915,9 @@ def pdf_pages(path: Path) -> list[str]:
                 scanned = textpage.count_chars() < MIN_TEXT_CHARS and _has_picture(page)
                 raw = "" if scanned else _page_text(textpage)
                 read = _ocr_page(page) if scanned or _unreadable(raw) else ""
-                if not (scanned or read.strip()) and read_in_order(page, textpage):
+                # a page of more objects (a map, a chart) is read in the order it was written
+                drawn = pdfium_c.FPDFPage_CountObjects(page.raw)
+                if not (scanned or read.strip()) and drawn <= MAX_OBJECTS and read_in_order(page, textpage):
                     textpage.close()
                     textpage = page.get_textpage()
                     raw = _page_text(textpage)
