@@ -244,10 +244,11 @@ def read_in_order(page: Any, textpage: Any) -> bool:
 
     if page.get_rotation() % 360:
         return False
-    objects, items = _items(page, textpage)
-    if len(items) < 2:
+    try:
+        objects, items = _items(page, textpage)
+        bands = _bands(items) if len(items) >= 2 else []
+    except (ValueError, IndexError, ZeroDivisionError, ctypes.ArgumentError):  # pdfium's order stands
         return False
-    bands = _bands(items)
     if len(bands) < 2:
         return False
     order = [item.place for band in bands for item in band]
