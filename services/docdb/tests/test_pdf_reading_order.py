@@ -121,3 +121,15 @@ def test_a_real_report_reads_its_title_block_before_its_columns() -> None:
     second = pages[1]
     at = order(second, "2 코로나-19 관련 보험 현황", "(1) 「감염병의 예방", "(2) 생명보험 표준약관")
     assert at == sorted(at), second[:600]
+
+
+def test_a_columns_last_line_apart_at_the_foot_stays_in_its_column(tmp_path: Path) -> None:
+    # a page reordered for its title: the left column's last paragraph, one line alone at the foot of
+    # the page, is still read before the right column (it is no footer: it lies within a column)
+    body = column(LEFT, 560, "left", (6, 6, 1)) + column(RIGHT, 560, "right", (6, 6))
+    title = [line(LEFT, 700, "The Harbour Board Quarterly Newsletter", 20), line(LEFT, 660, ABSTRACT)]
+    path = tmp_path / "foot.pdf"
+    path.write_bytes(pages_pdf([body + title]))
+    text = pdf_text(path)
+    at = order(text, "Quarterly Newsletter", "left 2 6", "left 3 1", "right 1 1", "right 2 6")
+    assert at == sorted(at), text

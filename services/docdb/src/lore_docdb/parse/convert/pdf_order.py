@@ -10,10 +10,10 @@ columns: strips whose gap is a gutter (one that the strips near it have too, so 
 or a figure's labels are none), and only where the text above the cut and below it were written as
 blocks apart, not line by line in turn. The bands are read top to bottom, each band's objects in the
 order they were written, so two columns, a margin's notes beside the text, a table or a column's own
-lines are never reordered; a line apart at the top or the foot of a page so cut (a running header, a
-footer) is read first or last, where the furniture it is is looked for. Only the page's own objects
-move (a form XObject moves as one, as the text it holds spans); nothing moves where the page already
-reads its bands top to bottom, or where it is turned."""
+lines are never reordered; a line apart at the top or the foot of a page so cut that is no column's
+(a running header, a footer) is read first or last, where furniture is looked for. Only the page's
+own objects move (a form XObject moves as one, as the text it holds spans); nothing moves where the
+page already reads its bands top to bottom, or where it is turned."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 GUTTER = 0.8  # of the page's usual line height: white space at least this wide may part two columns
 THIN = 0.5  # of its strip's tallest item: an item thinner is no line of text (a hyphen, a rule, an accent)
 WIDE = 0.6  # of the width of the page's text: a strip without gutters this wide runs across the page
+APART = 2.5  # line heights of white space under a page's top line or over its foot: a header or a footer
 AHEAD = 3  # strips past a cut looked at for the gutters a wide strip runs over
 RUNS = 3  # runs of objects, in the order written, that the text above a cut and below it make at most:
 # blocks written apart (a title block after the body, a footer last), not two columns' lines in turn
@@ -210,9 +211,11 @@ def _bands(items: list[_Item]) -> list[list[_Item]]:
             between.append(j)
         return False
 
+    strip_of = {item.place: k for k, strip in enumerate(strips.items) for item in strip}
+    written = sorted(strip_of)  # the items' places, in the order written
+
     def apart(k: int) -> bool:  # the text above strip k and from it down were written apart
-        upper = {item.place for strip in strips.items[:k] for item in strip}
-        sides = [item.place in upper for item in sorted(items)]
+        sides = [strip_of[place] < k for place in written]
         return sum(a != b for a, b in pairwise(sides)) < RUNS
 
     bands: list[list[_Item]] = []
@@ -224,14 +227,26 @@ def _bands(items: list[_Item]) -> list[list[_Item]]:
         else:
             bands.append(list(strip))
     bands = [sorted(band) for band in bands]
-    # a strip apart at the page's top or foot, not columns' lines (a running header, a footer: its page
-    # number may be set apart), is read there
+
+    def in_column(k: int, step: int) -> bool:  # strip k lies within a column of the columns next to it
+        for j in range(k + step, k + (AHEAD + 1) * step, step):
+            if 0 <= j < len(spans) and gutters[j]:
+                return all(x1 <= g0 + 1 or x0 >= g1 - 1 for x0, x1 in spans[k] for g0, g1 in gutters[j])
+        return False
+
+    # a line apart at the page's top or foot (a running header or a footer written first or last: its
+    # page number may be set apart) is read there, where furniture is looked for, not at the start or
+    # the end of its band: a line a line's height apart that is no column's, or one further apart
     if len(bands) > 1:
         rows, line = strips.items, strips.line
-        if not gutters[0] and min(i.bottom for i in rows[0]) - max(i.top for i in rows[1]) >= line:
+        gap_top = min(i.bottom for i in rows[0]) - max(i.top for i in rows[1])
+        if not gutters[0] and (gap_top >= APART * line or (gap_top >= line and not in_column(0, 1))):
             top = {i.place for i in rows[0]}
             bands[0] = sorted(rows[0]) + [i for i in bands[0] if i.place not in top]
-        if not gutters[-1] and min(i.bottom for i in rows[-2]) - max(i.top for i in rows[-1]) >= line:
+        gap_foot = min(i.bottom for i in rows[-2]) - max(i.top for i in rows[-1])
+        if not gutters[-1] and (
+            gap_foot >= APART * line or (gap_foot >= line and not in_column(len(rows) - 1, -1))
+        ):
             foot = {i.place for i in rows[-1]}
             bands[-1] = [i for i in bands[-1] if i.place not in foot] + sorted(rows[-1])
     return bands
