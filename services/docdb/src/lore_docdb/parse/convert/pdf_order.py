@@ -72,7 +72,7 @@ def _items(page: Any, textpage: Any) -> tuple[list[Any], list[_Item]]:
                 form = stack.pop()
                 for k in range(pdfium_c.FPDFFormObj_CountObjects(form)):
                     child = pdfium_c.FPDFFormObj_GetObject(form, k)
-                    child_kind = pdfium_c.FPDFPageObj_GetType(child)
+                    child_kind = get_type(child)
                     if child_kind == pdfium_c.FPDF_PAGEOBJ_TEXT:
                         forms[_address(child)] = index
                     elif child_kind == pdfium_c.FPDF_PAGEOBJ_FORM:
@@ -234,21 +234,24 @@ def _bands(items: list[_Item]) -> list[list[_Item]]:
                 return all(x1 <= g0 + 1 or x0 >= g1 - 1 for x0, x1 in spans[k] for g0, g1 in gutters[j])
         return False
 
+    def alone(k: int, step: int) -> bool:  # edge strip k stands apart from its neighbour at k + step
+        upper, lower = strips.items[min(k, k + step)], strips.items[max(k, k + step)]
+        gap = min(i.bottom for i in upper) - max(i.top for i in lower)
+        return not gutters[k] and (
+            gap >= APART * strips.line or (gap >= strips.line and not in_column(k, step))
+        )
+
     # a line apart at the page's top or foot (a running header or a footer written first or last: its
     # page number may be set apart) is read there, where furniture is looked for, not at the start or
     # the end of its band: a line a line's height apart that is no column's, or one further apart
     if len(bands) > 1:
-        rows, line = strips.items, strips.line
-        gap_top = min(i.bottom for i in rows[0]) - max(i.top for i in rows[1])
-        if not gutters[0] and (gap_top >= APART * line or (gap_top >= line and not in_column(0, 1))):
-            top = {i.place for i in rows[0]}
-            bands[0] = sorted(rows[0]) + [i for i in bands[0] if i.place not in top]
-        gap_foot = min(i.bottom for i in rows[-2]) - max(i.top for i in rows[-1])
-        if not gutters[-1] and (
-            gap_foot >= APART * line or (gap_foot >= line and not in_column(len(rows) - 1, -1))
-        ):
-            foot = {i.place for i in rows[-1]}
-            bands[-1] = [i for i in bands[-1] if i.place not in foot] + sorted(rows[-1])
+        first, last = strips.items[0], strips.items[-1]
+        if alone(0, 1):
+            top = {i.place for i in first}
+            bands[0] = sorted(first) + [i for i in bands[0] if i.place not in top]
+        if alone(len(strips.items) - 1, -1):
+            foot = {i.place for i in last}
+            bands[-1] = [i for i in bands[-1] if i.place not in foot] + sorted(last)
     return bands
 
 
